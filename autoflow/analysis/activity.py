@@ -1,0 +1,191 @@
+"""Which names a piece of code reads and which it binds.
+
+Scoping follows Python: a nested ``def``/``lambda``/``class`` binds its own
+name in the enclosing scope, and every name it reads from outside counts as
+read where it is defined (a closure may run at any later time, so this is the
+safe choice). Comprehension targets are local to the comprehension, but a
+walrus inside one binds in the enclosing function.
+"""
+
+from __future__ import annotations
+
+import gast
+
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+_COMPS = (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)
+
+
+def target_names(target) -> list[str]:
+    """Names bound by an assignment target, in order (``a, (b, c)`` -> a b c)."""
+    out = []
+    if isinstance(target, gast.Name):
+        out.append(target.id)
+    elif isinstance(target, (gast.Tuple, gast.List)):
+        for elt in target.elts:
+            out.extend(target_names(elt))
+    elif isinstance(target, gast.Starred):
+        out.extend(target_names(target.value))
+    return out
+
+
+def _add(seq, names):
+    for n in names:
+        if n not in seq:
+            seq.append(n)
+
+
+def _scope_reads(node):
+    """Names a nested scope reads from its enclosing scope."""
+    inner_bound = set()
+    reads = []
+    args = node.args if not isinstance(node, gast.ClassDef) else None
+    if args is not None:
+        for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+            if a is not None:
+                inner_bound.add(a.id)
+    body = node.body if isinstance(node.body, list) else [node.body]
+    for stmt in body:
+        inner_bound.update(bound_names([stmt]))
+    for sub in body:
+        for n in gast.walk(sub):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                if n.id not in inner_bound and n.id not in reads:
+                    reads.append(n.id)
+    # Defaults and decorators are evaluated in the enclosing scope.
+    outer_parts = []
+    if args is not None:
+        outer_parts += list(args.defaults) + [d for d in args.kw_defaults if d is not None]
+    outer_parts += list(getattr(node, "decorator_list", []))
+    if isinstance(node, gast.ClassDef):
+        outer_parts += list(node.bases) + [k.value for k in node.keywords]
+    for part in outer_parts:
+        _add(reads, expr_reads(part))
+    return reads
+
+
+def expr_reads(node) -> list[str]:
+    """Names read by an expression (or by any node, not entering statements' bindings)."""
+    reads: list[str] = []
+
+    def visit(n):
+        if isinstance(n, gast.Name):
+            if isinstance(n.ctx, gast.Load) and n.id not in reads:
+                reads.append(n.id)
+            return
+        if isinstance(n, _SCOPES):
+            _add(reads, _scope_reads(n))
+            return
+        if isinstance(n, _COMPS):
+            local = set()
+            for gen in n.generators:
+                local.update(target_names(gen.target))
+            for sub in gast.walk(n):
+                if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+                    if sub.id not in local and sub.id not in reads:
+                        reads.append(sub.id)
+            return
+        for child in gast.iter_child_nodes(n):
+            visit(child)
+
+    visit(node)
+    return reads
+
+
+def bound_names(stmts, include_nested=True) -> list[str]:
+    """Names bound (assigned) by statements, in order of first binding.
+
+    With ``include_nested`` the bodies of compound statements (if/while/for/
+    with/try) count too; nested function and class bodies never do.
+    """
+    out: list[str] = []
+
+    def visit_expr(e):
+        for n in gast.walk(e):
+            if isinstance(n, gast.NamedExpr):
+                _add(out, target_names(n.target))
+
+    def visit(stmt):
+        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            _add(out, [stmt.name])
+            return
+        if isinstance(stmt, gast.Assign):
+            visit_expr(stmt.value)
+            for t in stmt.targets:
+                _add(out, target_names(t))
+        elif isinstance(stmt, (gast.AugAssign, gast.AnnAssign)):
+            if stmt.value is not None:
+                visit_expr(stmt.value)
+            _add(out, target_names(stmt.target))
+        elif isinstance(stmt, (gast.For, gast.AsyncFor)):
+            visit_expr(stmt.iter)
+            _add(out, target_names(stmt.target))
+        elif isinstance(stmt, (gast.Import, gast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    _add(out, [(alias.asname or alias.name).split(".")[0]])
+        elif isinstance(stmt, (gast.With, gast.AsyncWith)):
+            for item in stmt.items:
+                visit_expr(item.context_expr)
+                if item.optional_vars is not None:
+                    _add(out, target_names(item.optional_vars))
+        elif isinstance(stmt, gast.Delete):
+            for t in stmt.targets:
+                _add(out, target_names(t))
+        else:
+            for field in ("test", "value"):
+                e = getattr(stmt, field, None)
+                if isinstance(e, gast.expr):
+                    visit_expr(e)
+        if isinstance(stmt, gast.Try) or type(stmt).__name__ == "TryStar":
+            for h in stmt.handlers:
+                if isinstance(h.name, gast.Name):
+                    _add(out, [h.name.id])
+                elif isinstance(h.name, str):
+                    _add(out, [h.name])
+        if include_nested:
+            for field in ("body", "orelse", "finalbody"):
+                for sub in getattr(stmt, field, None) or []:
+                    if isinstance(sub, gast.stmt):
+                        visit(sub)
+            if isinstance(stmt, gast.Try) or type(stmt).__name__ == "TryStar":
+                for h in stmt.handlers:
+                    for sub in h.body:
+                        visit(sub)
+            if type(stmt).__name__ == "Match":
+                for case in stmt.cases:
+                    for n in gast.walk(case.pattern):
+                        nm = getattr(n, "name", None)
+                        if isinstance(nm, str):
+                            _add(out, [nm])
+                    for sub in case.body:
+                        visit(sub)
+
+    for s in stmts:
+        visit(s)
+    return out
+
+
+def declared_nonlocal(stmts) -> set[str]:
+    """Names declared ``global`` or ``nonlocal`` in this scope."""
+    out = set()
+    for stmt in stmts:
+        for n in _walk_scope(stmt):
+            if isinstance(n, (gast.Global, gast.Nonlocal)):
+                out.update(n.names)
+    return out
+
+
+def _walk_scope(node):
+    """Like gast.walk, without entering nested function or class bodies."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for child in gast.iter_child_nodes(n):
+            if isinstance(child, _SCOPES):
+                continue
+            todo.append(child)
+
+
+def walk_scope(node):
+    return _walk_scope(node)

@@ -1,0 +1,4 @@
+"""The rewriter's passes, one construct per module; see ``pipeline``.
+
+Nothing in this package imports jax.
+"""

@@ -1,0 +1,61 @@
+"""Small helpers shared by the passes."""
+
+from __future__ import annotations
+
+import gast
+
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+_LOOPS = (gast.For, gast.While, gast.AsyncFor)
+
+
+def walk_local(node, stop_at_loops=False):
+    """Walk ``node``'s subtree without entering nested scopes (or loops)."""
+    todo = list(gast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue
+        if stop_at_loops and isinstance(n, _LOOPS):
+            continue
+        todo.extend(gast.iter_child_nodes(n))
+
+
+def contains(node_or_list, types, stop_at_loops=False):
+    nodes = node_or_list if isinstance(node_or_list, list) else [node_or_list]
+    for node in nodes:
+        if isinstance(node, types):
+            return True
+        for n in walk_local(node, stop_at_loops=stop_at_loops):
+            if isinstance(n, types):
+                return True
+    return False
+
+
+def contains_return(node_or_list):
+    return contains(node_or_list, gast.Return)
+
+
+def stamp(nodes, anchor):
+    """Position template-made ``nodes`` at ``anchor``; user nodes keep theirs.
+
+    Call on the template's output *before* splicing user code into it, or on
+    nodes made purely from templates.
+    """
+    for root in nodes if isinstance(nodes, list) else [nodes]:
+        for n in gast.walk(root):
+            if "lineno" in n._attributes and not getattr(n, "af_user", False) \
+                    and not getattr(n, "af_placed", False):
+                n.af_placed = True
+                n.lineno = anchor.lineno
+                n.col_offset = getattr(anchor, "col_offset", 0)
+                n.end_lineno = getattr(anchor, "end_lineno", None) or anchor.lineno
+                n.end_col_offset = getattr(anchor, "end_col_offset", None) or 0
+    return nodes
+
+
+def mark_user(tree):
+    """Mark every node of the user's parsed code, so stamping never moves it."""
+    for n in gast.walk(tree):
+        if "lineno" in n._attributes:
+            n.af_user = True
