@@ -97,8 +97,13 @@ def _live_stmt(s, L):
         after = live_block(s.orelse, L) if s.orelse else set(L)
         tnames = set(target_names(s.target))
         head = set(after)
+        extra = getattr(s, "af_extra_test", None)  # `not broke`, tested before each item
+        if extra is not None:
+            head |= set(expr_reads(extra))
         while True:
             new = after | (live_block(s.body, head) - tnames) | set(_target_reads(s.target))
+            if extra is not None:
+                new |= set(expr_reads(extra))
             if new == head:
                 break
             head = new

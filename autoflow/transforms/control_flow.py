@@ -219,11 +219,17 @@ class ControlFlow:
 
     # ---- for --------------------------------------------------------------
     def _iterable(self, it):
-        if (isinstance(it, gast.Call) and isinstance(it.func, gast.Name)
-                and it.func.id in _ITERABLE_BUILTINS and self.ctx.builtin_available(it.func.id)):
-            new = replace("AF.NAME", AF=self.ctx.af, NAME=it.func.id)[0].value
-            stamp(new, it)
-            it.func = new
+        """``range(n)`` -> ``af.range(n)`` (also inside ``autoflow.unroll(...)``)."""
+        if not isinstance(it, gast.Call):
+            return it
+        func = it.func
+        if isinstance(func, gast.Name) and func.id in _ITERABLE_BUILTINS \
+                and self.ctx.builtin_available(func.id):
+            new = replace("AF.attr", AF=self.ctx.af)[0].value
+            new.attr = func.id
+            it.func = stamp(new, func)
+        elif isinstance(func, gast.Attribute) and func.attr in ("unroll", "roll") and it.args:
+            it.args[0] = self._iterable(it.args[0])
         return it
 
     def _for(self, s, local):

@@ -104,10 +104,13 @@ class EarlyExits:
     def _loop_returns_block(self, stmts):
         out = []
         for s in stmts:
+            if isinstance(s, _SCOPES):  # nested functions are lowered on their own
+                out.append(s)
+                continue
             if isinstance(s, _LOOPS) and _has_return_anywhere(s):
                 returned, retval = self._flags()
                 init = stamp(replace(
-                    "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME)",
+                    "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
                     RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
                     RETVAL_NAME=gast.Constant(value=retval, kind=None),
                 ), s)

@@ -1,0 +1,29 @@
+"""autoflow: Python control flow for ``jax.jit``.
+
+``autoflow.jit`` converts ``if``/``while``/``for`` (with ``break``,
+``continue``, ``return``, ``and``/``or``/``not`` and ``a if c else b``) into
+``lax`` control flow with explicit carries when values are traced, and runs
+them as Python when values are concrete.
+"""
+
+from .api import convert, do_not_convert, jit, to_source
+from .errors import AutoflowError, ConversionError, ConversionWarning
+
+
+def unroll(iterable):
+    """Run this ``for`` loop as Python (unrolled under ``jit``): ``for i in autoflow.unroll(range(4)):``."""
+    from .runtime import unroll as _unroll
+
+    return _unroll(iterable)
+
+
+def roll(iterable, unroll=1):  # noqa: A002
+    """Always stage this ``for`` loop as a ``lax`` loop; ``unroll`` goes to ``lax.fori_loop``/``lax.scan``."""
+    from .runtime import roll as _roll
+
+    return _roll(iterable, unroll)
+
+
+__all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "convert", "do_not_convert",
+           "jit", "roll", "to_source", "unroll"]
+__version__ = "0.1.0"

@@ -1,0 +1,77 @@
+"""Compiling converted code into a function that shares the original's state.
+
+The converted ``def`` is compiled inside a factory whose parameters are the
+runtime alias and the original function's free variables::
+
+    def __autoflow_factory__(af, helper, scale):
+        def f(x): ...          # converted; reads helper, scale, af
+        return f
+
+Only the inner code object is used: it is bound to the original function's
+globals (a global updated later is seen later) and to the original closure
+cells (plus one new cell for the runtime), so the converted function sees
+exactly the state the original sees.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+
+import gast
+
+FACTORY = "__autoflow_factory__"
+
+
+def _strip_evaluated_parts(fn_node):
+    """Defaults, annotations: evaluated by ``def``; taken from the original instead."""
+    none = lambda: gast.Constant(value=None, kind=None)  # noqa: E731
+    a = fn_node.args
+    a.defaults = [none() for _ in a.defaults]
+    a.kw_defaults = [None if d is None else none() for d in a.kw_defaults]
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    fn_node.returns = None
+
+
+def compile_function(fn_node, filename, freevars, alias):
+    """Compile ``fn_node``; return its code object (free variables ⊆ freevars + alias)."""
+    _strip_evaluated_parts(fn_node)
+    params = [alias] + [v for v in freevars if v != alias]
+    factory = gast.FunctionDef(
+        name=FACTORY,
+        args=gast.arguments(
+            args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
+                  for p in params],
+            posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[fn_node, gast.Return(value=gast.Name(id=fn_node.name, ctx=gast.Load(),
+                                                   annotation=None, type_comment=None))],
+        decorator_list=[], returns=None, type_comment=None, type_params=[])
+    gast.copy_location(factory, fn_node)
+    module = gast.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec", dont_inherit=True)
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return next(c for c in factory_code.co_consts
+                if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
+
+
+def make_function(code, original, runtime, alias):
+    """A function running ``code`` with ``original``'s globals, closure and defaults."""
+    orig_free = original.__code__.co_freevars
+    cells = []
+    for name in code.co_freevars:
+        if name == alias and name not in orig_free:
+            cells.append(types.CellType(runtime))
+        else:
+            cells.append(original.__closure__[orig_free.index(name)])
+    new = types.FunctionType(code, original.__globals__, original.__name__,
+                             original.__defaults__, tuple(cells) or None)
+    new.__kwdefaults__ = original.__kwdefaults__
+    new.__annotations__ = dict(getattr(original, "__annotations__", {}) or {})
+    new.__qualname__ = original.__qualname__
+    new.__doc__ = original.__doc__
+    new.__module__ = original.__module__
+    new.__dict__.update(original.__dict__)
+    return new

@@ -1,0 +1,50 @@
+"""Reading a function's source and parsing it with positions intact."""
+
+from __future__ import annotations
+
+import inspect
+
+import gast
+
+
+class SourceUnavailable(Exception):
+    """The function's source cannot be read or parsed; the reason is the message."""
+
+
+def parse_function(fn):
+    """Return ``(FunctionDef node, filename, first line)`` for ``fn``.
+
+    Line numbers in the node are those of the file; column offsets too. The
+    node has its decorators removed: the converted function is built from
+    the bare ``def`` (decorators were applied to the original already).
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise SourceUnavailable("it is not a Python function")
+    if code.co_name == "<lambda>":
+        raise SourceUnavailable("it is a lambda (lambdas hold no statements to convert)")
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise SourceUnavailable(f"its source code is not available ({e})") from None
+    source = "".join(lines)
+    # Parse the indented source inside an `if 1:` so that columns stay the
+    # file's own (no dedent, which also breaks on unindented string lines).
+    prefix = "if 1:\n" if source[:1] in (" ", "\t") else ""
+    try:
+        module = gast.parse(prefix + source)
+    except SyntaxError as e:
+        raise SourceUnavailable(f"its source could not be parsed ({e.msg})") from None
+    body = module.body[0].body if prefix else module.body
+    node = body[0] if body else None
+    if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) or node.name != code.co_name:
+        raise SourceUnavailable("its source does not start with its `def` "
+                                "(defined by exec, or the file changed since it was imported)")
+    offset = first - 1 - (1 if prefix else 0)
+    for n in gast.walk(node):
+        if "lineno" in n._attributes and getattr(n, "lineno", None) is not None:
+            n.lineno += offset
+            if getattr(n, "end_lineno", None) is not None:
+                n.end_lineno += offset
+    node.decorator_list = []
+    return node, code.co_filename, first

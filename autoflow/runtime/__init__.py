@@ -1,0 +1,20 @@
+"""autoflow's runtime: the operators converted code calls.
+
+This is the only part of autoflow that imports JAX. Converted code reaches it
+through one alias (``af`` unless the user's code already uses that name).
+"""
+
+import os as _os
+
+from jax._src import traceback_util as _traceback_util
+
+from .operators import (and_, enumerate, for_stmt, if_exp, if_stmt, not_, or_, range, roll,
+                        unroll, while_stmt, zip)
+from .values import Undefined
+
+# Hide autoflow's own frames from tracebacks that pass through JAX, as JAX
+# does for its internals.
+_traceback_util.register_exclusion(_os.path.dirname(_os.path.dirname(__file__)))
+
+__all__ = ["Undefined", "and_", "enumerate", "for_stmt", "if_exp", "if_stmt", "not_", "or_",
+           "range", "roll", "unroll", "while_stmt", "zip"]

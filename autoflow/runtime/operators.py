@@ -1,0 +1,400 @@
+"""The runtime operators that converted code calls.
+
+Each operator means exactly the Python it replaces when its condition or
+iterable is concrete, and stages ``lax`` control flow when it is traced.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..core.origin import message, user_site
+from ..errors import ConversionError
+from . import staging
+from .values import Tracer, as_pred, flatten, is_traced, staging as under_trace, truth
+
+log = logging.getLogger("autoflow")
+
+# Errors that mean "this body needs a concrete loop index" (it indexes a
+# Python list, builds a shape or a slice from the index...).
+_NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+                   jax.errors.TracerArrayConversionError, IndexError, ConversionError)
+
+
+def _site():
+    return user_site(3)
+
+
+def _pack(value, n):
+    """A function's carried return value as a tuple of ``n`` carries."""
+    if n == 1:
+        return (value,)
+    if n == 0:
+        return ()
+    return tuple(value)
+
+
+def _unpack(state):
+    if len(state) == 1:
+        return state[0]
+    if len(state) == 0:
+        return None
+    return tuple(state)
+
+
+# ---------------------------------------------------------------------------
+# if and conditional expressions
+# ---------------------------------------------------------------------------
+
+def if_stmt(cond, true_fn, false_fn, operands=(), names=None):
+    """``if cond: true_fn(*operands) else: false_fn(*operands)``, returning its result.
+
+    Plain Python::
+
+        def if_stmt(cond, true_fn, false_fn, operands=(), names=None):
+            return true_fn(*operands) if cond else false_fn(*operands)
+
+    With a traced scalar ``cond`` this is ``lax.cond``: both branches are
+    traced, their outputs must have the same structure and shapes (dtypes
+    are promoted), and ``names`` (the output variables, or ``None`` for a
+    function's return value) is used to name what does not match.
+    """
+    site = _site
+    c = truth(cond, site)
+    if c is not None:
+        return true_fn(*operands) if c else false_fn(*operands)
+    return staging.cond(cond, true_fn, false_fn, operands, names, lambda: user_site(3))
+
+
+def if_exp(cond, true_thunk, false_thunk):
+    """``true_thunk() if cond else false_thunk()``; a traced ``cond`` gives ``lax.cond``."""
+    c = truth(cond, _site)
+    if c is not None:
+        return true_thunk() if c else false_thunk()
+    return staging.cond(cond, true_thunk, false_thunk, (), None, lambda: user_site(3))
+
+
+def _logical(kind, a, thunks):
+    for thunk in thunks:
+        c = truth(a, _site, what=f"operand of `{kind}`")
+        if c is not None:
+            if (kind == "and") != c:  # `and` stops at a falsy value, `or` at a truthy one
+                return a
+            a = thunk()
+            continue
+        b = thunk()
+        if np.shape(b) != ():
+            raise ConversionError(message(
+                user_site(3), f"the right operand of `{kind}` is an array of shape "
+                f"{tuple(np.shape(b))} while the left one is traced",
+                f"Use `jnp.logical_{kind}` for elementwise logic."))
+        a_arr, b_arr = jnp.asarray(a), jnp.asarray(b)
+        if a_arr.dtype == jnp.bool_ and b_arr.dtype == jnp.bool_:
+            a = jnp.logical_and(a_arr, b_arr) if kind == "and" else jnp.logical_or(a_arr, b_arr)
+        elif kind == "and":
+            a = jnp.where(as_pred(a_arr), b_arr, a_arr)
+        else:
+            a = jnp.where(as_pred(a_arr), a_arr, b_arr)
+    return a
+
+
+def and_(a, *thunks):
+    """``a and b and ...`` (later operands as thunks, evaluated as Python would).
+
+    A traced operand makes the result ``jnp.logical_and`` of the booleans
+    (``jnp.where`` for other values), with every operand evaluated.
+    """
+    return _logical("and", a, thunks)
+
+
+def or_(a, *thunks):
+    """``a or b or ...``; see ``and_``."""
+    return _logical("or", a, thunks)
+
+
+def not_(a):
+    """``not a``; ``jnp.logical_not`` of a traced scalar."""
+    c = truth(a, _site, what="operand of `not`")
+    if c is not None:
+        return not c
+    return jnp.logical_not(as_pred(a))
+
+
+# ---------------------------------------------------------------------------
+# while
+# ---------------------------------------------------------------------------
+
+def while_stmt(test, body, init, names):
+    """Python's ``while`` over explicit carries.
+
+    Plain Python::
+
+        def while_stmt(test, body, init, names):
+            state = init
+            while test(*state):
+                state = body(*state)
+            return state
+
+    As soon as ``test`` gives a traced value (at the first test or after
+    some concrete iterations), the remaining iterations become one
+    ``lax.while_loop`` starting from the current state. ``body`` and ``test``
+    return/take the carries positionally; one carry is passed bare.
+    """
+    n = len(names)
+    state = tuple(init)
+    while True:
+        c = truth(test(*state), _site, what="loop condition")
+        if c is None:
+            break
+        if not c:
+            return _unpack(state)
+        state = _pack(body(*state), n)
+    out = staging.loop("while", _unpack(state), names, lambda: user_site(3),
+                       step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
+                       cond_fn=lambda s: test(*_pack(s, n)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# for and its iterables
+# ---------------------------------------------------------------------------
+
+class LoopOptions:
+    """An iterable with per-loop options: see ``autoflow.unroll``/``autoflow.roll``."""
+
+    def __init__(self, iterable, mode, unroll=1):
+        self.iterable, self.mode, self.unroll = iterable, mode, unroll
+
+    def __iter__(self):
+        return iter(self.iterable)
+
+
+class TracedRange:
+    """``range(start, stop, step)`` where a bound is traced."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+    def __iter__(self):
+        raise ConversionError(message(
+            user_site(2), "this `range` has a traced bound and cannot be iterated as Python",
+            "Use it directly as a `for` loop's iterable in converted code."))
+
+
+def range(*args):  # noqa: A001 - mirrors the builtin
+    """``range`` that also accepts traced bounds (for staged ``for`` loops)."""
+    if not any(isinstance(a, Tracer) and is_traced(a) for a in args):
+        return builtins.range(*args)
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    elif len(args) == 2:
+        (start, stop), step = args, 1
+    else:
+        start, stop, step = args
+    for a in (start, stop, step):
+        if np.shape(a) != () or not jnp.issubdtype(jnp.result_type(a), jnp.integer):
+            raise TypeError(f"range() bounds must be integer scalars, got {a!r}")
+    return TracedRange(start, stop, step)
+
+
+class Enumerate:
+    def __init__(self, iterable, start=0):
+        self.iterable, self.start = iterable, start
+
+    def __iter__(self):
+        return builtins.enumerate(self.iterable, self.start)
+
+
+class Zip:
+    def __init__(self, iterables, strict=False):
+        self.iterables, self.strict = iterables, strict
+
+    def __iter__(self):
+        return builtins.zip(*self.iterables, strict=self.strict)
+
+
+def enumerate(iterable, start=0):  # noqa: A001
+    """``enumerate`` that a staged ``for`` loop can scan."""
+    return Enumerate(iterable, start)
+
+
+def zip(*iterables, strict=False):  # noqa: A001
+    """``zip`` that a staged ``for`` loop can scan."""
+    return Zip(iterables, strict)
+
+
+class _Seq:
+    """An iterable with a length and an indexable item, so it can be staged."""
+
+    def __init__(self, length, item, python, traced_items):
+        self.length = length          # int, or a traced scalar
+        self.item = item              # k (traced int) -> the k-th item
+        self.python = python          # a Python iterable over the same items
+        self.traced_items = traced_items
+
+
+def _as_seq(it):
+    if isinstance(it, builtins.range):
+        r = it
+        return _Seq(len(r), lambda k: r.start + k * r.step, r, False)
+    if isinstance(it, TracedRange):
+        start, stop, step = (jnp.asarray(v) for v in (it.start, it.stop, it.step))
+        dtype = jnp.result_type(start, stop, step)
+        start, stop, step = (v.astype(dtype) for v in (start, stop, step))
+        length = jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+        return _Seq(length, lambda k: start + k.astype(dtype) * step, None, True)
+    if isinstance(it, (jax.Array, np.ndarray)) and np.ndim(it) >= 1:
+        arr = it
+        return _Seq(np.shape(arr)[0], lambda k: lax.dynamic_index_in_dim(
+            jnp.asarray(arr), k, keepdims=False), arr, isinstance(arr, Tracer))
+    if isinstance(it, Enumerate):
+        inner = _as_seq(it.iterable)
+        if inner is None:
+            return None
+        s = it.start
+        return _Seq(inner.length, lambda k: (s + k, inner.item(k)),
+                    None if inner.python is None else builtins.enumerate(inner.python, s),
+                    inner.traced_items)
+    if isinstance(it, Zip):
+        inners = [_as_seq(x) for x in it.iterables]
+        if not inners or any(x is None for x in inners):
+            return None
+        lengths = [x.length for x in inners]
+        if builtins.all(isinstance(n, int) for n in lengths):
+            if it.strict and len(set(lengths)) > 1:
+                return None  # let Python raise its ValueError
+            length = builtins.min(lengths)
+        else:
+            length = jnp.min(jnp.stack([jnp.asarray(n) for n in lengths]))
+        pythons = [x.python for x in inners]
+        return _Seq(length, lambda k: tuple(x.item(k) for x in inners),
+                    None if None in pythons else builtins.zip(*pythons),
+                    builtins.any(x.traced_items for x in inners))
+    return None
+
+
+def _has_traced(state):
+    return builtins.any(isinstance(x, Tracer) and is_traced(x) for x in flatten(state)[0])
+
+
+def _python_for(items, body, test, state, n, names):
+    """Iterate as Python; a traced ``test`` (after a ``break``) guards the body."""
+    for item in items:
+        if test is not None:
+            c = truth(test(*state), _site, what="loop condition")
+            if c is False:
+                break
+            if c is None:
+                t, site = test(*state), (lambda: user_site(3))
+                if n:
+                    state = _pack(staging.cond(t, lambda *s: body(item, *s), lambda *s: _unpack(s),
+                                               state, names, site), n)
+                else:
+                    staging.cond(t, lambda: body(item), lambda: None, (), (), site)
+                continue
+        state = _pack(body(item, *state), n)
+    return _unpack(state)
+
+
+def for_stmt(iterable, body, init, names, test=None):
+    """Python's ``for`` over explicit carries.
+
+    Plain Python::
+
+        def for_stmt(iterable, body, init, names, test=None):
+            state = init
+            for item in iterable:
+                if test is not None and not test(*state):
+                    break
+                state = body(item, *state)
+            return state
+
+    Staged forms (under a JAX transformation):
+
+    * a ``range`` with a traced bound -> ``lax.while_loop`` (any step sign,
+      empty ranges run zero times);
+    * a ``range`` with concrete bounds or an array (iterated over its leading
+      axis), also inside ``enumerate``/``zip`` -> ``lax.fori_loop`` with a
+      static trip count (a scan, reverse-differentiable) once a carry is
+      traced; if the body needs a concrete index (it indexes a Python list,
+      builds a shape or slice from it), or a carry changes shape, the loop
+      runs as Python instead;
+    * ``test`` (``not broke`` after a ``break``) makes it a ``lax.while_loop``.
+
+    Lists, tuples, dicts and other Python iterables are iterated as Python.
+    ``autoflow.unroll(it)`` forces Python iteration, ``autoflow.roll(it,
+    unroll=k)`` forces a staged loop and passes ``unroll`` to ``lax``.
+    """
+    n = len(names)
+    state = tuple(init)
+    mode, unroll = None, 1
+    if isinstance(iterable, LoopOptions):
+        mode, unroll, iterable = iterable.mode, iterable.unroll, iterable.iterable
+    seq = _as_seq(iterable) if mode != "unroll" else None
+    if mode == "unroll" and isinstance(iterable, TracedRange):
+        raise ConversionError(message(
+            _site(), "`autoflow.unroll` needs a range with concrete bounds; this one is traced",
+            "Remove `autoflow.unroll`, or make the bound static."))
+    if seq is None:
+        return _python_for(iterable, body, test, state, n, names)
+
+    site = lambda: user_site(3)  # noqa: E731
+    step = (lambda k, s: _unpack(_pack(body(seq.item(k), *_pack(s, n)), n)))
+    cond_fn = None if test is None else (lambda s: test(*_pack(s, n)))
+
+    if not isinstance(seq.length, int):  # traced trip count
+        return staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
+                            length=seq.length, unroll=unroll)
+    if seq.python is None or (not under_trace() and mode != "roll"):
+        return _python_for(seq.python if seq.python is not None else iterable,
+                           body, test, state, n, names)
+
+    # A concrete trip count under a trace: roll the loop once a carry is traced.
+    start = 0
+    if mode != "roll" and not _has_traced(state) and seq.length > 0:
+        # Peel the first iteration as Python: loops doing Python bookkeeping
+        # (counters, shapes, lists) stay Python; the rest roll from here.
+        first = next(iter(seq.python))
+        if test is not None:
+            c = truth(test(*state), _site, what="loop condition")
+            if c is False:
+                return _unpack(state)
+        if test is None or c is True:
+            state = _pack(body(first, *state), n)
+            start = 1
+        if start and not _has_traced(state):
+            rest = iter(seq.python)
+            next(rest)
+            return _python_for(rest, body, test, state, n, names)
+    if start >= seq.length:
+        return _unpack(state)
+    try:
+        return staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
+                            start=start, length=seq.length - start, unroll=unroll)
+    except _NEEDS_CONCRETE as e:
+        if mode == "roll":
+            raise
+        log.debug("autoflow: loop at %s runs as Python (%s: %s)", site(), type(e).__name__, e)
+    rest = iter(seq.python)
+    for _ in builtins.range(start):
+        next(rest)
+    return _python_for(rest, body, test, state, n, names)
+
+
+def unroll(iterable):
+    """Mark a ``for`` loop's iterable to run as Python (unrolled under ``jit``)."""
+    return LoopOptions(iterable, "unroll")
+
+
+def roll(iterable, unroll=1):  # noqa: A002
+    """Mark a ``for`` loop's iterable to always stage as a ``lax`` loop.
+
+    ``unroll`` is passed to ``lax.fori_loop``/``lax.scan``.
+    """
+    return LoopOptions(iterable, "roll", unroll)

@@ -1,0 +1,292 @@
+"""Building ``lax.cond`` and ``lax`` loops from Python branch and body functions.
+
+The operators in ``operators.py`` call these once a condition or a trip count
+turns out to be traced. Both builders:
+
+* stage only the array-like leaves of the values flowing through; other
+  leaves (``None``, strings, functions) must come out unchanged;
+* reconcile dtypes the way NumPy promotion would (``0`` and ``2.5`` give a
+  float), retracing with the promoted types when a branch or an iteration
+  disagrees, so users never see JAX's "must have identical types";
+* refuse, with a ConversionError in the user's terms, what cannot be staged:
+  a variable bound on one path only, or whose shape or structure differs.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..core.origin import message
+from ..errors import ConversionError
+from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
+                     same_static, unflatten)
+
+
+class _Restart(Exception):
+    """Raised from inside a traced function to retrace with new carry types."""
+
+    def __init__(self, changes):
+        super().__init__("internal: retrace with new types")
+        self.changes = changes
+
+
+def leaf_labels(value, names):
+    """For each leaf of ``value``, the user's variable it belongs to."""
+    if names is None:
+        return ["the return value"] * len(flatten(value)[0])
+    if len(names) == 1:
+        return [names[0]] * len(flatten(value)[0])
+    if not isinstance(value, tuple) or len(value) != len(names):
+        return ["?"] * len(flatten(value)[0])
+    labels = []
+    for name, part in zip(names, value):
+        labels += [name] * len(flatten(part)[0])
+    return labels
+
+
+def _cast(x, dtype):
+    if isinstance(x, jax.Array) and x.dtype == dtype and not getattr(x, "weak_type", False):
+        return x
+    return lax.convert_element_type(x, dtype)
+
+
+# ---------------------------------------------------------------------------
+# cond
+# ---------------------------------------------------------------------------
+
+def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
+    if returning:
+        if t_leaf is None or f_leaf is None or t_tree != f_tree and None in (t_leaf, f_leaf):
+            side = "false" if (f_leaf is None) else "true"
+            return ConversionError(message(
+                site, "this function returns a value on one path and falls off its end "
+                f"(returning None) when this traced condition is {side}",
+                "Add a `return` with a value of the same shape to every path, "
+                "or make the condition static."))
+        return ConversionError(message(
+            site, f"the two paths of this traced `if` return values that differ: "
+            f"{describe(t_leaf)} when true, {describe(f_leaf)} when false",
+            "Return values of the same structure and shape on every path."))
+    if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
+        side = "true" if isinstance(f_leaf, Undefined) else "false"
+        return ConversionError(message(
+            site, f"`{label}` is assigned only when the condition is {side}, "
+            "but it is used after this traced `if`",
+            f"Assign `{label}` before the `if`, or in both branches."))
+    if t_tree is not None and t_tree != f_tree:
+        return ConversionError(message(
+            site, f"`{label}` has a different structure in the two branches of this traced `if`: "
+            f"{t_tree} when true, {f_tree} when false",
+            f"Give `{label}` the same structure (tuple/list/dict layout) in both branches."))
+    return ConversionError(message(
+        site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
+        f"{describe(f_leaf)} when it is false; a traced `if` needs the same shape "
+        "on both paths",
+        f"Make `{label}` the same shape in both branches (pad, or use `jnp.where` "
+        "on arrays of one shape), or make the condition static."))
+
+
+def cond(pred, true_fn, false_fn, operands, names, site):
+    """``lax.cond`` of two Python branch functions taking ``operands``.
+
+    ``names`` labels the outputs (a tuple of variable names), or is ``None``
+    when the branches' results are the function's return value.
+    """
+    records = {}
+    targets = {}
+    fills = {}  # leaf index -> (shape, dtype) for guarded Undefined values
+    returning = names is None
+
+    def make(key, fn):
+        def branch():
+            out = fn(*operands)
+            leaves, tree = flatten(out)
+            if fills:
+                leaves = [jnp.zeros(*fills[i]) if i in fills and isinstance(x, Undefined) else x
+                          for i, x in enumerate(leaves)]
+                out = unflatten(tree, leaves)
+            mask = [is_array_like(x) for x in leaves]
+            records[key] = (out, leaves, tree, mask)
+            other = records.get("f" if key == "t" else "t")
+            if other is not None:
+                _compare(records["t"], records["f"])
+            dyn = [x for x, m in zip(leaves, mask) if m]
+            return [_cast(x, targets[j]) if j in targets else x for j, x in enumerate(dyn)]
+        return branch
+
+    def _compare(t, f):
+        (t_out, t_leaves, t_tree, t_mask), (_, f_leaves, f_tree, f_mask) = t, f
+        labels = leaf_labels(t_out, names)
+        if t_tree != f_tree:
+            # Find the first variable whose layout differs, for the message.
+            if returning:
+                raise _branch_error(site(), None, True, t_out, f[0], t_tree, f_tree)
+            t_parts = t_out if len(names) > 1 else (t_out,)
+            f_parts = f[0] if len(names) > 1 else (f[0],)
+            for name, a, b in zip(names, t_parts, f_parts):
+                ta, tb = flatten(a)[1], flatten(b)[1]
+                if ta != tb:
+                    la, lb = flatten(a)[0], flatten(b)[0]
+                    if len(la) == 1 and len(lb) == 1:
+                        raise _branch_error(site(), name, False, la[0], lb[0])
+                    raise _branch_error(site(), name, False, a, b, ta, tb)
+            raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree)
+        changes, new_fills = {}, {}
+        j = 0
+        for i, (a, b, ma, mb) in enumerate(zip(t_leaves, f_leaves, t_mask, f_mask)):
+            if not ma or not mb:
+                if not (ma or mb) and same_static(a, b):
+                    continue
+                for u, v in ((a, b), (b, a)):
+                    if isinstance(u, Undefined) and u.guarded and is_array_like(v):
+                        new_fills[i] = aval_of(v)[:2]
+                if i in new_fills:
+                    continue
+                raise _branch_error(site(), labels[i], returning, a, b)
+            av, bv = aval_of(a), aval_of(b)
+            if av[0] != bv[0]:
+                raise _branch_error(site(), labels[i], returning, a, b)
+            if av[1] != bv[1]:
+                changes[j] = promote(av, bv)[0]
+            j += 1
+        if new_fills:
+            raise _Restart(("fill", new_fills))
+        if changes and not targets:
+            raise _Restart(changes)
+
+    for _ in range(4):
+        records.clear()
+        try:
+            dyn = lax.cond(as_pred(pred), make("t", true_fn), make("f", false_fn))
+        except _Restart as r:
+            if isinstance(r.changes, tuple):
+                fills.update(r.changes[1])
+            else:
+                targets.update(r.changes)
+            continue
+        break
+    else:  # pragma: no cover - promotion converges in one step
+        raise ConversionError(message(site(), "could not find common types for this `if`"))
+    _, leaves, tree, mask = records["t"]
+    it = iter(dyn)
+    return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+
+
+# ---------------------------------------------------------------------------
+# loops
+# ---------------------------------------------------------------------------
+
+def _loop_error(site, kind, label, before, after):
+    what = {"while": "`while` loop", "for": "`for` loop"}.get(kind, "loop")
+    if isinstance(before, Undefined):
+        return ConversionError(message(
+            site, f"`{label}` is read in this traced {what} before it is assigned",
+            f"Assign `{label}` before the loop."))
+    if not is_array_like(before) or not is_array_like(after):
+        return ConversionError(message(
+            site, f"`{label}` is {describe(before)} before this traced {what} and "
+            f"{describe(after)} after an iteration; a staged loop can only carry arrays "
+            "whose type stays the same",
+            f"Initialize `{label}` before the loop with a value of the type the loop gives it "
+            f"(e.g. `jnp.zeros(shape, dtype)`)."))
+    return ConversionError(message(
+        site, f"`{label}` changes shape in this traced {what}: {describe(before)} before an "
+        f"iteration, {describe(after)} after it",
+        f"Keep `{label}` one shape across iterations (preallocate it and write with "
+        f"`{label}.at[i].set(...)`), or make the loop bound static so the loop runs as Python."))
+
+
+def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1):
+    """Stage a loop over the carried ``state`` (a tuple of the user's variables).
+
+    ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
+    counter); ``cond_fn(state)`` is tested before each iteration. With an
+    int ``length`` and no ``cond_fn`` the loop is ``lax.fori_loop`` with a
+    static trip count (a scan: reverse-differentiable); otherwise it is a
+    ``lax.while_loop`` (``length`` may then be traced).
+    """
+    leaves, tree = flatten(state)
+    labels = leaf_labels(state, names)
+    mask = [is_array_like(x) for x in leaves]
+    avals = [aval_of(x) if m else None for x, m in zip(leaves, mask)]
+
+    def merge(dyn):
+        it = iter(dyn)
+        return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+
+    def body(k, dyn):
+        new = step(k, merge(dyn))
+        new_leaves, new_tree = flatten(new)
+        if new_tree != tree:
+            for name, a, b in zip(names, state if len(names) > 1 else (state,),
+                                  new if len(names) > 1 else (new,)):
+                if flatten(a)[1] != flatten(b)[1]:
+                    la, lb = flatten(a)[0], flatten(b)[0]
+                    if len(la) == 1 and len(lb) == 1:
+                        raise _loop_error(site(), kind, name, la[0], lb[0])
+                    raise ConversionError(message(
+                        site(), f"`{name}` changes structure in this traced loop: "
+                        f"{flatten(a)[1]} before an iteration, {flatten(b)[1]} after it",
+                        f"Keep `{name}` one structure across iterations, or make the loop "
+                        "bound static so the loop runs as Python."))
+        out, changes = [], {}
+        for i, (x, m) in enumerate(zip(new_leaves, mask)):
+            if not m:
+                if same_static(leaves[i], x):
+                    continue
+                if isinstance(leaves[i], Undefined) and is_array_like(x):
+                    changes[i] = aval_of(x)[:2]
+                    continue
+                raise _loop_error(site(), kind, labels[i], leaves[i], x)
+            if not is_array_like(x):
+                raise _loop_error(site(), kind, labels[i], leaves[i], x)
+            shape, dtype, weak = aval_of(x)
+            if shape != avals[i][0]:
+                raise _loop_error(site(), kind, labels[i],
+                                  jax.ShapeDtypeStruct(avals[i][0], avals[i][1]), x)
+            target, _ = promote(avals[i], (shape, dtype, weak))
+            if target != avals[i][1]:
+                changes[i] = (shape, target)
+            out.append(x)
+        if changes:
+            raise _Restart(changes)
+        return tuple(_cast(x, a[1]) for x, a in zip(out, [a for a in avals if a is not None]))
+
+    def test(dyn):
+        c = cond_fn(merge(dyn))
+        if np.shape(c) != ():
+            raise ConversionError(message(
+                site(), f"the loop condition is an array of shape {tuple(np.shape(c))}, "
+                "not a scalar", "Reduce it with `.any()` or `.all()`."))
+        return as_pred(c)
+
+    for _ in range(16):
+        init = tuple(_cast(jnp.asarray(x), a[1]) for x, a, m in zip(leaves, avals, mask) if m)
+        try:
+            if cond_fn is None and isinstance(length, int):
+                dyn = lax.fori_loop(start, start + length, body, init, unroll=unroll)
+            elif length is None:
+                _, dyn = lax.while_loop(lambda c: test(c[1]),
+                                        lambda c: (c[0] + 1, body(c[0], c[1])),
+                                        (jnp.int32(start), init))
+            else:
+                stop = start + length
+
+                def full_test(c):
+                    more = c[0] < stop
+                    return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
+                _, dyn = lax.while_loop(full_test, lambda c: (c[0] + 1, body(c[0], c[1])),
+                                        (jnp.asarray(start, jnp.int32), init))
+        except _Restart as r:
+            for i, (shape, dtype) in r.changes.items():
+                if not mask[i]:
+                    mask[i] = True
+                    leaves[i] = jnp.zeros(shape, dtype)
+                avals[i] = (shape, np.dtype(dtype), False)
+            continue
+        return merge(dyn)
+    raise ConversionError(message(  # pragma: no cover - types settle in a few rounds
+        site(), "the carried variables of this loop never settle on fixed types"))

@@ -1,0 +1,166 @@
+"""Classifying values: concrete or traced, static or array-like; pytree splitting.
+
+Operators decide between Python and ``lax`` from these predicates, and stage
+only the array-like leaves of their carries: other leaves (``None``, strings,
+functions, ``Undefined``...) stay Python values and must come out of a staged
+branch or loop unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax._src import core as _core
+
+from ..core.origin import message, user_site
+from ..errors import ConversionError
+
+Tracer = jax.core.Tracer
+_ARRAY_SCALARS = (bool, int, float, complex)
+
+
+class Undefined:
+    """The value of a variable that is not bound yet on this path.
+
+    Generated code binds it where Python would have no binding at all, so
+    that a branch or loop can take the variable as an argument. Using it in
+    a computation raises an error that names the variable.
+    """
+
+    __slots__ = ("name", "guarded")
+
+    def __init__(self, name, guarded=False):
+        # ``guarded``: every read is guarded by a flag (``retval`` is only read
+        # when ``returned`` is true), so a staged branch may fill it with zeros.
+        self.name = name
+        self.guarded = guarded
+
+    def __repr__(self):
+        return f"<undefined {self.name}>"
+
+    def _fail(self, *args, **kwargs):
+        raise ConversionError(message(
+            user_site(), f"local variable '{self.name}' is used before it is assigned on this path; "
+            f"Assign `{self.name}` before the statement that reads it."))
+
+    __bool__ = __index__ = __int__ = __float__ = __call__ = __iter__ = __len__ = _fail
+    __getitem__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _fail
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __neg__ = __pos__ = __abs__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __invert__ = _fail
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self._fail()
+
+
+def is_traced(x) -> bool:
+    """Is ``x`` an abstract tracer (its value unknown while tracing)?"""
+    if not isinstance(x, Tracer):
+        return False
+    try:
+        return not _core.is_concrete(x)
+    except Exception:  # pragma: no cover - defensive across JAX versions
+        return True
+
+
+def staging() -> bool:
+    """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
+    return not _core.trace_ctx.is_top_level()
+
+
+def is_array_like(x) -> bool:
+    if isinstance(x, Undefined):
+        return False
+    return isinstance(x, (jax.Array, np.ndarray, np.generic) + _ARRAY_SCALARS)
+
+
+def truth(x, site_fn, what="condition"):
+    """``bool(x)`` when ``x`` is concrete; ``None`` when it is traced.
+
+    A traced ``x`` must be a scalar; otherwise a ConversionError explains
+    (Python's own ``bool`` would fail the same way on a concrete array).
+    """
+    if isinstance(x, Tracer) and is_traced(x):
+        if np.shape(x) != ():
+            site = site_fn()
+            raise ConversionError(message(
+                site, f"the {what} is a traced array of shape {tuple(np.shape(x))} "
+                f"({x.dtype}), not a scalar, so it has no single truth value",
+                "Reduce it to a scalar with `.any()` or `.all()`, or compute both "
+                "results and choose elementwise with `jnp.where(cond, a, b)`."))
+        return None
+    return bool(x)
+
+
+def as_pred(x):
+    """A traced scalar as a boolean predicate (Python's truth rule)."""
+    x = jnp.asarray(x)
+    if x.dtype != jnp.bool_:
+        x = x != 0
+    return x
+
+
+def is_leaf(x):
+    return x is None or isinstance(x, Undefined)
+
+
+def flatten(tree):
+    return jax.tree_util.tree_flatten(tree, is_leaf=is_leaf)
+
+
+def unflatten(treedef, leaves):
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def same_static(a, b) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Undefined) or isinstance(b, Undefined):
+        return isinstance(a, Undefined) and isinstance(b, Undefined)
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:
+        return False
+
+
+def describe(x) -> str:
+    """A value in the user's terms: ``float32[3]``, ``int (Python)``, ``None``..."""
+    if isinstance(x, Undefined):
+        return "unassigned"
+    if x is None:
+        return "None"
+    if isinstance(x, _ARRAY_SCALARS):
+        return f"a Python {type(x).__name__}"
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        shape = ",".join(str(d) for d in np.shape(x))
+        return f"{np.dtype(x.dtype).name}[{shape}]"
+    return f"a {type(x).__name__}"
+
+
+def aval_of(x):
+    """(shape, dtype, weak) of an array-like leaf."""
+    if isinstance(x, _ARRAY_SCALARS):
+        return (), jnp.result_type(x), True
+    weak = bool(getattr(getattr(x, "aval", None), "weak_type", getattr(x, "weak_type", False)))
+    return tuple(np.shape(x)), np.dtype(x.dtype), weak
+
+
+def weak_rep(dtype, weak):
+    """What ``jnp.result_type`` should see for a (dtype, weak) pair."""
+    if not weak:
+        return dtype
+    kind = np.dtype(dtype).kind
+    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}.get(kind, dtype)
+
+
+def promote(a, b):
+    """Common (dtype, weak) of two avals, as NumPy/JAX promotion would give."""
+    (_, da, wa), (_, db, wb) = a, b
+    dtype = np.dtype(jnp.result_type(weak_rep(da, wa), weak_rep(db, wb)))
+    return dtype, wa and wb

@@ -1,0 +1,90 @@
+"""The ordered list of passes that converts one function.
+
+Order matters, and each step relies on the ones before it:
+
+1. ``early_exits.lower_loop_returns``: ``return`` inside a loop becomes
+   ``retval = ...; returned = True; break`` and one ``if returned: return
+   retval`` after the loop, so no ``return`` is left inside a loop.
+2. ``early_exits.lower_jumps``: ``break``/``continue`` (including the ones
+   step 1 made) become boolean flags; a loop ``else`` becomes ``if not
+   broke:``. Loops are now plain loops.
+3. ``returns``: the code after an ``if`` that returns moves into the branches
+   that fall through, so every returning ``if`` returns on both paths and a
+   traced one can become one ``lax.cond`` whose value is returned.
+4. ``logical``: ``and``/``or``/``not``/``a if c else b``/chained comparisons,
+   including the ``not broke`` tests steps 1-2 generated.
+5. ``control_flow``: ``if``/``while``/``for`` become operator calls with
+   explicit carries, from a liveness analysis of the code steps 1-4 left.
+
+Steps 1-3 run on every function (the converted one and the ``def``s nested
+in it); steps 4-5 walk the whole tree at once.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+
+import gast
+
+from .control_flow import ControlFlow
+from .early_exits import EarlyExits
+from .logical import Logical
+from .returns import Returns
+
+
+def _functions(tree):
+    return [n for n in gast.walk(tree) if isinstance(n, gast.FunctionDef)]
+
+
+def _lower_exits(tree, ctx):
+    for fn in _functions(tree):
+        exits = EarlyExits(ctx)
+        fn.body = exits.lower_loop_returns(fn.body)
+        fn.body = exits.lower_jumps(fn.body)
+
+
+def _lower_returns(tree, ctx):
+    for fn in _functions(tree):
+        Returns(ctx).lower(fn)
+
+
+def _logical(tree, ctx):
+    logical = Logical(ctx)
+    logical.visit(tree)
+    for node in gast.walk(tree):
+        extra = getattr(node, "af_extra_test", None)
+        if extra is not None:
+            node.af_extra_test = logical.visit(extra)
+
+
+def _control_flow(tree, ctx):
+    ControlFlow(ctx).convert_function(tree)
+
+
+PASSES = [
+    ("early_exits", _lower_exits),
+    ("returns", _lower_returns),
+    ("logical", _logical),
+    ("control_flow", _control_flow),
+]
+
+
+def debug_enabled(ctx) -> bool:
+    return bool(ctx.options.get("debug")) or os.environ.get("AUTOFLOW_DEBUG_PASSES") == "1"
+
+
+def run(fn_node, ctx):
+    """Convert ``fn_node`` (a gast FunctionDef) in place and return it."""
+    debug = debug_enabled(ctx)
+    for name, pass_fn in PASSES:
+        pass_fn(fn_node, ctx)
+        if debug:
+            print(f"# autoflow: after pass {name!r}\n{to_source(fn_node)}", file=sys.stderr)
+    return fn_node
+
+
+def to_source(node) -> str:
+    tree = gast.gast_to_ast(gast.Module(body=[node], type_ignores=[]))
+    return ast.unparse(ast.fix_missing_locations(tree))
