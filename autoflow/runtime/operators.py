@@ -16,7 +16,7 @@ from jax import lax
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from . import staging
+from . import events, staging
 from .values import Tracer, as_pred, flatten, is_traced, staging as under_trace, truth
 
 log = logging.getLogger("autoflow")
@@ -65,10 +65,11 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None):
     are promoted), and ``names`` (the output variables, or ``None`` for a
     function's return value) is used to name what does not match.
     """
-    site = _site
-    c = truth(cond, site)
+    c = truth(cond, _site)
     if c is not None:
+        events.note("if", "python")
         return true_fn(*operands) if c else false_fn(*operands)
+    events.note("if", "lax.cond")
     return staging.cond(cond, true_fn, false_fn, operands, names, lambda: user_site(3))
 
 
@@ -76,7 +77,9 @@ def if_exp(cond, true_thunk, false_thunk):
     """``true_thunk() if cond else false_thunk()``; a traced ``cond`` gives ``lax.cond``."""
     c = truth(cond, _site)
     if c is not None:
+        events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
+    events.note("ternary", "lax.cond")
     return staging.cond(cond, true_thunk, false_thunk, (), None, lambda: user_site(3))
 
 
@@ -153,8 +156,10 @@ def while_stmt(test, body, init, names):
         if c is None:
             break
         if not c:
+            events.note("while", "python")
             return _unpack(state)
         state = _pack(body(*state), n)
+    events.note("while", "lax.while_loop")
     out = staging.loop("while", _unpack(state), names, lambda: user_site(3),
                        step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
                        cond_fn=lambda s: test(*_pack(s, n)))
@@ -342,6 +347,7 @@ def for_stmt(iterable, body, init, names, test=None):
             _site(), "`autoflow.unroll` needs a range with concrete bounds; this one is traced",
             "Remove `autoflow.unroll`, or make the bound static."))
     if seq is None:
+        events.note("for", "python")
         return _python_for(iterable, body, test, state, n, names)
 
     site = lambda: user_site(3)  # noqa: E731
@@ -349,9 +355,11 @@ def for_stmt(iterable, body, init, names, test=None):
     cond_fn = None if test is None else (lambda s: test(*_pack(s, n)))
 
     if not isinstance(seq.length, int):  # traced trip count
+        events.note("for", "lax.while_loop")
         return staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
                             length=seq.length, unroll=unroll)
     if seq.python is None or (not under_trace() and mode != "roll"):
+        events.note("for", "python")
         return _python_for(seq.python if seq.python is not None else iterable,
                            body, test, state, n, names)
 
@@ -369,18 +377,23 @@ def for_stmt(iterable, body, init, names, test=None):
             state = _pack(body(first, *state), n)
             start = 1
         if start and not _has_traced(state):
+            events.note("for", "python")
             rest = iter(seq.python)
             next(rest)
             return _python_for(rest, body, test, state, n, names)
     if start >= seq.length:
+        events.note("for", "python")
         return _unpack(state)
     try:
-        return staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
-                            start=start, length=seq.length - start, unroll=unroll)
+        out = staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
+                           start=start, length=seq.length - start, unroll=unroll)
+        events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
+        return out
     except _NEEDS_CONCRETE as e:
         if mode == "roll":
             raise
         log.debug("autoflow: loop at %s runs as Python (%s: %s)", site(), type(e).__name__, e)
+        events.note("for", f"python (unrolled: {type(e).__name__})")
     rest = iter(seq.python)
     for _ in builtins.range(start):
         next(rest)
