@@ -85,71 +85,102 @@ def _fallback(fn, reason, strict):
     return fn
 
 
-def convert(fn=None, *, strict=None, debug=False):
+def _options(strict, recursive, include, asserts, debug):
+    return (("asserts", bool(asserts)), ("debug", bool(debug)),
+            ("include", tuple(include or ())), ("recursive", bool(recursive)),
+            ("strict", _strict(strict)))
+
+
+def _transform_options(options):
+    """The options that change the generated code (the rest are run-time)."""
+    return tuple(kv for kv in options if kv[0] in ("asserts", "debug", "recursive"))
+
+
+def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True, debug=False):
     """Return ``fn`` with its Python control flow converted (not jitted).
 
     The result runs ``if``/``while``/``for`` as Python on concrete values and
-    as ``lax.cond``/``lax.while_loop``/``lax.scan``... on traced ones, so it
-    composes with ``jax.jit``, ``jax.grad`` and ``jax.vmap``::
+    as ``lax.cond``/``lax.while_loop``/``lax.fori_loop``... on traced ones, so
+    it composes with ``jax.jit``, ``jax.grad`` and ``jax.vmap``::
 
         f = autoflow.convert(f)
         jax.vmap(f)(xs)
         jax.grad(f)(x)
 
-    Conversion is cached per function (code object and closure). ``strict``
-    (or ``AUTOFLOW_STRICT=1``) turns fallback to unconverted code into a
-    ``ConversionError``; ``debug`` prints the source after each pass.
+    Options:
+
+    * ``strict`` (default: ``AUTOFLOW_STRICT=1`` in the environment): every
+      fallback to unconverted code is a ``ConversionError`` instead of a
+      ``ConversionWarning``.
+    * ``recursive=False``: do not convert the user functions ``fn`` calls.
+    * ``include``: module names whose functions are converted even though
+      they are installed packages (library code is otherwise left alone).
+    * ``asserts=False``: drop ``assert`` statements.
+    * ``debug``: print the source after each pass of the rewriter.
+
+    Conversion is cached per function (code object, closure) and options.
     """
     if fn is None:
-        return functools.partial(convert, strict=strict, debug=debug)
-    strict = _strict(strict)
+        return functools.partial(convert, strict=strict, recursive=recursive, include=include,
+                                 asserts=asserts, debug=debug)
+    options = _options(strict, recursive, include, asserts, debug)
+    kw = dict(options)
     if getattr(fn, _DO_NOT_CONVERT, False) or getattr(fn, _CONVERTED, False):
         return fn
     if isinstance(fn, functools.partial):
-        return functools.partial(convert(fn.func, strict=strict, debug=debug),
-                                 *fn.args, **fn.keywords)
+        return functools.partial(convert(fn.func, **kw), *fn.args, **fn.keywords)
     if inspect.ismethod(fn):
-        return type(fn)(convert(fn.__func__, strict=strict, debug=debug), fn.__self__)
+        return type(fn)(convert(fn.__func__, **kw), fn.__self__)
+    if isinstance(fn, (staticmethod, classmethod)):
+        return type(fn)(convert(fn.__func__, **kw))
     if not inspect.isfunction(fn):
-        if callable(fn) and inspect.ismethod(getattr(fn, "__call__", None)):
-            return convert(fn.__call__, strict=strict, debug=debug)
-        return _fallback(fn, "it is not a Python function", strict)
+        call = getattr(type(fn), "__call__", None)
+        if callable(fn) and inspect.isfunction(call):
+            converted = convert(call, **kw)
+            return functools.wraps(call)(functools.partial(converted, fn))
+        return _fallback(fn, "it is not a Python function", kw["strict"])
     if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) \
             or inspect.isasyncgenfunction(fn):
         return fn  # generators and coroutines run as they are
+    if fn.__code__.co_name == "<lambda>":
+        return fn  # a lambda holds no statements; its expressions run as Python
     with _lock:
         cached = _by_function.get(fn)
-        if cached is not None and cached[0] is fn.__code__ and cached[1] == (strict, debug):
-            return cached[2]
+        if cached is not None:
+            hit = cached.get(options)
+            if hit is not None and hit[0] is fn.__code__:
+                return hit[1]
         try:
-            code, alias, _ = _convert_code(fn, (("debug", bool(debug)),))
+            code, alias, _ = _convert_code(fn, _transform_options(options))
         except SourceUnavailable as e:
-            return _fallback(fn, str(e), strict)
+            return _fallback(fn, str(e), kw["strict"])
         from . import runtime
-        new = make_function(code, fn, runtime, alias)
+        new = make_function(code, fn, runtime.bound(options), alias)
         functools.update_wrapper(new, fn)
         setattr(new, _CONVERTED, True)
-        _by_function[fn] = (fn.__code__, (strict, debug), new)
+        _by_function.setdefault(fn, {})[options] = (fn.__code__, new)
         return new
 
 
-def to_source(fn, *, debug=False) -> str:
+def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
     """The converted source of ``fn`` as a string (what ``convert`` compiles)."""
     fn = inspect.unwrap(fn) if not hasattr(fn, "__code__") else fn
     if inspect.ismethod(fn):
         fn = fn.__func__
     with _lock:
         try:
-            _, _, source = _convert_code(fn, (("debug", bool(debug)),))
+            options = _options(None, recursive, (), asserts, debug)
+            _, _, source = _convert_code(fn, _transform_options(options))
         except SourceUnavailable as e:
             raise ConversionError(f"cannot convert `{getattr(fn, '__qualname__', fn)}`: {e}") from None
     return source
 
 
-def jit(fn=None, *, strict=None, **jit_kwargs):
+def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True, **jit_kwargs):
     """``jax.jit(autoflow.convert(fn), **jit_kwargs)``.
 
-    Accepts every keyword argument of ``jax.jit`` and returns what ``jax.jit``
+    Takes ``convert``'s options (``strict``, ``recursive``, ``include``,
+    ``asserts``) and every keyword argument of ``jax.jit``, and returns what ``jax.jit``
     returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
     or with arguments::
 
@@ -165,7 +196,9 @@ def jit(fn=None, *, strict=None, **jit_kwargs):
         def power(x, n): ...
     """
     if fn is None:
-        return functools.partial(jit, strict=strict, **jit_kwargs)
+        return functools.partial(jit, strict=strict, recursive=recursive, include=include,
+                                 asserts=asserts, **jit_kwargs)
     import jax
 
-    return jax.jit(convert(fn, strict=strict), **jit_kwargs)
+    return jax.jit(convert(fn, strict=strict, recursive=recursive, include=include,
+                           asserts=asserts), **jit_kwargs)

@@ -1,52 +1,496 @@
-"""The ``autoflow`` command line (minimal: ``autoflow convert FILE``)."""
+"""The ``autoflow`` command line: ``convert``, ``check`` and ``explain``.
+
+``convert`` and ``check`` read and parse files only: they never import or run
+them, and never import JAX. ``explain`` imports the file (running its
+top-level code) and traces one function with JAX.
+
+Exit status: 0 success; 1 an input cannot be read or parsed (``check``: or a
+statement cannot convert; ``explain``: or the function cannot be traced); 2
+usage errors; 3 an internal error, which is an autoflow bug.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ast
+import difflib
+import io
+import os
 import sys
+import tokenize
+import warnings
+
+EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
+_BUG = "an autoflow bug; please report it"
+
+
+class InputError(Exception):
+    """An input that cannot be read or parsed; the message is the one line to print."""
+
+
+class _Bug(Exception):
+    """An unexpected internal error while processing one input."""
+
+    def __init__(self, name, exc):
+        super().__init__(f"{name}: internal error ({_BUG}): {_exc_line(exc)}")
+
+
+def _exc_line(exc) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+# ---------------------------------------------------------------------------
+# reading inputs
+# ---------------------------------------------------------------------------
+
+def _display_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def read_source(path: str) -> str:
+    """The text of ``path`` (``-``: standard input), or ``InputError``."""
+    return read_source_encoding(path)[0]
+
+
+def read_source_encoding(path: str):
+    """``(text, encoding)`` of ``path``; the encoding is its coding declaration's, or UTF-8."""
+    name = _display_name(path)
+    try:
+        if path == "-":
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory") from None
+    except PermissionError:
+        raise InputError(f"{name}: permission denied") from None
+    except OSError as e:
+        raise InputError(f"{name}: cannot read: {e.strerror or e}") from None
+    if b"\0" in data:
+        raise InputError(f"{name}: binary file (it contains NUL bytes), not Python source")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        if "unknown encoding" in str(e):
+            enc = str(e).rsplit(":", 1)[-1].strip()
+            raise InputError(f"{name}: unknown source encoding {enc!r} in its coding "
+                             "declaration") from None
+        encoding = "utf-8"  # no declaration and not UTF-8: the decode below says where
+    try:
+        return data.decode(encoding), ("utf-8" if encoding == "utf-8-sig" else encoding)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        label = "UTF-8" if encoding.lower().replace("_", "-") in ("utf-8", "utf-8-sig") else encoding
+        raise InputError(f"{name}: not valid {label} (byte 0x{data[e.start]:02x} at line {line}, "
+                         f"column {col})") from None
+
+
+def _syntax_error(name, e: SyntaxError) -> InputError:
+    where = name
+    if e.lineno:
+        where += f":{e.lineno}"
+        if e.offset:
+            where += f":{e.offset}"
+    return InputError(f"{where}: {type(e).__name__}: {e.msg}")
+
+
+def _functions(source):
+    """Qualified names of the top-level functions and methods (as ``--function`` takes them)."""
+    out = []
+
+    def visit(body, prefix):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((prefix + node.name, node))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, prefix + node.name + ".")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        visit(ast.parse(source).body, "")
+    return out
+
+
+def _no_function(name, source, wanted) -> InputError:
+    names = [q for q, _ in _functions(source)]
+    hint = ""
+    if names:
+        close = difflib.get_close_matches(wanted, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else \
+            f" (it has: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
+    else:
+        hint = " (it defines no functions)"
+    return InputError(f"{name}: no function named {wanted!r}{hint}")
+
+
+def _original_segment(source, qualname):
+    """The source lines of ``qualname`` (with decorators), dedented to column 0."""
+    for q, node in _functions(source):
+        if q == qualname:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            lines = source.splitlines(True)[first - 1:node.end_lineno]
+            indent = node.col_offset
+            out = []
+            for ln in lines:
+                head = ln[:indent]
+                out.append(ln[indent:] if head.strip() == "" else ln)
+            text = "".join(out)
+            return text if text.endswith("\n") else text + "\n"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# output
+# ---------------------------------------------------------------------------
+
+def _use_color(mode: str, stream) -> bool:
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _colorize(text: str, lexer: str) -> str:
+    try:
+        from pygments import highlight
+        from pygments.formatters import TerminalFormatter
+        from pygments.lexers import DiffLexer, PythonLexer
+    except ImportError:
+        if lexer != "diff":
+            return text
+        out = []
+        for line in text.splitlines(True):
+            code = ("1" if line.startswith(("+++", "---")) else "32" if line.startswith("+")
+                    else "31" if line.startswith("-") else "36" if line.startswith("@@") else None)
+            out.append(f"\x1b[{code}m{line.rstrip(chr(10))}\x1b[0m\n" if code else line)
+        return "".join(out)
+    return highlight(text, DiffLexer() if lexer == "diff" else PythonLexer(), TerminalFormatter())
+
+
+def _write(text, encoding="utf-8") -> None:
+    """Write all of ``text`` (a str, or bytes already encoded) to standard output at once."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        sys.stdout.flush()
+        buffer.write(text if isinstance(text, bytes) else text.encode(encoding))
+        buffer.flush()
+    else:
+        sys.stdout.write(text if isinstance(text, str) else text.decode(encoding))
+        sys.stdout.flush()
+
+
+def _error(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _diff(before: str, after: str, name: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), name, name,
+                                 "original", "converted")
+    out = []
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------
+
+def _convert_one(path, args):
+    from .transforms.module import convert_module
+
+    name = _display_name(path)
+    source, encoding = read_source_encoding(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text, changed = convert_module(source, name, only=args.function)
+    except SyntaxError as e:
+        raise _syntax_error(name, e) from None
+    except LookupError:
+        raise _no_function(name, source, args.function) from None
+    except RecursionError:
+        raise InputError(f"{name}: too deeply nested for autoflow to convert") from None
+    except Exception as e:  # noqa: BLE001
+        raise _Bug(name, e) from None
+    before = source
+    if args.function is not None:
+        before = _original_segment(source, args.function) or ""
+        if args.function not in changed:
+            text = before  # unchanged: print it exactly as written
+    if args.diff:
+        text = _diff(before, text, name)
+    return text, encoding
+
+
+def cmd_convert(args) -> int:
+    outputs, status = [], EXIT_OK
+    for path in args.files:
+        try:
+            outputs.append((path, *_convert_one(path, args)))
+        except InputError as e:
+            _error(str(e))
+            status = max(status, EXIT_INPUT)
+        except _Bug as e:
+            _error(str(e))
+            status = max(status, EXIT_BUG)
+    if status != EXIT_OK:
+        return status  # nothing on standard output unless every input converted
+    color = _use_color(args.color, sys.stdout)
+    chunks = []
+    for path, text, encoding in outputs:
+        if len(outputs) > 1 and not args.diff:
+            text = f"# ==> {_display_name(path)} <==\n{text}" + ("" if text.endswith("\n") else "\n")
+        if text and color:
+            text = _colorize(text, "diff" if args.diff else "python")
+        # Each file keeps its own encoding (a `# coding: latin-1` file stays latin-1).
+        chunks.append(text.encode(encoding, errors="surrogateescape"))
+    _write(b"".join(chunks))
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    from . import check
+
+    reports, status = [], EXIT_OK
+    for path in args.files:
+        name = _display_name(path)
+        try:
+            source = read_source(path)
+            try:
+                findings = check.check_source(source, name, only=args.function)
+            except SyntaxError as e:
+                raise _syntax_error(name, e) from None
+            except LookupError:
+                raise _no_function(name, source, args.function) from None
+            except RecursionError:
+                raise InputError(f"{name}: too deeply nested for autoflow to convert") from None
+        except InputError as e:
+            _error(str(e))
+            status = max(status, EXIT_INPUT)
+            continue
+        except Exception as e:  # noqa: BLE001
+            _error(str(_Bug(name, e)))
+            status = max(status, EXIT_BUG)
+            continue
+        reports.append(check.report(findings, name))
+        if any(f.status == check.INTERNAL for f in findings):
+            status = max(status, EXIT_BUG)
+        elif not all(f.ok for f in findings):
+            status = max(status, EXIT_INPUT)
+    _write("".join(reports))
+    return status
+
+
+def _user_frame(tb, path):
+    """``path:line`` of the innermost traceback entry in the file ``path``, or None."""
+    import traceback
+
+    abspath = os.path.abspath(path)
+    for fr in reversed(traceback.extract_tb(tb)):
+        if os.path.abspath(fr.filename) == abspath:
+            return f"{path}:{fr.lineno}"
+    return None
+
+
+def _is_bug(exc) -> bool:
+    """An exception autoflow raised that is not one of its user-facing errors."""
+    from .errors import AutoflowError
+
+    return type(exc).__module__.split(".")[0] == "autoflow" and not isinstance(exc, AutoflowError)
+
+
+def _import_file(path):
+    import importlib.util
+
+    abspath = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    modname = stem if stem.isidentifier() and stem not in sys.modules else "__autoflow_explain__"
+    spec = importlib.util.spec_from_file_location(modname, abspath)
+    if spec is None or spec.loader is None:
+        raise InputError(f"{path}: cannot be imported (not a Python file?)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    sys.path.insert(0, os.path.dirname(abspath))
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise _syntax_error(path, e) from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code failed
+        if _is_bug(e):
+            raise _Bug(path, e) from None
+        where = _user_frame(e.__traceback__, path) or path
+        raise InputError(f"{where}: error while importing it: {_exc_line(e)}") from None
+    return module
+
+
+def cmd_explain(args) -> int:
+    target = args.target
+    path, sep, qualname = target.rpartition(":")
+    if not sep or not path or not qualname:
+        _error(f"autoflow explain: error: expected FILE:FUNCTION, got {target!r}")
+        return EXIT_USAGE
+    from .explain import parse_cli_arg
+
+    try:
+        call_args = [parse_cli_arg(a) for a in args.args]
+    except ValueError as e:
+        _error(f"autoflow explain: error: {e}")
+        return EXIT_USAGE
+    try:
+        read_source(path)  # the same checks (and messages) as convert, before importing
+        module = _import_file(path)
+        obj = module
+        for part in qualname.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is None or not callable(obj):
+            raise InputError(f"{path}: no function named {qualname!r}")
+    except InputError as e:
+        _error(str(e))
+        return EXIT_INPUT
+    except _Bug as e:
+        _error(str(e))
+        return EXIT_BUG
+
+    from .errors import ConversionError
+    from .explain import explain
+
+    try:
+        text = str(explain(obj, *call_args, hlo=args.hlo))
+    except ConversionError as e:
+        # Already compiler style: file:line:col, the source line, a caret, what to do.
+        _error(str(e).replace(os.path.abspath(path) + ":", path + ":"))
+        return EXIT_INPUT
+    except Exception as e:  # noqa: BLE001 - tracing the user's code failed
+        if _is_bug(e):
+            _error(str(_Bug(path, e)))
+            return EXIT_BUG
+        where = _user_frame(e.__traceback__, path) or path
+        _error(f"{where}: error while tracing {qualname}: {_exc_line(e)}")
+        return EXIT_INPUT
+    _write(text)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# the parser
+# ---------------------------------------------------------------------------
+
+_EXIT_HELP = """exit status: 0 success; 1 an input cannot be read or parsed%s;
+2 usage error; 3 internal error (an autoflow bug)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="autoflow", allow_abbrev=False,
+        description="Convert Python control flow (if/while/for, break/continue/return) in JAX "
+                    "functions into lax control flow.",
+        epilog="`convert` and `check` only read and parse files: they never import or run them.")
+    parser.add_argument("--version", action="version", version=f"autoflow {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    conv = sub.add_parser(
+        "convert", allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="print the converted source of FILEs (never imports or runs them)",
+        description="Print each FILE with every function whose control flow changes rewritten "
+                    "and everything else as it was. The files are read and parsed only, never "
+                    "imported or run. `-` reads standard input.",
+        epilog=_EXIT_HELP % "")
+    conv.add_argument("files", nargs="+", metavar="FILE", help="a Python file, or - for stdin")
+    conv.add_argument("--function", metavar="NAME",
+                      help="print only this function (Class.method for a method)")
+    conv.add_argument("--diff", action="store_true",
+                      help="print a unified diff against the original instead")
+    conv.add_argument("--color", "--colour", choices=("auto", "always", "never"), default="auto",
+                      help="colour the output (needs pygments for code); auto: only on a "
+                           "terminal and when NO_COLOR is not set (default: auto)")
+    conv.set_defaults(handler=cmd_convert)
+
+    chk = sub.add_parser(
+        "check", allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="report what each if/while/for becomes, and what cannot convert",
+        description="For every control-flow statement of each FILE: its line, its kind, what it "
+                    "becomes when its condition is traced (lax.cond, lax.while_loop, "
+                    "lax.fori_loop...), the variables it carries, and why it would fall back "
+                    "to Python or fail. The files are read and parsed only, never imported or "
+                    "run. `-` reads standard input.",
+        epilog=_EXIT_HELP % " or a statement cannot convert")
+    chk.add_argument("files", nargs="+", metavar="FILE", help="a Python file, or - for stdin")
+    chk.add_argument("--function", metavar="NAME", help="check only this function")
+    chk.set_defaults(handler=cmd_check)
+
+    exp = sub.add_parser(
+        "explain", allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="trace FILE:FUNCTION and show what its control flow lowered to "
+             "(imports FILE, running its top-level code)",
+        description="Import FILE (this RUNS its top-level code, as `python -c 'import ...'` "
+                    "would), trace the converted FUNCTION with abstract arguments of the "
+                    "given shapes, and print what each control-flow statement lowered to "
+                    "(python, lax.cond, lax.while_loop, lax.fori_loop...), then the jaxpr.",
+        epilog="argument specs: DTYPE or DTYPE[d0,d1,...] with DTYPE one of bool, f16, bf16, "
+               "f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, c64, c128 (e.g. f32[3], i32, "
+               "f32[2,2], bool) are traced; a Python literal (50, 1e-6, True, None) is passed "
+               "as a concrete value.\n\n" + _EXIT_HELP % " or imported, or FUNCTION cannot be "
+               "traced")
+    exp.add_argument("target", metavar="FILE:FUNCTION",
+                     help="the file and the function in it (Class.method for a method)")
+    exp.add_argument("--args", nargs="*", default=[], metavar="SPEC",
+                     help="one per positional argument: a spec (f32[3], i32, bool) or a literal")
+    exp.add_argument("--hlo", action="store_true",
+                     help="also print the lowered StableHLO text")
+    exp.set_defaults(handler=cmd_explain)
+    return parser
+
+
+def _main(argv) -> int:
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="autoflow", description="Convert Python control flow "
-                                     "into JAX lax control flow.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    conv = sub.add_parser("convert", help="print the converted code of FILE (never runs FILE)")
-    conv.add_argument("files", nargs="+", metavar="FILE")
-    conv.add_argument("--function", metavar="NAME")
-    args = parser.parse_args(argv)
-    from .transforms.module import convert_module
-
-    status = 0
-    for path in args.files:
+    """Run the command line; returns the exit status (never raises, except ``SystemExit``)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _error("autoflow: interrupted")
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`autoflow convert f.py | head`): stop quietly.
         try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-            out, _ = convert_module(text, path, only=args.function)
-        except FileNotFoundError:
-            print(f"{path}: no such file", file=sys.stderr)
-            status = 1
-            continue
-        except IsADirectoryError:
-            print(f"{path}: is a directory", file=sys.stderr)
-            status = 1
-            continue
-        except UnicodeDecodeError:
-            print(f"{path}: not valid UTF-8", file=sys.stderr)
-            status = 1
-            continue
-        except SyntaxError as e:
-            print(f"{path}:{e.lineno}:{e.offset}: SyntaxError: {e.msg}", file=sys.stderr)
-            status = 1
-            continue
-        except LookupError:
-            print(f"{path}: no function named {args.function!r}", file=sys.stderr)
-            status = 1
-            continue
-        sys.stdout.write(out)
-    return status
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_INPUT
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - never a traceback
+        if os.environ.get("AUTOFLOW_TRACEBACK", "") not in ("", "0"):
+            raise
+        try:
+            _error(f"autoflow: internal error ({_BUG}): {_exc_line(e)}")
+        except Exception:  # noqa: BLE001
+            pass
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 ``escape_time(c)`` iterates z = z*z + c until |z| > 2 (``break``) or
 ``max_iter`` iterations. It is written for one complex number and mapped over a
-flattened 64x48 grid with ``jax.vmap``. The result is printed as ASCII art.
+flattened 64x48 grid with ``jax.jit(jax.vmap(autoflow.convert(escape_time)))``.
+The result is printed as ASCII art.
 
 Plain ``jax.jit(escape_time)`` (and ``jax.vmap`` of it) fails at
 ``if abs(z) > 2.0:`` with ``jax.errors.TracerBoolConversionError``. With autoflow
@@ -38,8 +39,7 @@ def escape_time(c, max_iter=MAX_ITER):
     return n
 
 
-escape_time_jit = autoflow.jit(escape_time)
-mandelbrot = jax.vmap(escape_time_jit)
+mandelbrot = jax.jit(jax.vmap(autoflow.convert(escape_time)))
 
 
 def escape_time_reference(c, max_iter=MAX_ITER):

@@ -114,13 +114,14 @@ def bench(fn, *args, repeats=10):
 
 
 def main():
-    for mu in [1.0, 3.0]:
+    for k, mu in enumerate([1.0, 3.0]):
         y0 = jnp.array([2.0, 0.0])
         (y, n_acc, n_rej), first, median = bench(integrate_jit, y0, jnp.float32(10.0), jnp.float32(mu))
         y_ref, n_acc_ref, n_rej_ref = integrate_reference([2.0, 0.0], 10.0, mu)
         print(f"mu={mu}: autoflow y(10)={np.asarray(y)} ({int(n_acc)} accepted, {int(n_rej)} rejected steps)")
         print(f"        reference y(10)={y_ref} ({n_acc_ref} accepted, {n_rej_ref} rejected steps)")
-        print(f"    first call {first * 1e3:.1f} ms, median later call {median * 1e3:.2f} ms")
+        note = "trace + compile" if k == 0 else "already compiled"
+        print(f"    first call {first * 1e3:.1f} ms ({note}), median later call {median * 1e3:.2f} ms")
         np.testing.assert_allclose(np.asarray(y), y_ref, rtol=1e-3, atol=1e-3)
         assert abs(int(n_acc) - n_acc_ref) <= max(3, n_acc_ref // 20)
     print("OK")

@@ -113,14 +113,17 @@ class _Filler(gast.NodeTransformer):
 def replace(template: str, **subs) -> list:
     """Parse ``template``, fill its placeholders from ``subs``, return statements."""
     tree = gast.parse(textwrap.dedent(template))
+    # Check the template's own names before user code is spliced in: user
+    # code may well use capitalised names (`K`, `MAX_ITER`).
+    for node in gast.walk(tree):
+        ident = node.id if isinstance(node, gast.Name) else getattr(node, "name", None)
+        if isinstance(ident, str) and _PLACEHOLDER.match(ident) and ident not in subs:
+            raise TemplateError(f"placeholder {ident} was never replaced")
     filler = _Filler(subs)
     tree = filler.visit(tree)
     unused = set(subs) - filler.used
     if unused:
         raise TemplateError(f"placeholders not in template: {sorted(unused)}")
-    for node in gast.walk(tree):
-        if isinstance(node, gast.Name) and _PLACEHOLDER.match(node.id) and node.id not in subs:
-            raise TemplateError(f"placeholder {node.id} was never replaced")
     return tree.body
 
 

@@ -18,3 +18,25 @@ _traceback_util.register_exclusion(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "enumerate", "for_stmt", "if_exp", "if_stmt", "not_", "or_",
            "range", "roll", "unroll", "while_stmt", "zip"]
+
+from . import calls as _calls  # noqa: E402
+from .effects import append, assert_, print, setitem  # noqa: E402,A004
+
+
+def call(f, *args, **kwargs):
+    """``f(*args, **kwargs)``, converting ``f`` first when it is user code."""
+    return bound(())._target(f)(*args, **kwargs)
+
+
+_bound = {}
+
+
+def bound(options):
+    """The runtime namespace for converted code built with ``options``."""
+    rt = _bound.get(options)
+    if rt is None:
+        import sys
+
+        from ..api import convert
+        rt = _bound[options] = _calls.Runtime(sys.modules[__name__], convert, options)
+    return rt

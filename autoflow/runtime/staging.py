@@ -22,7 +22,7 @@ from jax import lax
 from ..core.origin import message
 from ..errors import ConversionError
 from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
-                     same_static, unflatten)
+                     same_static, structure, unflatten)
 
 
 class _Restart(Exception):
@@ -79,7 +79,7 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
     if t_tree is not None and t_tree != f_tree:
         return ConversionError(message(
             site, f"`{label}` has a different structure in the two branches of this traced `if`: "
-            f"{t_tree} when true, {f_tree} when false",
+            f"{structure(t_leaf)} when true, {structure(f_leaf)} when false",
             f"Give `{label}` the same structure (tuple/list/dict layout) in both branches."))
     return ConversionError(message(
         site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
@@ -227,11 +227,13 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     la, lb = flatten(a)[0], flatten(b)[0]
                     if len(la) == 1 and len(lb) == 1:
                         raise _loop_error(site(), kind, name, la[0], lb[0])
+                    hint = (f" (for a list built with `append`, preallocate an array and set "
+                            f"`{name} = {name}.at[i].set(value)`)" if isinstance(a, list) else "")
                     raise ConversionError(message(
                         site(), f"`{name}` changes structure in this traced loop: "
-                        f"{flatten(a)[1]} before an iteration, {flatten(b)[1]} after it",
-                        f"Keep `{name}` one structure across iterations, or make the loop "
-                        "bound static so the loop runs as Python."))
+                        f"{structure(a)} before an iteration, {structure(b)} after it",
+                        f"Keep `{name}` one structure across iterations{hint}, or make the "
+                        "loop bound static so the loop runs as Python."))
         out, changes = [], {}
         for i, (x, m) in enumerate(zip(new_leaves, mask)):
             if not m:

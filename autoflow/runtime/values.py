@@ -164,3 +164,13 @@ def promote(a, b):
     (_, da, wa), (_, db, wb) = a, b
     dtype = np.dtype(jnp.result_type(weak_rep(da, wa), weak_rep(db, wb)))
     return dtype, wa and wb
+
+
+def structure(x) -> str:
+    """A container's layout in the user's terms: ``a list of 3 items``..."""
+    if isinstance(x, (list, tuple)):
+        n = len(x)
+        return f"a {type(x).__name__} of {n} item{'s' if n != 1 else ''}"
+    if isinstance(x, dict):
+        return f"a dict with keys {sorted(map(str, x))}"
+    return describe(x)

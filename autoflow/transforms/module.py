@@ -42,6 +42,15 @@ def _module_shadowed(tree, reserved):
     return frozenset(n for n in reserved & bound if hasattr(builtins, n))
 
 
+def _do_not_convert(node):
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, gast.Call) else d
+        name = target.attr if isinstance(target, gast.Attribute) else getattr(target, "id", "")
+        if name == "do_not_convert":
+            return True
+    return False
+
+
 def convert_module(source: str, filename: str = "<string>", only: str | None = None):
     """Return ``(converted source, names of converted functions)``.
 
@@ -60,9 +69,14 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
     def visit_body(body, prefix):
         nonlocal found
         for node in body:
-            if isinstance(node, gast.FunctionDef):
+            if isinstance(node, gast.FunctionDef) and _do_not_convert(node):
+                if only == prefix + node.name:
+                    found = node
+            elif isinstance(node, gast.FunctionDef):
                 qual = prefix + node.name
-                new = _convert_one(node, namer, alias, shadowed, filename)
+                # A namer per function: editing one function never renames
+                # the generated names of another.
+                new = _convert_one(node, Namer(reserved), alias, shadowed, filename)
                 if pipeline.to_source(new) != pipeline.to_source(node):
                     changed.append(qual)
                     edits.append((node, new))
@@ -75,7 +89,7 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
 
     edits = []
     visit_body(tree.body, "")
-    header = f"import {'autoflow.runtime'} as {alias}\n"
+    header = f"import autoflow.runtime as {alias}\n"
     if only is not None:
         if found is None:
             raise LookupError(only)
@@ -104,5 +118,5 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
             break
         insert_at = stmt.end_lineno
     # Line numbers below insert_at are untouched by the splices (functions come later).
-    lines.insert(insert_at, header)
+    lines.insert(insert_at, ("\n" if insert_at else "") + header)
     return "".join(lines), changed

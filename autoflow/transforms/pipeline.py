@@ -2,6 +2,10 @@
 
 Order matters, and each step relies on the ones before it:
 
+0. ``index_assign`` and ``calls``: ``x[i] = v`` becomes ``x = af.setitem(x,
+   i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
+   become ``af.call(f, ...)``, ``print``/``assert`` become operators. They
+   only rewrite simple statements and expressions, so they go first.
 1. ``early_exits.lower_loop_returns``: ``return`` inside a loop becomes
    ``retval = ...; returned = True; break`` and one ``if returned: return
    retval`` after the loop, so no ``return`` is left inside a loop.
@@ -28,14 +32,24 @@ import sys
 
 import gast
 
+from .calls import Calls
 from .control_flow import ControlFlow
 from .early_exits import EarlyExits
+from .index_assign import IndexAssign
 from .logical import Logical
 from .returns import Returns
 
 
 def _functions(tree):
     return [n for n in gast.walk(tree) if isinstance(n, gast.FunctionDef)]
+
+
+def _index_assign(tree, ctx):
+    IndexAssign(ctx).visit(tree)
+
+
+def _calls(tree, ctx):
+    Calls(ctx).visit(tree)
 
 
 def _lower_exits(tree, ctx):
@@ -64,6 +78,8 @@ def _control_flow(tree, ctx):
 
 
 PASSES = [
+    ("index_assign", _index_assign),
+    ("calls", _calls),
     ("early_exits", _lower_exits),
     ("returns", _lower_returns),
     ("logical", _logical),

@@ -49,8 +49,12 @@ def stamp(nodes, anchor):
                 n.af_placed = True
                 n.lineno = anchor.lineno
                 n.col_offset = getattr(anchor, "col_offset", 0)
-                n.end_lineno = getattr(anchor, "end_lineno", None) or anchor.lineno
-                n.end_col_offset = getattr(anchor, "end_col_offset", None) or 0
+                # Generated code sits on the anchor's first line: a frame
+                # inside it then reports that line (the `if`/`for` itself).
+                n.end_lineno = anchor.lineno
+                same_line = getattr(anchor, "end_lineno", None) == anchor.lineno
+                n.end_col_offset = (anchor.end_col_offset if same_line and
+                                    anchor.end_col_offset is not None else n.col_offset + 1)
     return nodes
 
 

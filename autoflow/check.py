@@ -1,0 +1,529 @@
+"""``autoflow check``: what each control-flow statement becomes, without running anything.
+
+The source is parsed and every top-level function and method is converted
+exactly as ``autoflow convert`` converts it (``transforms.pipeline``); the
+generated AST is then read back:
+
+* ``af.if_stmt(test, t, f, operands, names)``, ``af.while_stmt(test, body,
+  init, names)``, ``af.for_stmt(iter, body, init, names[, test=...])`` and
+  ``af.if_exp(...)`` are stamped with the line and column of the statement
+  they replace and carry the names of the variables they carry;
+* an ``if``/``while``/``for`` still present in a converted function is one
+  the rewriter had to leave as Python (a ``return`` inside ``try``/``with``,
+  for example): it works while its condition is concrete and fails once it
+  is traced.
+
+Statements the rewriter generates itself (the ``if not broke:`` guards that
+lower ``break``/``continue``/``return``) test only flags it named, which the
+user's code never references; they are left out of the report.
+
+Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import dataclasses
+import warnings
+
+import gast
+
+from .analysis.activity import bound_names
+from .core.naming import Namer, referenced_names
+from .transforms import pipeline
+from .transforms.context import Context
+from .transforms.util import mark_user
+
+_TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
+_MATCH = getattr(gast, "Match", None)
+
+# Operator called by converted code -> the statement kind it replaces.
+OPERATORS = {"if_stmt": "if", "while_stmt": "while", "for_stmt": "for", "if_exp": "ternary"}
+ATTR_OF_KIND = {v: k for k, v in OPERATORS.items()}
+
+CONVERTS, PYTHON, FALLBACK, FAILS, INFO, INTERNAL = (
+    "converts", "python", "fallback", "fails", "info", "internal")
+_TRACED_FAILS = "it runs as Python, which fails if its condition is traced"
+
+
+@dataclasses.dataclass
+class Finding:
+    """One control-flow statement (or one note about a function)."""
+
+    filename: str
+    function: str              # qualified name of the top-level function or method
+    line: int
+    col: int                   # 0-based, as in the AST
+    kind: str                  # 'if', 'while', 'for', 'ternary', 'match', or 'function'
+    status: str                # CONVERTS, PYTHON, FALLBACK, FAILS or INFO
+    becomes: str = ""          # what it becomes when traced: 'lax.cond', 'lax.while_loop'...
+    carries: tuple = ()        # variables carried through the statement
+    note: str = ""             # detail: 'range loop with `break`', 'returns its value'...
+    reason: str = ""           # why it falls back or fails
+    end_line: int | None = None
+    end_col: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status not in (FALLBACK, FAILS, INTERNAL)
+
+    @property
+    def where(self) -> str:
+        return f"{self.filename}:{self.line}:{self.col + 1}"
+
+    def format(self) -> str:
+        head = f"{self.where}: {self.function}: {self.kind}"
+        if self.status == INFO:
+            return f"{head}: {self.note}"
+        if self.status == INTERNAL:
+            return (f"{self.where}: {self.function}: internal error while converting it "
+                    f"(an autoflow bug; please report it): {self.reason}")
+        if self.status == FALLBACK:
+            fails = _TRACED_FAILS.replace("condition", "subject") if self.kind == "match" \
+                else _TRACED_FAILS
+            return f"{head}: cannot convert: {self.reason}; {fails}"
+        text = f"{head} -> {self.becomes}"
+        if self.note:
+            text += f" ({self.note})"
+        if self.kind != "ternary" and self.status != PYTHON:
+            text += "; carries " + (", ".join(self.carries) if self.carries else "nothing")
+        if self.status == FAILS:
+            text += f"; fails when traced: {self.reason}"
+        return text
+
+
+# ---------------------------------------------------------------------------
+# helpers on the generated AST
+# ---------------------------------------------------------------------------
+
+def _operator_call(node, alias):
+    """The operator name if ``node`` is ``alias.<operator>(...)``."""
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+            and isinstance(node.func.value, gast.Name) and node.func.value.id == alias \
+            and node.func.attr in OPERATORS:
+        return node.func.attr
+    return None
+
+
+def _str_tuple(node):
+    if isinstance(node, gast.Tuple) and all(isinstance(e, gast.Constant) for e in node.elts):
+        return tuple(str(e.value) for e in node.elts)
+    return None
+
+
+def _name_tuple(node):
+    if isinstance(node, gast.Tuple):
+        return tuple(e.id for e in node.elts if isinstance(e, gast.Name))
+    return ()
+
+
+def _names_in(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+def _is_call_to(node, alias, attr):
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and node.func.attr == attr and isinstance(node.func.value, gast.Name)
+            and node.func.value.id == alias)
+
+
+def _children_stmt_lists(stmt):
+    for field in ("body", "orelse", "finalbody"):
+        val = getattr(stmt, field, None)
+        if isinstance(val, list):
+            yield val
+    if _TRY and isinstance(stmt, _TRY):
+        for h in stmt.handlers:
+            yield h.body
+    if _MATCH is not None and isinstance(stmt, _MATCH):
+        for case in stmt.cases:
+            yield case.body
+
+
+def _walk_local(node):
+    """Nodes under ``node`` without entering nested scopes."""
+    todo = list(gast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            continue
+        todo.extend(gast.iter_child_nodes(n))
+
+
+def _literal(node) -> bool:
+    return isinstance(node, gast.Constant) or (
+        isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Constant))
+
+
+def _describe_for(call, alias, has_break):
+    """(status, becomes, note) of a ``for_stmt`` call from its iterable."""
+    it = call.args[0] if call.args else None
+    staged = "lax.while_loop" if has_break else "lax.fori_loop"
+    brk = " with `break`" if has_break else ""
+    forced = ""
+    if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) and it.args:
+        if it.func.attr == "unroll":
+            return PYTHON, "python", "`autoflow.unroll`: iterated as Python, unrolled under jit"
+        if it.func.attr == "roll":
+            forced = "; `autoflow.roll`: always staged"
+            it = it.args[0]
+    if _is_call_to(it, alias, "range"):
+        if has_break:
+            return CONVERTS, staged, f"range loop{brk}{forced}"
+        if all(_literal(a) for a in it.args):
+            return CONVERTS, staged, f"range loop with a static trip count{forced}"
+        return CONVERTS, staged, f"range loop; lax.while_loop if a bound is traced{forced}"
+    if _is_call_to(it, alias, "enumerate") or _is_call_to(it, alias, "zip"):
+        what = it.func.attr
+        return CONVERTS, staged, (f"`{what}` loop{brk} over the leading axis of arrays; "
+                                  f"Python iteration otherwise{forced}")
+    python_literals = (gast.List, gast.Tuple, gast.Set, gast.Dict, gast.ListComp, gast.SetComp,
+                       gast.DictComp, gast.GeneratorExp, gast.JoinedStr, gast.Constant)
+    if isinstance(it, python_literals) and not forced:
+        return PYTHON, "python", "iterates a Python container: unrolled under jit"
+    if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
+            and it.func.attr in ("items", "keys", "values") and not it.args and not forced:
+        return PYTHON, "python", "iterates a dict: unrolled under jit"
+    return CONVERTS, staged, (f"loop{brk} over the leading axis if it is an array; "
+                              f"Python iteration otherwise{forced}")
+
+
+# ---------------------------------------------------------------------------
+# one function
+# ---------------------------------------------------------------------------
+
+def _user_statements(fn_node):
+    """(line, col, kind) of the control flow the user wrote in ``fn_node``.
+
+    Mirrors what the rewriter converts: nested ``def``s and lambdas yes,
+    class bodies and ``async def`` no.
+    """
+    out = {}
+    todo = list(gast.iter_child_nodes(fn_node))
+    while todo:
+        n = todo.pop()
+        kind = None
+        if isinstance(n, gast.If):
+            kind = "if"
+        elif isinstance(n, gast.While):
+            kind = "while"
+        elif isinstance(n, gast.For):
+            kind = "for"
+        elif isinstance(n, gast.IfExp):
+            kind = "ternary"
+        elif _MATCH is not None and isinstance(n, _MATCH):
+            kind = "match"
+        if kind is not None:
+            out[(n.lineno, n.col_offset, kind)] = n
+        if isinstance(n, (gast.ClassDef, gast.AsyncFunctionDef)):
+            continue
+        todo.extend(gast.iter_child_nodes(n))
+    return out
+
+
+class _Reader:
+    """Reads one converted function back into findings."""
+
+    def __init__(self, original, converted, alias, reserved, filename, qualname):
+        self.original = original
+        self.alias = alias
+        self.filename = filename
+        self.qualname = qualname
+        self.user = _user_statements(original)
+        self.generated_names = (_names_in(converted) - set(reserved)) - {alias}
+        self.found = {}  # (line, col, kind) -> Finding
+
+    # -- bookkeeping ---------------------------------------------------------
+    def _add(self, key, **fields):
+        node = self.user[key]
+        prev = self.found.get(key)
+        if prev is not None:  # a copy of the same statement (the returns pass copies code)
+            merged = tuple(prev.carries) + tuple(c for c in fields.get("carries", ())
+                                                 if c not in prev.carries)
+            if prev.ok and fields.get("status") in (FALLBACK, FAILS):
+                for k, v in fields.items():
+                    setattr(prev, k, v)
+            prev.carries = merged
+            return
+        self.found[key] = Finding(self.filename, self.qualname, key[0], key[1], key[2],
+                                  end_line=getattr(node, "end_lineno", None),
+                                  end_col=getattr(node, "end_col_offset", None), **fields)
+
+    def _is_generated_if(self, test):
+        return bool(_names_in(test) & self.generated_names)
+
+    # -- walking -------------------------------------------------------------
+    def read_block(self, stmts, in_try=False):
+        for k, s in enumerate(stmts):
+            self._read_stmt(s, stmts, k, in_try)
+
+    def _read_stmt(self, s, block, k, in_try):
+        if isinstance(s, (gast.ClassDef, gast.AsyncFunctionDef)):
+            return
+        if isinstance(s, gast.FunctionDef):
+            self.read_block(s.body)
+            return
+        # operator calls in this statement (outside nested scopes; lambdas are read too)
+        for n in [s] + list(self._walk_exprs(s)):
+            op = _operator_call(n, self.alias)
+            if op is not None:
+                self._read_call(op, n, s, block, k)
+        kind = ("if" if isinstance(s, gast.If) else "while" if isinstance(s, gast.While)
+                else "for" if isinstance(s, gast.For)
+                else "match" if _MATCH is not None and isinstance(s, _MATCH) else None)
+        if kind is not None:
+            key = (s.lineno, s.col_offset, kind)
+            generated = kind == "if" and self._is_generated_if(s.test)
+            if key in self.user and not generated:
+                self._add(key, status=FALLBACK, reason=self._fallback_reason(s, kind, in_try))
+        nested_try = in_try or bool(_TRY and isinstance(s, _TRY)) \
+            or isinstance(s, (gast.With, gast.AsyncWith))
+        for body in _children_stmt_lists(s):
+            self.read_block(body, nested_try)
+
+    def _walk_exprs(self, stmt):
+        """Expression nodes of ``stmt`` itself (not of its nested statements)."""
+        todo = [c for c in gast.iter_child_nodes(stmt) if not isinstance(c, gast.stmt)]
+        while todo:
+            n = todo.pop()
+            yield n
+            todo.extend(c for c in gast.iter_child_nodes(n) if not isinstance(c, gast.stmt))
+
+    def _read_call(self, op, call, stmt, block, k):
+        kind = OPERATORS[op]
+        key = (call.lineno, call.col_offset, kind)
+        if key not in self.user:
+            return
+        if kind == "if" and call.args and self._is_generated_if(call.args[0]):
+            return
+        if kind == "ternary":
+            self._add(key, status=CONVERTS, becomes="lax.cond")
+        elif kind == "if":
+            self._read_if(key, call, stmt, block, k)
+        elif kind == "while":
+            names = _str_tuple(call.args[3]) if len(call.args) > 3 else ()
+            test_fn = self._def_before(block, k, call.args[0])
+            has_break = test_fn is not None and bool(_names_in(test_fn) & self.generated_names)
+            self._add(key, status=CONVERTS, becomes="lax.while_loop", carries=names or (),
+                      note="with `break`" if has_break else "")
+        else:
+            names = _str_tuple(call.args[3]) if len(call.args) > 3 else ()
+            has_break = any(kw.arg == "test" for kw in call.keywords)
+            status, becomes, note = _describe_for(call, self.alias, has_break)
+            self._add(key, status=status, becomes=becomes, carries=names or (), note=note)
+
+    @staticmethod
+    def _def_before(block, k, name_node):
+        if not isinstance(name_node, gast.Name):
+            return None
+        for s in reversed(block[:k]):
+            if isinstance(s, gast.FunctionDef) and s.name == name_node.id:
+                return s
+        return None
+
+    def _read_if(self, key, call, stmt, block, k):
+        returning = isinstance(stmt, gast.Return) and stmt.value is call
+        names = _str_tuple(call.args[4]) if len(call.args) > 4 else None
+        operands = _name_tuple(call.args[3]) if len(call.args) > 3 else ()
+        if returning or names is None:
+            self._add(key, status=CONVERTS, becomes="lax.cond", carries=operands,
+                      note="returns the function's result")
+            return
+        # Outputs unbound before the `if` (`x = af.Undefined('x')` right before
+        # the branch functions) must be assigned by both branches.
+        undefined = set()
+        j = k - 1
+        while j >= 0 and isinstance(block[j], (gast.FunctionDef, gast.Assign)):
+            s = block[j]
+            if isinstance(s, gast.Assign):
+                if not _is_call_to(s.value, self.alias, "Undefined"):
+                    break
+                undefined |= {t.id for t in s.targets if isinstance(t, gast.Name)}
+            j -= 1
+        problems = []
+        for which, fn_name in (("true", call.args[1]), ("false", call.args[2])):
+            fn = self._def_before(block, k, fn_name)
+            if fn is None:
+                continue
+            bound = set(bound_names(fn.body))
+            for n in names:
+                if n in undefined and n not in bound:
+                    other = "false" if which == "true" else "true"
+                    problems.append(f"`{n}` is assigned only when the condition is {other} but "
+                                    "is used after the `if`; assign it before the `if` or in "
+                                    "both branches")
+        if problems:
+            self._add(key, status=FAILS, becomes="lax.cond", carries=names, reason="; ".join(problems))
+        else:
+            self._add(key, status=CONVERTS, becomes="lax.cond", carries=names)
+
+    def _fallback_reason(self, s, kind, in_try):
+        if kind == "match":
+            return "`match` statements are not converted"
+        loops = (gast.For, gast.While, gast.AsyncFor)
+        has = {t: False for t in (gast.Return, gast.Break, gast.Continue)}
+        todo = list(s.body) + (list(s.orelse) if kind == "if" else [])
+        while todo:
+            n = todo.pop()
+            for t in has:
+                if isinstance(n, t):
+                    has[t] = True
+            if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+                continue
+            if kind != "if" or not isinstance(n, loops):
+                todo.extend(gast.iter_child_nodes(n))
+        inner_try = any(isinstance(n, _TRY + (gast.With, gast.AsyncWith)) for n in _walk_local(s))
+        if has[gast.Return]:
+            if in_try or inner_try:
+                return "it returns from inside a `try` or `with` block"
+            if kind == "if":
+                return "the code after its `return` is too long to copy into both branches"
+            return "it contains a `return` that could not be lowered"
+        if has[gast.Break] or has[gast.Continue]:
+            return "it contains a `break`/`continue` that could not be lowered"
+        if kind != "if" and s.orelse:
+            return "its `else` clause could not be lowered"
+        return "the rewriter left it as Python"
+
+    def findings(self):
+        return sorted(self.found.values(), key=lambda f: (f.line, f.col, f.kind))
+
+
+def _kind_of_function(node):
+    """Why a top-level function is not converted, or None."""
+    if isinstance(node, gast.AsyncFunctionDef):
+        return "`async def` functions are not converted; they run as written"
+    for n in _walk_local(node):
+        if isinstance(n, (gast.Yield, gast.YieldFrom)):
+            return "generator functions are not converted; they run as written"
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, gast.Call) else d
+        name = target.attr if isinstance(target, gast.Attribute) else getattr(target, "id", "")
+        if name == "do_not_convert":
+            return "marked `do_not_convert`; it runs as written"
+    return None
+
+
+def _has_control_flow(node):
+    return any(isinstance(n, (gast.If, gast.While, gast.For, gast.AsyncFor, gast.IfExp))
+               for n in gast.walk(node))
+
+
+def convert_for_check(fn_node, namer, alias, shadowed, filename):
+    """Convert a copy of ``fn_node`` as ``convert_module``/``autoflow.convert`` do."""
+    new = copy.deepcopy(fn_node)
+    new.decorator_list = []
+    mark_user(new)
+    ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename)
+    pipeline.run(new, ctx)
+    return new
+
+
+def check_function(fn_node, filename, qualname, *, reserved=None, namer=None, alias=None,
+                   shadowed=frozenset()):
+    """Findings for one gast ``FunctionDef`` (positions are those of ``fn_node``)."""
+    why_not = _kind_of_function(fn_node)
+    if why_not is not None:
+        if not _has_control_flow(fn_node):
+            return []
+        return [Finding(filename, qualname, fn_node.lineno, fn_node.col_offset, "function",
+                        INFO, note=why_not)]
+    if reserved is None:
+        reserved = referenced_names(fn_node)
+    if namer is None:
+        namer = Namer(reserved)
+    if alias is None:
+        alias = namer.reusable("af")
+    converted = convert_for_check(fn_node, namer, alias, shadowed, filename)
+    reader = _Reader(fn_node, converted, alias, reserved, filename, qualname)
+    reader.read_block(converted.body)
+    return reader.findings()
+
+
+def _module_shadowed(tree, reserved):
+    bound = set()
+    for n in gast.walk(tree):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Param)):
+            bound.add(n.id)
+        elif isinstance(n, (gast.FunctionDef, gast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, gast.alias):
+            bound.add((n.asname or n.name).split(".")[0])
+    return frozenset(n for n in reserved & bound if hasattr(builtins, n))
+
+
+def parse(source: str):
+    """``gast.parse`` without the parser's warnings (invalid escapes...) on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gast.parse(source)
+
+
+def check_source(source: str, filename: str = "<string>", only: str | None = None, *,
+                 keep_going: bool = True):
+    """Findings for every top-level function and method of ``source``.
+
+    Raises ``SyntaxError`` when it does not parse, and ``LookupError`` when
+    ``only`` (a ``Class.method``-style name) names no function. With
+    ``keep_going``, an unexpected error converting one function (an autoflow
+    bug) becomes an ``INTERNAL`` finding for that function instead.
+    """
+    tree = parse(source)
+    reserved = referenced_names(tree)
+    namer = Namer(reserved)
+    alias = namer.reusable("af")
+    shadowed = _module_shadowed(tree, reserved)
+    out = []
+    seen = False
+
+    def visit(body, prefix):
+        nonlocal seen
+        for node in body:
+            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+                qual = prefix + node.name
+                if only is not None and qual != only:
+                    continue
+                seen = True
+                try:
+                    out.extend(check_function(node, filename, qual, reserved=reserved,
+                                              namer=namer, alias=alias, shadowed=shadowed))
+                except Exception as e:  # noqa: BLE001 - reported per function
+                    if not keep_going:
+                        raise
+                    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    out.append(Finding(filename, qual, node.lineno, node.col_offset, "function",
+                                       INTERNAL, reason=f"{type(e).__name__}: {first}".rstrip(": ")))
+            elif isinstance(node, gast.ClassDef):
+                visit(node.body, prefix + node.name + ".")
+
+    visit(tree.body, "")
+    if only is not None and not seen:
+        raise LookupError(only)
+    return out
+
+
+def summary(findings, filename) -> str:
+    stmts = [f for f in findings if f.kind != "function"]
+    if not stmts and not findings:
+        return f"{filename}: no control flow to convert"
+    counts = [(sum(f.status == CONVERTS for f in stmts), "convert", "converts"),
+              (sum(f.status == PYTHON for f in stmts), "run as Python", "runs as Python"),
+              (sum(f.status == FALLBACK for f in stmts), "cannot convert", "cannot convert"),
+              (sum(f.status == FAILS for f in stmts), "fail when traced", "fails when traced")]
+    parts = [f"{n} {one if n == 1 else many}" for n, many, one in counts
+             if n or many in ("convert", "cannot convert")]
+    noun = "statement" if len(stmts) == 1 else "statements"
+    text = f"{filename}: {len(stmts)} control-flow {noun}: " + ", ".join(parts)
+    internal = sum(f.status == INTERNAL for f in findings)
+    if internal:
+        text += f"; {internal} function{'s' if internal > 1 else ''} not checked (autoflow bug)"
+    return text
+
+
+def report(findings, filename) -> str:
+    """The text ``autoflow check`` prints for one file."""
+    lines = [f.format() for f in findings]
+    lines.append(summary(findings, filename))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,319 @@
+"""``autoflow.explain``: what each control-flow statement lowered to, at trace time.
+
+::
+
+    >>> print(autoflow.explain(collatz_steps, "i32"))
+    collatz_steps(i32[])
+    control flow at trace time:
+      examples/collatz.py:30:5: while -> lax.while_loop
+      examples/collatz.py:31:9: if -> lax.cond
+    jaxpr:
+      { lambda ; a:i32[]. let ... }
+
+The converted function (``autoflow.convert``) is traced with
+``jax.make_jaxpr`` on abstract arguments while ``runtime.events`` records
+what every operator did; the statements come from ``autoflow.check``, so a
+statement that tracing never reached is listed as such.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import os
+import re
+
+from . import check as _check
+
+__all__ = ["Explanation", "Lowering", "explain", "parse_spec"]
+
+_DTYPES = {
+    "bool": "bool", "b": "bool", "pred": "bool",
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "c64": "complex64", "c128": "complex128",
+}
+_SPEC = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\[([^\]]*)\])?\s*$")
+
+
+def parse_spec(text: str):
+    """``'f32[2,3]'`` -> ``jax.ShapeDtypeStruct((2, 3), float32)``; ``'i32'`` is a scalar.
+
+    Dtypes: ``bool``, ``f16``, ``bf16``, ``f32``, ``f64``, ``i8``...``i64``,
+    ``u8``...``u64``, ``c64``, ``c128`` or a full NumPy name (``float32``).
+    Raises ``ValueError`` for anything else.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    m = _SPEC.match(text)
+    if not m:
+        raise ValueError(f"bad argument spec {text!r}: expected DTYPE or DTYPE[d0,d1,...], "
+                         "e.g. f32[3] or i32")
+    name, dims = m.group(1), m.group(2)
+    try:
+        dtype = jnp.dtype(_DTYPES.get(name, name))
+    except TypeError:
+        raise ValueError(f"bad argument spec {text!r}: unknown dtype {name!r} (use bool, "
+                         "f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, c64, "
+                         "c128 or a NumPy dtype name)") from None
+    shape = ()
+    if dims is not None and dims.strip():
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            raise ValueError(f"bad argument spec {text!r}: dimensions must be integers") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"bad argument spec {text!r}: dimensions must be >= 0")
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+_SHORT = {v: k for k, v in _DTYPES.items() if len(k) > 1 and k != "pred"}
+
+
+def _short(sds) -> str:
+    name = str(getattr(sds.dtype, "name", sds.dtype))
+    return f"{_SHORT.get(name, name)}[{','.join(str(d) for d in sds.shape)}]"
+
+
+@dataclasses.dataclass
+class Lowering:
+    """What one control-flow statement became during tracing."""
+
+    filename: str
+    line: int
+    col: int | None            # 0-based
+    kind: str                  # 'if', 'while', 'for', 'ternary'
+    lowered: tuple             # distinct results in order: ('lax.cond',), ('python', 'lax.cond')...
+    expected: str = ""         # what `autoflow check` says it becomes when traced ('' if unknown)
+    problem: str = ""          # a fallback or failure `autoflow check` found
+
+    def format(self) -> str:
+        where = f"{_display(self.filename)}:{self.line}" + (
+            f":{self.col + 1}" if self.col is not None else "")
+        if self.problem:
+            what = f"python ({self.problem})" if self.lowered else f"not reached ({self.problem})"
+            return f"{where}: {self.kind} -> {what}"
+        return f"{where}: {self.kind} -> {', '.join(self.lowered) if self.lowered else 'not reached'}"
+
+
+def _display(filename: str) -> str:
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return filename
+    if os.path.isabs(filename) and filename.startswith(cwd + os.sep):
+        return os.path.relpath(filename, cwd)
+    return filename
+
+
+@dataclasses.dataclass
+class Explanation:
+    """The result of ``autoflow.explain``: ``print`` it, or read its fields."""
+
+    function: str              # qualified name
+    signature: str             # 'collatz_steps(i32[])'
+    lowerings: list            # [Lowering], in source order
+    jaxpr: object              # the jax.core.ClosedJaxpr of the converted function
+    hlo: str | None = None     # StableHLO text when asked for
+
+    def __str__(self) -> str:
+        lines = [self.signature, "control flow at trace time:"]
+        if self.lowerings:
+            lines += ["  " + low.format() for low in self.lowerings]
+        else:
+            lines.append("  (none)")
+        lines.append("jaxpr:")
+        lines += ["  " + ln for ln in str(self.jaxpr).rstrip("\n").splitlines()]
+        if self.hlo is not None:
+            lines.append("stablehlo:")
+            lines += ["  " + ln for ln in self.hlo.rstrip("\n").splitlines()]
+        return "\n".join(lines) + "\n"
+
+    __repr__ = __str__
+
+
+def _is_traced_leaf(x):
+    import jax
+
+    if isinstance(x, (str, jax.ShapeDtypeStruct)):
+        return True
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type)
+
+
+def _as_spec(x):
+    import jax
+
+    if isinstance(x, str):
+        return parse_spec(x)
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return x
+    return jax.ShapeDtypeStruct(tuple(x.shape), x.dtype)
+
+
+def _statements(original):
+    """Static findings (``autoflow.check``) of ``original``, or [] when its source is unavailable."""
+    from .core.naming import referenced_names
+    from .core.parsing import SourceUnavailable, parse_function
+
+    try:
+        node, filename, _ = parse_function(original)
+    except SourceUnavailable:
+        return []
+    code = original.__code__
+    reserved = referenced_names(node) | set(code.co_freevars) | set(code.co_names)
+    try:
+        return _check.check_function(node, filename, original.__qualname__, reserved=reserved)
+    except Exception:  # noqa: BLE001 - the static part is only a guide; tracing decides
+        return []
+
+
+def _candidates(f):
+    """Positions the runtime may report for finding ``f``.
+
+    The statement's own start; and, for a statement spanning several lines,
+    its end minus the operator's name: CPython >= 3.11 places a method call
+    spanning lines at the end of its attribute, and the generated
+    ``af.if_stmt`` takes the whole statement's extent.
+    """
+    out = {(f.line, f.col)}
+    attr = _check.ATTR_OF_KIND.get(f.kind)
+    if attr and f.end_line is not None and f.end_line != f.line and f.end_col is not None:
+        out.add((f.end_line, f.end_col - len(attr)))
+    return out
+
+
+def _lowerings(findings, log, filename, first, last):
+    rows = []
+    by_pos = {}
+    for f in findings:
+        if f.kind == "function":
+            continue
+        problem = f.reason if not f.ok else ""
+        low = Lowering(f.filename, f.line, f.col, f.kind, (), f.becomes, problem)
+        rows.append(low)
+        for pos in _candidates(f):
+            by_pos.setdefault((f.filename, pos, f.kind), []).append(low)
+    seen = {}
+    extra = []
+    for e in log:
+        site = e.site
+        if site is None:
+            continue
+        matches = by_pos.get((site.filename, (site.lineno, site.col), e.statement))
+        if matches is None and site.col is None:
+            matches = [low for (fn, (line, _), kind), lows in by_pos.items()
+                       if fn == site.filename and line == site.lineno and kind == e.statement
+                       for low in lows]
+        if not matches:
+            if site.filename == filename and first <= site.lineno <= last:
+                continue  # a statement the rewriter generated (`if not broke:`...)
+            key = (site.filename, site.lineno, site.col, e.statement)
+            low = seen.get(key)
+            if low is None:
+                low = seen[key] = Lowering(site.filename, site.lineno, site.col, e.statement, ())
+                extra.append(low)
+            matches = [low]
+        for low in matches:
+            if e.lowered not in low.lowered:
+                low.lowered += (e.lowered,)
+    rows += extra
+    rows.sort(key=lambda r: (r.filename != filename, r.filename, r.line, r.col or 0))
+    return rows
+
+
+def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
+    """Trace ``autoflow.convert(fn)`` on abstract arguments and say what its control flow became.
+
+    Each positional or keyword argument is either traced or concrete:
+
+    * traced: a spec string (``"f32[3]"``, ``"i32"``, ``"f32[2,2]"``,
+      ``"bool"``), a ``jax.ShapeDtypeStruct``, or an array (only its shape
+      and dtype are used);
+    * concrete: anything else (Python numbers, ``True``, ``None``...), passed
+      as it is, like a static argument.
+
+    Pytrees mix both (``{"w": "f32[3]", "n": 4}``). Returns an
+    ``Explanation``: printing it shows, for every ``if``/``while``/``for``
+    (and conditional expression) of ``fn``, what tracing lowered it to
+    (``python``, ``lax.cond``, ``lax.while_loop``, ``lax.fori_loop``...), then
+    the jaxpr, and with ``hlo=True`` the StableHLO text of
+    ``jax.jit(...).lower(...)``.
+    """
+    import jax
+
+    from .api import convert
+    from .runtime import events
+
+    original = fn
+    if getattr(fn, "__autoflow_converted__", False) or not inspect.isfunction(fn):
+        original = inspect.unwrap(fn)
+    if not inspect.isfunction(original):
+        raise TypeError(f"autoflow.explain needs a Python function, got {fn!r}")
+    converted = convert(original, strict=True)
+
+    leaves, treedef = jax.tree_util.tree_flatten((args, kwargs),
+                                                 is_leaf=lambda x: isinstance(x, str))
+    traced_at = [i for i, leaf in enumerate(leaves) if _is_traced_leaf(leaf)]
+    specs = [_as_spec(leaves[i]) for i in traced_at]
+
+    def flat(*traced):
+        filled = list(leaves)
+        for i, t in zip(traced_at, traced):
+            filled[i] = t
+        a, kw = jax.tree_util.tree_unflatten(treedef, filled)
+        return converted(*a, **kw)
+
+    flat.__name__ = getattr(original, "__name__", "f")
+    flat.__qualname__ = getattr(original, "__qualname__", flat.__name__)
+
+    with events.recording() as log:
+        jaxpr = jax.make_jaxpr(flat)(*specs)
+    text_hlo = jax.jit(flat).lower(*specs).as_text() if hlo else None
+
+    findings = _statements(original)
+    code = original.__code__
+    try:
+        src_lines, first = inspect.getsourcelines(original)
+        last = first + len(src_lines) - 1
+    except (OSError, TypeError):
+        first, last = code.co_firstlineno, code.co_firstlineno
+    lowerings = _lowerings(findings, log, code.co_filename, first, last)
+
+    spec_of = dict(zip(traced_at, specs))
+    described = [_short(spec_of[i]) if i in spec_of else _literal_repr(leaf)
+                 for i, leaf in enumerate(leaves)]
+    a, kw = jax.tree_util.tree_unflatten(treedef, described)
+    shown = [_plain(x) for x in a] + [f"{k}={_plain(v)}" for k, v in kw.items()]
+    signature = f"{original.__qualname__}({', '.join(shown)})"
+    return Explanation(original.__qualname__, signature, lowerings, jaxpr, text_hlo)
+
+
+class _Shown(str):
+    """A string that reprs as itself (so specs print without quotes)."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def _literal_repr(x):
+    return _Shown(repr(x))
+
+
+def _plain(x):
+    return x if isinstance(x, str) else repr(x)
+
+
+def parse_cli_arg(text: str):
+    """A command-line ``--args`` item: a spec (``f32[3]``) or a Python literal (``50``, ``True``)."""
+    m = _SPEC.match(text)
+    if m and m.group(1) not in ("True", "False", "None"):
+        return parse_spec(text)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise ValueError(f"bad argument {text!r}: expected a spec such as f32[3], i32, bool, "
+                         "or a Python literal such as 50 or 1e-6") from None
+

@@ -1,0 +1,108 @@
+"""Converting what converted code calls, lazily, and only user code.
+
+``af.call(f, *args)`` calls ``f`` converted: the callee's own ``if``/loops
+become operators too. Library code is called as it is: a callee is library
+code when its source file lies in the standard library, in an installed
+package's directory (site-packages), in JAX or in autoflow itself, unless
+its module is listed in ``include``. ``autoflow.do_not_convert`` opts a
+function out.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import site
+import sys
+import sysconfig
+import types
+
+_AUTOFLOW_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _library_dirs():
+    dirs = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            dirs.add(os.path.realpath(path))
+    try:
+        dirs.update(os.path.realpath(p) for p in site.getsitepackages())
+    except AttributeError:  # pragma: no cover - some virtualenvs
+        pass
+    user = getattr(site, "getusersitepackages", lambda: None)()
+    if user:
+        dirs.add(os.path.realpath(user))
+    dirs.add(os.path.realpath(sys.prefix))
+    dirs.add(os.path.realpath(sys.base_prefix))
+    return tuple(d.rstrip(os.sep) + os.sep for d in dirs)
+
+
+_LIBRARY_DIRS = _library_dirs()
+_file_verdicts = {}
+
+
+def is_library_file(filename: str) -> bool:
+    verdict = _file_verdicts.get(filename)
+    if verdict is None:
+        if filename.startswith("<"):
+            verdict = filename.startswith("<frozen")
+        else:
+            real = os.path.realpath(filename)
+            verdict = real.startswith(_AUTOFLOW_DIR) or real.startswith(_LIBRARY_DIRS)
+        _file_verdicts[filename] = verdict
+    return verdict
+
+
+def _included(fn, include):
+    module = getattr(fn, "__module__", None) or ""
+    return any(module == m or module.startswith(m + ".") for m in include)
+
+
+class Runtime(types.ModuleType):
+    """The runtime as converted code sees it, with the options of one ``convert``.
+
+    Attribute lookups fall through to ``autoflow.runtime``; ``call`` converts
+    callees with the same options.
+    """
+
+    def __init__(self, base, convert, options):
+        super().__init__("autoflow.runtime")
+        self._base = base
+        self._convert = convert
+        self._options = options
+        self._include = tuple(dict(options).get("include", ()))
+
+    def __getattr__(self, name):
+        value = getattr(self._base, name)
+        setattr(self, name, value)  # cache for the next lookup
+        return value
+
+    def _target(self, f):
+        if getattr(f, "__autoflow_do_not_convert__", False) or getattr(f, "__autoflow_converted__", False):
+            return f
+        if isinstance(f, functools.partial):
+            inner = self._target(f.func)
+            return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
+        if inspect.ismethod(f):
+            inner = self._target(f.__func__)
+            return f if inner is f.__func__ else types.MethodType(inner, f.__self__)
+        if inspect.isfunction(f):
+            code = f.__code__
+            if code.co_name == "<lambda>" or (is_library_file(code.co_filename)
+                                              and not _included(f, self._include)):
+                return f
+            return self._convert(f, **dict(self._options))
+        if isinstance(f, type) or not callable(f):
+            return f
+        call = getattr(type(f), "__call__", None)
+        if inspect.isfunction(call) and not is_library_file(call.__code__.co_filename):
+            converted = self._convert(call, **dict(self._options))
+            if converted is not call:
+                return types.MethodType(converted, f)
+        return f
+
+    def call(self, f, *args, **kwargs):
+        """``f(*args, **kwargs)`` with ``f`` converted (unless it is library code)."""
+        return self._target(f)(*args, **kwargs)

@@ -1,0 +1,118 @@
+"""Index assignment, ``print`` and ``assert`` in converted code."""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+
+import jax
+import numpy as np
+
+from ..core.origin import message, user_site
+from ..errors import ConversionError
+from .values import Tracer, is_traced, staging, truth
+
+_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+           "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
+           "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+           "@": operator.matmul}
+_AT_METHODS = {"+": "add", "*": "multiply", "/": "divide", "**": "power"}
+
+
+def setitem(x, index, value, op=None):
+    """``x[index] = value`` (or ``x[index] op= value``), returning the new ``x``.
+
+    Plain Python::
+
+        def setitem(x, index, value, op=None):
+            x[index] = value if op is None else x[index] <op> value
+            return x
+
+    A JAX array is immutable: the result is ``x.at[index].set(value)`` (or
+    ``.add``/``.multiply``/... for ``+=``, ``*=``...), a new array. Lists,
+    dicts and NumPy arrays are updated in place as Python would, except that
+    under a JAX transformation a list or dict is copied first, so that the two
+    branches of a staged ``if`` cannot see each other's writes.
+    """
+    if isinstance(x, jax.Array):
+        ref = x.at[index]
+        if op is None:
+            return ref.set(value)
+        method = _AT_METHODS.get(op)
+        if method is not None:
+            return getattr(ref, method)(value)
+        return ref.set(_BINOPS[op](x[index], value))
+    if staging() and isinstance(x, (list, dict)):
+        x = x.copy()
+    if op is None:
+        x[index] = value
+    else:
+        x[index] = _BINOPS[op](x[index], value)
+    return x
+
+
+def append(xs, value):
+    """``xs.append(value)``, returning ``xs``.
+
+    Plain Python::
+
+        def append(xs, value):
+            xs.append(value)
+            return xs
+
+    Under a JAX transformation a list is extended functionally
+    (``xs + [value]``): a staged branch or loop body then cannot leak its
+    values into the list, and a list that grows inside a staged loop is
+    seen as a carry that changes structure (the loop runs as Python when it
+    can, and otherwise says so).
+    """
+    if staging() and isinstance(xs, list):
+        return xs + [value]
+    xs.append(value)
+    return xs
+
+
+def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001
+    """``print`` that shows traced values every time the compiled code runs.
+
+    With only concrete arguments it is the builtin ``print``. With a traced
+    argument it is ``jax.debug.print``: printed when the compiled function
+    runs (each call), not once at trace time.
+    """
+    leaves = jax.tree_util.tree_leaves(args)
+    if not builtins.any(isinstance(x, Tracer) and is_traced(x) for x in leaves):
+        builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
+        return
+    sep = " " if sep is None else sep
+    end = "\n" if end is None else end
+    fmt = sep.join("{}" for _ in args) + (end[:-1] if end.endswith("\n") else end)
+    fmt = fmt.replace("{}", "\x00").replace("{", "{{").replace("}", "}}").replace("\x00", "{}")
+    jax.debug.print(fmt, *args, ordered=True)
+
+
+def _fail_check(text, ok):
+    if not bool(np.asarray(ok)):
+        raise AssertionError(text)
+
+
+def assert_(test, msg=None):
+    """``assert test, msg``; a traced ``test`` is checked when the compiled code runs.
+
+    A failing traced check raises when the computation runs (through a host
+    callback), with the message and the user's file and line.
+    """
+    c = truth(test, lambda: user_site(2), what="assertion")
+    if callable(msg):
+        msg = msg() if c is not True else None
+    if c is not None:
+        if not c:
+            raise AssertionError(msg) if msg is not None else AssertionError()
+        return
+    site = user_site(2)
+    text = f"{site}: assertion failed" + (f": {msg}" if msg is not None else "")
+    try:
+        jax.debug.callback(functools.partial(_fail_check, text), test, ordered=True)
+    except Exception as e:  # pragma: no cover - callbacks unsupported in this context
+        raise ConversionError(message(site, f"cannot stage this traced `assert` ({e})",
+                                      "Check the condition outside the jitted function.")) from None

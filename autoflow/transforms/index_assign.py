@@ -1,0 +1,106 @@
+"""Mutations as assignments: ``x[i] = v`` and ``ys.append(v)`` in loops.
+
+Index assignment on arrays: ``x[i] = v`` -> ``x = af.setitem(x, i, v)``.
+
+JAX arrays are immutable; ``af.setitem`` applies ``x.at[i].set(v)`` to them
+and mutates Python lists, dicts and NumPy arrays in place as Python would.
+Augmented forms pass the operator: ``x[i] += v`` ->
+``x = af.setitem(x, i, v, '+')`` (``.at[i].add(v)`` on a JAX array).
+
+Inside a loop, ``ys.append(v)`` -> ``ys = af.append(ys, v)``: the list is
+then a carried variable; a staged loop whose list grows each iteration runs
+as Python when its trip count is concrete, and reports a clear error when
+the loop cannot be unrolled.
+
+Rewriting to an assignment of ``x`` makes ``x`` a variable the statement
+modifies, so a loop or branch that updates an array carries it.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from ..core.templates import replace
+from .util import stamp
+
+_OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
+        gast.Mod: "%", gast.Pow: "**", gast.BitAnd: "&", gast.BitOr: "|", gast.BitXor: "^",
+        gast.LShift: "<<", gast.RShift: ">>", gast.MatMult: "@"}
+
+
+class IndexAssign(gast.NodeTransformer):
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def _rewrite(self, target, value, op, anchor):
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)):
+            return None
+        name = target.value.id
+        index = target.slice
+        if isinstance(index, gast.Slice) or (isinstance(index, gast.Tuple) and any(
+                isinstance(e, gast.Slice) for e in index.elts)):
+            # `x[a:b]` as an expression: slices must be built with `slice(...)`.
+            index = _slices_to_calls(index)
+        subs = dict(AF=self.ctx.af, X=name, INDEX=index, VALUE=value)
+        if op is None:
+            stmts = replace("X = AF.setitem(X, INDEX, VALUE)", **subs)
+        else:
+            stmts = replace("X = AF.setitem(X, INDEX, VALUE, OP)",
+                            OP=gast.Constant(value=op, kind=None), **subs)
+        return stamp(stmts, anchor)
+
+    def visit_Assign(self, node):
+        if len(node.targets) == 1:
+            new = self._rewrite(node.targets[0], node.value, None, node)
+            if new is not None:
+                return new
+        return node
+
+    def visit_AugAssign(self, node):
+        op = _OPS.get(type(node.op))
+        if op is not None:
+            new = self._rewrite(node.target, node.value, op, node)
+            if new is not None:
+                return new
+        return node
+
+    def visit_FunctionDef(self, node):
+        saved, self.loop_depth = getattr(self, "loop_depth", 0), 0
+        self.generic_visit(node)
+        self.loop_depth = saved
+        return node
+
+    def _loop(self, node):
+        self.loop_depth = getattr(self, "loop_depth", 0) + 1
+        self.generic_visit(node)
+        self.loop_depth -= 1
+        return node
+
+    visit_For = visit_While = _loop
+
+    def visit_Expr(self, node):
+        call = node.value
+        if (getattr(self, "loop_depth", 0) and isinstance(call, gast.Call)
+                and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
+                and isinstance(call.func.value, gast.Name) and len(call.args) == 1
+                and not call.keywords):
+            name = call.func.value.id
+            return stamp(replace("X = AF.append(X, VALUE)", AF=self.ctx.af, X=name,
+                                 VALUE=call.args[0]), node)
+        return node
+
+
+def _slices_to_calls(index):
+    def conv(e):
+        if isinstance(e, gast.Slice):
+            parts = [p if p is not None else gast.Constant(value=None, kind=None)
+                     for p in (e.lower, e.upper, e.step)]
+            if e.step is None:
+                parts = parts[:2]
+            return gast.Call(func=gast.Name(id="slice", ctx=gast.Load(), annotation=None,
+                                            type_comment=None), args=parts, keywords=[])
+        return e
+
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple(elts=[conv(e) for e in index.elts], ctx=gast.Load())
+    return conv(index)

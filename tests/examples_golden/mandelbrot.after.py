@@ -1,0 +1,140 @@
+"""Mandelbrot escape time: a scalar ``while`` loop with ``break``, vmapped over a grid.
+
+``escape_time(c)`` iterates z = z*z + c until |z| > 2 (``break``) or
+``max_iter`` iterations. It is written for one complex number and mapped over a
+flattened 64x48 grid with ``jax.jit(jax.vmap(autoflow.convert(escape_time)))``.
+The result is printed as ASCII art.
+
+Plain ``jax.jit(escape_time)`` (and ``jax.vmap`` of it) fails at
+``if abs(z) > 2.0:`` with ``jax.errors.TracerBoolConversionError``. With autoflow
+the loop becomes a ``lax.while_loop``, which ``jax.vmap`` batches.
+"""
+
+import autoflow.runtime as af
+
+import os
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+try:
+    import autoflow
+except ImportError:  # running from a source checkout without installing autoflow
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import autoflow
+
+WIDTH, HEIGHT, MAX_ITER = 64, 48, 50
+
+
+def escape_time(c, max_iter=MAX_ITER):
+    z = jnp.zeros_like(c)
+    n = 0
+    broke = False
+
+    def loop_test(z, broke, n):
+        return af.and_(af.not_(broke), lambda: n < max_iter)
+
+    def loop_body(z, broke, n):
+        z = z * z + c
+
+        def if_true(broke):
+            broke = True
+            return broke
+
+        def if_false(broke):
+            return broke
+        broke = af.if_stmt(abs(z) > 2.0, if_true, if_false, (broke,), ('broke',))
+
+        def if_true(n):
+            n += 1
+            return n
+
+        def if_false(n):
+            return n
+        n = af.if_stmt(af.not_(broke), if_true, if_false, (n,), ('n',))
+        return (z, broke, n)
+    z, broke, n = af.while_stmt(loop_test, loop_body, (z, broke, n), ('z', 'broke', 'n'))
+    return n
+
+
+mandelbrot = jax.jit(jax.vmap(autoflow.convert(escape_time)))
+
+
+def escape_time_reference(c, max_iter=MAX_ITER):
+    z = np.complex64(0)
+    n = 0
+    broke = False
+
+    def loop_test(z, broke, n):
+        return af.and_(af.not_(broke), lambda: n < max_iter)
+
+    def loop_body(z, broke, n):
+        z = z * z + c
+
+        def if_true(broke):
+            broke = True
+            return broke
+
+        def if_false(broke):
+            return broke
+        broke = af.if_stmt(abs(z) > 2.0, if_true, if_false, (broke,), ('broke',))
+
+        def if_true(n):
+            n += 1
+            return n
+
+        def if_false(n):
+            return n
+        n = af.if_stmt(af.not_(broke), if_true, if_false, (n,), ('n',))
+        return (z, broke, n)
+    z, broke, n = af.while_stmt(loop_test, loop_body, (z, broke, n), ('z', 'broke', 'n'))
+    return n
+
+
+def make_grid():
+    re = np.linspace(-2.2, 0.8, WIDTH, dtype=np.float32)
+    im = np.linspace(-1.2, 1.2, HEIGHT, dtype=np.float32)
+    return (re[None, :] + 1j * im[:, None]).astype(np.complex64)
+
+
+def bench(fn, *args, repeats=10):
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(af.call(fn, *args))
+    first = time.perf_counter() - t0
+    times = []
+
+    def loop_body(_, times):
+        t0 = time.perf_counter()
+        jax.block_until_ready(af.call(fn, *args))
+        times = af.append(times, time.perf_counter() - t0)
+        return times
+    times = af.for_stmt(af.range(repeats), loop_body, (times,), ('times',))
+    return (out, first, statistics.median(times))
+
+
+def main():
+    grid = af.call(make_grid)
+    counts, first, median = af.call(bench, mandelbrot, jnp.asarray(grid.ravel()))
+    counts = np.asarray(counts).reshape(HEIGHT, WIDTH)
+    ref = np.array([af.call(escape_time_reference, c) for c in grid.ravel()]).reshape(HEIGHT, WIDTH)
+    chars = ' .:-=+*#%@'
+
+    def loop_body(row):
+        af.print(''.join((chars[min(int(k) * len(chars) // MAX_ITER, len(chars) - 1)] for k in row)))
+    af.for_stmt(counts[::2], loop_body, (), ())
+    af.print(f'autoflow: total escape iterations {counts.sum()}, points in set {(counts == MAX_ITER).sum()}')
+    af.print(f'reference: total escape iterations {ref.sum()}, points in set {(ref == MAX_ITER).sum()}')
+    af.print(f'first call {first * 1000.0:.1f} ms, median later call {median * 1000.0:.2f} ms')
+    mismatched = (counts != ref).mean()
+    af.print(f'pixels that differ from the reference: {mismatched:.2%}')
+    af.assert_(mismatched < 0.01, None)
+    np.testing.assert_allclose(counts.mean(), ref.mean(), rtol=0.01)
+    af.print('OK')
+
+
+if __name__ == "__main__":
+    main()
