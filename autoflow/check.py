@@ -472,8 +472,7 @@ def check_source(source: str, filename: str = "<string>", only: str | None = Non
     """
     tree = parse(source)
     reserved = referenced_names(tree)
-    namer = Namer(reserved)
-    alias = namer.reusable("af")
+    alias = Namer(reserved).reusable("af")
     shadowed = _module_shadowed(tree, reserved)
     out = []
     seen = False
@@ -487,8 +486,10 @@ def check_source(source: str, filename: str = "<string>", only: str | None = Non
                     continue
                 seen = True
                 try:
+                    # A namer per function, as `convert_module` does, so the
+                    # flags reported (`broke`...) are the names convert prints.
                     out.extend(check_function(node, filename, qual, reserved=reserved,
-                                              namer=namer, alias=alias, shadowed=shadowed))
+                                              alias=alias, shadowed=shadowed))
                 except Exception as e:  # noqa: BLE001 - reported per function
                     if not keep_going:
                         raise

@@ -216,6 +216,9 @@ def _convert_one(path, args):
 
     name = _display_name(path)
     source, encoding = read_source_encoding(path)
+    # Work on "\n" lines; a file written with "\r\n" throughout gets them back.
+    crlf = "\r\n" in source and source.count("\r\n") == source.count("\n")
+    source = source.replace("\r\n", "\n")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -235,6 +238,8 @@ def _convert_one(path, args):
             text = before  # unchanged: print it exactly as written
     if args.diff:
         text = _diff(before, text, name)
+    elif crlf:
+        text = text.replace("\n", "\r\n")
     return text, encoding
 
 
@@ -330,7 +335,8 @@ def _import_file(path):
     try:
         spec.loader.exec_module(module)
     except SyntaxError as e:
-        raise _syntax_error(path, e) from None
+        same = e.filename and os.path.abspath(e.filename) == abspath
+        raise _syntax_error(path if same or not e.filename else e.filename, e) from None
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code failed
         if _is_bug(e):
             raise _Bug(path, e) from None

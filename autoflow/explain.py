@@ -26,7 +26,7 @@ import re
 
 from . import check as _check
 
-__all__ = ["Explanation", "Lowering", "explain", "parse_spec"]
+__all__ = ["Explanation", "Lowering", "Static", "explain", "parse_spec"]
 
 _DTYPES = {
     "bool": "bool", "b": "bool", "pred": "bool",
@@ -89,14 +89,21 @@ class Lowering:
     lowered: tuple             # distinct results in order: ('lax.cond',), ('python', 'lax.cond')...
     expected: str = ""         # what `autoflow check` says it becomes when traced ('' if unknown)
     problem: str = ""          # a fallback or failure `autoflow check` found
+    function: str = ""         # the function it is in
+    helper: bool = False       # in a function the explained one called (converted on the way)
+    converted: bool = True     # False: the rewriter left it as a Python statement
 
     def format(self) -> str:
         where = f"{_display(self.filename)}:{self.line}" + (
             f":{self.col + 1}" if self.col is not None else "")
-        if self.problem:
-            what = f"python ({self.problem})" if self.lowered else f"not reached ({self.problem})"
-            return f"{where}: {self.kind} -> {what}"
-        return f"{where}: {self.kind} -> {', '.join(self.lowered) if self.lowered else 'not reached'}"
+        what = ", ".join(self.lowered) if self.lowered else "not reached"
+        if not self.converted:
+            what = f"python, not converted: {self.problem}"
+        elif self.problem:
+            what += f" ({self.problem})"
+        if self.helper:
+            what += f" (in {self.function})"
+        return f"{where}: {self.kind} -> {what}"
 
 
 def _display(filename: str) -> str:
@@ -133,6 +140,16 @@ class Explanation:
         return "\n".join(lines) + "\n"
 
     __repr__ = __str__
+
+
+class Static:
+    """``Static(value)``: pass ``value`` to ``explain``'s function as it is, even a string."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"Static({self.value!r})"
 
 
 def _is_traced_leaf(x):
@@ -185,43 +202,80 @@ def _candidates(f):
     return out
 
 
+def _file_findings(filename, cache):
+    """Static findings of every function in ``filename`` (for helpers the function called)."""
+    if filename not in cache:
+        cache[filename] = []
+        try:
+            with open(filename, encoding="utf-8") as f:
+                source = f.read()
+            cache[filename] = _check.check_source(source, filename)
+        except Exception:  # noqa: BLE001 - unreadable or generated code: no static guide
+            pass
+    return cache[filename]
+
+
+class _Index:
+    """Finds the statement a runtime event belongs to."""
+
+    def __init__(self):
+        self.by_pos = {}
+
+    def add(self, finding, low):
+        for pos in _candidates(finding):
+            self.by_pos.setdefault((finding.filename, pos, finding.kind), []).append(low)
+
+    def find(self, site, statement):
+        matches = self.by_pos.get((site.filename, (site.lineno, site.col), statement))
+        if matches is None and site.col is None:
+            matches = [low for (fn, (line, _), kind), lows in self.by_pos.items()
+                       if fn == site.filename and line == site.lineno and kind == statement
+                       for low in lows]
+        return matches or []
+
+
+def _row(f):
+    return Lowering(f.filename, f.line, f.col, f.kind, (), f.becomes,
+                    f.reason if not f.ok else "", f.function,
+                    converted=f.status != _check.FALLBACK)
+
+
 def _lowerings(findings, log, filename, first, last):
-    rows = []
-    by_pos = {}
+    """Rows for ``findings`` (all of them, reached or not) and for statements of
+    other functions that tracing went through (helpers converted on the way)."""
+    rows, index = [], _Index()
     for f in findings:
-        if f.kind == "function":
-            continue
-        problem = f.reason if not f.ok else ""
-        low = Lowering(f.filename, f.line, f.col, f.kind, (), f.becomes, problem)
-        rows.append(low)
-        for pos in _candidates(f):
-            by_pos.setdefault((f.filename, pos, f.kind), []).append(low)
-    seen = {}
-    extra = []
+        if f.kind != "function":
+            low = _row(f)
+            rows.append(low)
+            index.add(f, low)
+    cache, indexed, extra = {}, set(), {}
     for e in log:
         site = e.site
         if site is None:
             continue
-        matches = by_pos.get((site.filename, (site.lineno, site.col), e.statement))
-        if matches is None and site.col is None:
-            matches = [low for (fn, (line, _), kind), lows in by_pos.items()
-                       if fn == site.filename and line == site.lineno and kind == e.statement
-                       for low in lows]
+        matches = index.find(site, e.statement)
+        if not matches and site.filename not in indexed:
+            indexed.add(site.filename)
+            for f in _file_findings(site.filename, cache):
+                if f.kind == "function" or (f.filename == filename and first <= f.line <= last):
+                    continue
+                key = (f.filename, f.line, f.col, f.kind)
+                low = extra.get(key) or extra.setdefault(key, _row(f))
+                index.add(f, low)
+            matches = index.find(site, e.statement)
         if not matches:
-            if site.filename == filename and first <= site.lineno <= last:
-                continue  # a statement the rewriter generated (`if not broke:`...)
-            key = (site.filename, site.lineno, site.col, e.statement)
-            low = seen.get(key)
-            if low is None:
-                low = seen[key] = Lowering(site.filename, site.lineno, site.col, e.statement, ())
-                extra.append(low)
-            matches = [low]
+            # A statement the rewriter generated (`if not broke:`...) shares its
+            # anchor's position but not its kind, or code without source.
+            continue
         for low in matches:
             if e.lowered not in low.lowered:
                 low.lowered += (e.lowered,)
-    rows += extra
-    rows.sort(key=lambda r: (r.filename != filename, r.filename, r.line, r.col or 0))
-    return rows
+    others = sorted((low for low in extra.values() if low.lowered),
+                    key=lambda r: (r.filename != filename, r.filename, r.line, r.col or 0))
+    for low in others:
+        low.helper = True
+    return rows + others
 
 
 def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
@@ -233,7 +287,8 @@ def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
       ``"bool"``), a ``jax.ShapeDtypeStruct``, or an array (only its shape
       and dtype are used);
     * concrete: anything else (Python numbers, ``True``, ``None``...), passed
-      as it is, like a static argument.
+      as it is, like a static argument; ``Static(value)`` passes any value
+      (a string, say) as it is.
 
     Pytrees mix both (``{"w": "f32[3]", "n": 4}``). Returns an
     ``Explanation``: printing it shows, for every ``if``/``while``/``for``
@@ -254,10 +309,11 @@ def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
         raise TypeError(f"autoflow.explain needs a Python function, got {fn!r}")
     converted = convert(original, strict=True)
 
-    leaves, treedef = jax.tree_util.tree_flatten((args, kwargs),
-                                                 is_leaf=lambda x: isinstance(x, str))
+    leaves, treedef = jax.tree_util.tree_flatten(
+        (args, kwargs), is_leaf=lambda x: isinstance(x, (str, Static)))
     traced_at = [i for i, leaf in enumerate(leaves) if _is_traced_leaf(leaf)]
     specs = [_as_spec(leaves[i]) for i in traced_at]
+    leaves = [leaf.value if isinstance(leaf, Static) else leaf for leaf in leaves]
 
     def flat(*traced):
         filled = list(leaves)
@@ -312,8 +368,8 @@ def parse_cli_arg(text: str):
     if m and m.group(1) not in ("True", "False", "None"):
         return parse_spec(text)
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+        return Static(ast.literal_eval(text))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         raise ValueError(f"bad argument {text!r}: expected a spec such as f32[3], i32, bool, "
                          "or a Python literal such as 50 or 1e-6") from None
 

@@ -17,7 +17,7 @@ from jax import lax
 from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
-from .values import Tracer, as_pred, flatten, is_traced, staging as under_trace, truth
+from .values import Tracer, Undefined, as_pred, flatten, is_traced, staging as under_trace, truth
 
 log = logging.getLogger("autoflow")
 
@@ -29,6 +29,17 @@ _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerC
 
 def _site():
     return user_site(3)
+
+
+def _loop_state(init):
+    """The initial carries of a loop.
+
+    A variable first bound inside the loop (``Undefined`` before it) may be
+    bound on one path of a traced ``if`` in the body: it is read later only
+    where it was bound, so staged branches may fill it with zeros.
+    """
+    return tuple(Undefined(x.name, guarded=True) if isinstance(x, Undefined) else x
+                 for x in init)
 
 
 def _pack(value, n):
@@ -150,7 +161,7 @@ def while_stmt(test, body, init, names):
     return/take the carries positionally; one carry is passed bare.
     """
     n = len(names)
-    state = tuple(init)
+    state = _loop_state(init)
     while True:
         c = truth(test(*state), _site, what="loop condition")
         if c is None:
@@ -337,7 +348,7 @@ def for_stmt(iterable, body, init, names, test=None):
     unroll=k)`` forces a staged loop and passes ``unroll`` to ``lax``.
     """
     n = len(names)
-    state = tuple(init)
+    state = _loop_state(init)
     mode, unroll = None, 1
     if isinstance(iterable, LoopOptions):
         mode, unroll, iterable = iterable.mode, iterable.unroll, iterable.iterable

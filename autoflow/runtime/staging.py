@@ -47,6 +47,30 @@ def leaf_labels(value, names):
     return labels
 
 
+def _parts(value, names):
+    """The per-variable parts of a branch or loop value (one for a bare value)."""
+    if names is not None and len(names) > 1 and isinstance(value, tuple) \
+            and len(value) == len(names):
+        return list(value)
+    return [value]
+
+
+def _join(parts, names):
+    return tuple(parts) if names is not None and len(names) > 1 else parts[0]
+
+
+def _spec(value):
+    """The shapes and dtypes of a pytree of arrays (``None`` if it holds anything else)."""
+    leaves, tree = flatten(value)
+    if isinstance(value, Undefined) or not leaves or not all(is_array_like(x) for x in leaves):
+        return None
+    return unflatten(tree, [jax.ShapeDtypeStruct(*aval_of(x)[:2]) for x in leaves])
+
+
+def _zeros(spec):
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), spec)
+
+
 def _cast(x, dtype):
     if isinstance(x, jax.Array) and x.dtype == dtype and not getattr(x, "weak_type", False):
         return x
@@ -97,17 +121,16 @@ def cond(pred, true_fn, false_fn, operands, names, site):
     """
     records = {}
     targets = {}
-    fills = {}  # leaf index -> (shape, dtype) for guarded Undefined values
+    fills = {}  # variable index -> zeros spec, for guarded Undefined values
     returning = names is None
 
     def make(key, fn):
         def branch():
             out = fn(*operands)
-            leaves, tree = flatten(out)
             if fills:
-                leaves = [jnp.zeros(*fills[i]) if i in fills and isinstance(x, Undefined) else x
-                          for i, x in enumerate(leaves)]
-                out = unflatten(tree, leaves)
+                out = _join([_zeros(fills[k]) if k in fills and isinstance(p, Undefined) else p
+                             for k, p in enumerate(_parts(out, names))], names)
+            leaves, tree = flatten(out)
             mask = [is_array_like(x) for x in leaves]
             records[key] = (out, leaves, tree, mask)
             other = records.get("f" if key == "t" else "t")
@@ -118,7 +141,16 @@ def cond(pred, true_fn, false_fn, operands, names, site):
         return branch
 
     def _compare(t, f):
-        (t_out, t_leaves, t_tree, t_mask), (_, f_leaves, f_tree, f_mask) = t, f
+        (t_out, t_leaves, t_tree, t_mask), (f_out, f_leaves, f_tree, f_mask) = t, f
+        # A variable first bound inside a loop may be bound on one path only:
+        # fill the other path with zeros of the same type (see Undefined.guarded).
+        new_fills = {}
+        for k, (a, b) in enumerate(zip(_parts(t_out, names), _parts(f_out, names))):
+            for u, v in ((a, b), (b, a)):
+                if isinstance(u, Undefined) and u.guarded and _spec(v) is not None:
+                    new_fills[k] = _spec(v)
+        if new_fills:
+            raise _Restart(("fill", new_fills))
         labels = leaf_labels(t_out, names)
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
@@ -134,16 +166,11 @@ def cond(pred, true_fn, false_fn, operands, names, site):
                         raise _branch_error(site(), name, False, la[0], lb[0])
                     raise _branch_error(site(), name, False, a, b, ta, tb)
             raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree)
-        changes, new_fills = {}, {}
+        changes = {}
         j = 0
         for i, (a, b, ma, mb) in enumerate(zip(t_leaves, f_leaves, t_mask, f_mask)):
             if not ma or not mb:
                 if not (ma or mb) and same_static(a, b):
-                    continue
-                for u, v in ((a, b), (b, a)):
-                    if isinstance(u, Undefined) and u.guarded and is_array_like(v):
-                        new_fills[i] = aval_of(v)[:2]
-                if i in new_fills:
                     continue
                 raise _branch_error(site(), labels[i], returning, a, b)
             av, bv = aval_of(a), aval_of(b)
@@ -152,8 +179,6 @@ def cond(pred, true_fn, false_fn, operands, names, site):
             if av[1] != bv[1]:
                 changes[j] = promote(av, bv)[0]
             j += 1
-        if new_fills:
-            raise _Restart(("fill", new_fills))
         if changes and not targets:
             raise _Restart(changes)
 
@@ -199,19 +224,8 @@ def _loop_error(site, kind, label, before, after):
         f"`{label}.at[i].set(...)`), or make the loop bound static so the loop runs as Python."))
 
 
-def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1):
-    """Stage a loop over the carried ``state`` (a tuple of the user's variables).
-
-    ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
-    counter); ``cond_fn(state)`` is tested before each iteration. With an
-    int ``length`` and no ``cond_fn`` the loop is ``lax.fori_loop`` with a
-    static trip count (a scan: reverse-differentiable); otherwise it is a
-    ``lax.while_loop`` (``length`` may then be traced).
-    """
-    leaves, tree = flatten(state)
-    labels = leaf_labels(state, names)
-    mask = [is_array_like(x) for x in leaves]
-    avals = [aval_of(x) if m else None for x, m in zip(leaves, mask)]
+def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals):
+    """The staged body of ``loop`` for one choice of carry types, and ``merge``."""
 
     def merge(dyn):
         it = iter(dyn)
@@ -219,10 +233,15 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
 
     def body(k, dyn):
         new = step(k, merge(dyn))
+        defines = {}
+        for j, (a, b) in enumerate(zip(_parts(state, names), _parts(new, names))):
+            if isinstance(a, Undefined) and _spec(b) is not None:
+                defines[j] = _spec(b)
+        if defines:
+            raise _Restart(("define", defines))
         new_leaves, new_tree = flatten(new)
         if new_tree != tree:
-            for name, a, b in zip(names, state if len(names) > 1 else (state,),
-                                  new if len(names) > 1 else (new,)):
+            for name, a, b in zip(names, _parts(state, names), _parts(new, names)):
                 if flatten(a)[1] != flatten(b)[1]:
                     la, lb = flatten(a)[0], flatten(b)[0]
                     if len(la) == 1 and len(lb) == 1:
@@ -235,38 +254,57 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                         f"Keep `{name}` one structure across iterations{hint}, or make the "
                         "loop bound static so the loop runs as Python."))
         out, changes = [], {}
+        j = 0
         for i, (x, m) in enumerate(zip(new_leaves, mask)):
             if not m:
                 if same_static(leaves[i], x):
-                    continue
-                if isinstance(leaves[i], Undefined) and is_array_like(x):
-                    changes[i] = aval_of(x)[:2]
                     continue
                 raise _loop_error(site(), kind, labels[i], leaves[i], x)
             if not is_array_like(x):
                 raise _loop_error(site(), kind, labels[i], leaves[i], x)
             shape, dtype, weak = aval_of(x)
-            if shape != avals[i][0]:
+            if shape != avals[j][0]:
                 raise _loop_error(site(), kind, labels[i],
-                                  jax.ShapeDtypeStruct(avals[i][0], avals[i][1]), x)
-            target, _ = promote(avals[i], (shape, dtype, weak))
-            if target != avals[i][1]:
-                changes[i] = (shape, target)
-            out.append(x)
+                                  jax.ShapeDtypeStruct(avals[j][0], avals[j][1]), x)
+            target, _ = promote(avals[j], (shape, dtype, weak))
+            if target != avals[j][1]:
+                changes[j] = target
+            out.append(_cast(x, avals[j][1]) if target == avals[j][1] else x)
+            j += 1
         if changes:
-            raise _Restart(changes)
-        return tuple(_cast(x, a[1]) for x, a in zip(out, [a for a in avals if a is not None]))
+            raise _Restart(("promote", changes))
+        return tuple(out)
 
-    def test(dyn):
-        c = cond_fn(merge(dyn))
-        if np.shape(c) != ():
-            raise ConversionError(message(
-                site(), f"the loop condition is an array of shape {tuple(np.shape(c))}, "
-                "not a scalar", "Reduce it with `.any()` or `.all()`."))
-        return as_pred(c)
+    return body, merge
 
+
+def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1):
+    """Stage a loop over the carried ``state`` (a tuple of the user's variables).
+
+    ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
+    counter); ``cond_fn(state)`` is tested before each iteration. With an
+    int ``length`` and no ``cond_fn`` the loop is ``lax.fori_loop`` with a
+    static trip count (a scan: reverse-differentiable); otherwise it is a
+    ``lax.while_loop`` (``length`` may then be traced).
+    """
     for _ in range(16):
-        init = tuple(_cast(jnp.asarray(x), a[1]) for x, a, m in zip(leaves, avals, mask) if m)
+        leaves, tree = flatten(state)
+        labels = leaf_labels(state, names)
+        mask = [is_array_like(x) for x in leaves]
+        avals = [aval_of(x) for x, m in zip(leaves, mask) if m]
+        init = tuple(_cast(jnp.asarray(x), a[1]) for x, a in
+                     zip([x for x, m in zip(leaves, mask) if m], avals))
+        body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels, mask,
+                                 avals)
+
+        def test(dyn):
+            c = cond_fn(merge(dyn))
+            if np.shape(c) != ():
+                raise ConversionError(message(
+                    site(), f"the loop condition is an array of shape {tuple(np.shape(c))}, "
+                    "not a scalar", "Reduce it with `.any()` or `.all()`."))
+            return as_pred(c)
+
         try:
             if cond_fn is None and isinstance(length, int):
                 dyn = lax.fori_loop(start, start + length, body, init, unroll=unroll)
@@ -283,11 +321,16 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 _, dyn = lax.while_loop(full_test, lambda c: (c[0] + 1, body(c[0], c[1])),
                                         (jnp.asarray(start, jnp.int32), init))
         except _Restart as r:
-            for i, (shape, dtype) in r.changes.items():
-                if not mask[i]:
-                    mask[i] = True
-                    leaves[i] = jnp.zeros(shape, dtype)
-                avals[i] = (shape, np.dtype(dtype), False)
+            kind_of_change, changes = r.changes
+            if kind_of_change == "define":
+                state = _join([_zeros(changes[k]) if k in changes else p
+                               for k, p in enumerate(_parts(state, names))], names)
+            else:
+                dyn_index = [i for i, m in enumerate(mask) if m]
+                for j, dtype in changes.items():
+                    i = dyn_index[j]
+                    leaves[i] = _cast(jnp.asarray(leaves[i]), dtype)
+                state = unflatten(tree, leaves)
             continue
         return merge(dyn)
     raise ConversionError(message(  # pragma: no cover - types settle in a few rounds
