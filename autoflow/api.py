@@ -85,10 +85,12 @@ def _fallback(fn, reason, strict):
     return fn
 
 
-def _options(strict, recursive, include, asserts, debug):
+def _options(strict, recursive, include, asserts, debug, max_loop_iterations=None):
     return (("asserts", bool(asserts)), ("debug", bool(debug)),
-            ("include", tuple(include or ())), ("recursive", bool(recursive)),
-            ("strict", _strict(strict)))
+            ("include", tuple(include or ())),
+            ("max_loop_iterations", None if max_loop_iterations is None
+             else int(max_loop_iterations)),
+            ("recursive", bool(recursive)), ("strict", _strict(strict)))
 
 
 def _transform_options(options):
@@ -96,7 +98,8 @@ def _transform_options(options):
     return tuple(kv for kv in options if kv[0] in ("asserts", "debug", "recursive"))
 
 
-def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True, debug=False):
+def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
+            max_loop_iterations=None, debug=False):
     """Return ``fn`` with its Python control flow converted (not jitted).
 
     The result runs ``if``/``while``/``for`` as Python on concrete values and
@@ -116,14 +119,19 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True, d
     * ``include``: module names whose functions are converted even though
       they are installed packages (library code is otherwise left alone).
     * ``asserts=False``: drop ``assert`` statements.
+    * ``max_loop_iterations=N``: stage loops with a data-dependent trip count
+      as a masked ``lax.scan`` of ``N`` steps, so ``jax.grad`` can
+      differentiate them (a loop still running after ``N`` steps is an error
+      at run time).
     * ``debug``: print the source after each pass of the rewriter.
 
     Conversion is cached per function (code object, closure) and options.
     """
     if fn is None:
         return functools.partial(convert, strict=strict, recursive=recursive, include=include,
-                                 asserts=asserts, debug=debug)
-    options = _options(strict, recursive, include, asserts, debug)
+                                 asserts=asserts, max_loop_iterations=max_loop_iterations,
+                                 debug=debug)
+    options = _options(strict, recursive, include, asserts, debug, max_loop_iterations)
     kw = dict(options)
     if getattr(fn, _DO_NOT_CONVERT, False) or getattr(fn, _CONVERTED, False):
         return fn
@@ -176,11 +184,12 @@ def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
     return source
 
 
-def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True, **jit_kwargs):
+def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
+        max_loop_iterations=None, **jit_kwargs):
     """``jax.jit(autoflow.convert(fn), **jit_kwargs)``.
 
     Takes ``convert``'s options (``strict``, ``recursive``, ``include``,
-    ``asserts``) and every keyword argument of ``jax.jit``, and returns what ``jax.jit``
+    ``asserts``, ``max_loop_iterations``) and every keyword argument of ``jax.jit``, and returns what ``jax.jit``
     returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
     or with arguments::
 
@@ -197,8 +206,10 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True, **jit
     """
     if fn is None:
         return functools.partial(jit, strict=strict, recursive=recursive, include=include,
-                                 asserts=asserts, **jit_kwargs)
+                                 asserts=asserts, max_loop_iterations=max_loop_iterations,
+                                 **jit_kwargs)
     import jax
 
     return jax.jit(convert(fn, strict=strict, recursive=recursive, include=include,
-                           asserts=asserts), **jit_kwargs)
+                           asserts=asserts, max_loop_iterations=max_loop_iterations),
+                   **jit_kwargs)

@@ -73,7 +73,7 @@ def test_vmap(path, index):
     module = load_module(path)
     name, args = module.VMAP[index]
     fn = getattr(module, name)
-    actual = jax.vmap(autoflow.convert(fn))(*args)
+    actual = jax.jit(jax.vmap(autoflow.convert(fn)))(*args)
     rows = [fn(*[a[i] for a in args]) for i in range(len(args[0]))]
     expected = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *rows)
     assert_same(actual, expected, f"vmap {path.stem}.{name}")

@@ -103,6 +103,14 @@ class Runtime(types.ModuleType):
                 return types.MethodType(converted, f)
         return f
 
+    def while_stmt(self, *args, **kwargs):
+        kwargs.setdefault("max_iterations", dict(self._options).get("max_loop_iterations"))
+        return self._base.while_stmt(*args, **kwargs)
+
+    def for_stmt(self, *args, **kwargs):
+        kwargs.setdefault("max_iterations", dict(self._options).get("max_loop_iterations"))
+        return self._base.for_stmt(*args, **kwargs)
+
     def call(self, f, *args, **kwargs):
         """``f(*args, **kwargs)`` with ``f`` converted (unless it is library code)."""
         return self._target(f)(*args, **kwargs)

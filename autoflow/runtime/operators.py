@@ -144,12 +144,12 @@ def not_(a):
 # while
 # ---------------------------------------------------------------------------
 
-def while_stmt(test, body, init, names):
+def while_stmt(test, body, init, names, *, max_iterations=None):
     """Python's ``while`` over explicit carries.
 
     Plain Python::
 
-        def while_stmt(test, body, init, names):
+        def while_stmt(test, body, init, names, *, max_iterations=None):
             state = init
             while test(*state):
                 state = body(*state)
@@ -170,10 +170,10 @@ def while_stmt(test, body, init, names):
             events.note("while", "python")
             return _unpack(state)
         state = _pack(body(*state), n)
-    events.note("while", "lax.while_loop")
+    events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     out = staging.loop("while", _unpack(state), names, lambda: user_site(3),
                        step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
-                       cond_fn=lambda s: test(*_pack(s, n)))
+                       cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations)
     return out
 
 
@@ -318,12 +318,12 @@ def _python_for(items, body, test, state, n, names):
     return _unpack(state)
 
 
-def for_stmt(iterable, body, init, names, test=None):
+def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
     """Python's ``for`` over explicit carries.
 
     Plain Python::
 
-        def for_stmt(iterable, body, init, names, test=None):
+        def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
             state = init
             for item in iterable:
                 if test is not None and not test(*state):
@@ -368,7 +368,7 @@ def for_stmt(iterable, body, init, names, test=None):
     if not isinstance(seq.length, int):  # traced trip count
         events.note("for", "lax.while_loop")
         return staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
-                            length=seq.length, unroll=unroll)
+                            length=seq.length, unroll=unroll, max_iterations=max_iterations)
     if seq.python is None or (not under_trace() and mode != "roll"):
         events.note("for", "python")
         return _python_for(seq.python if seq.python is not None else iterable,
@@ -397,7 +397,8 @@ def for_stmt(iterable, body, init, names, test=None):
         return _unpack(state)
     try:
         out = staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
-                           start=start, length=seq.length - start, unroll=unroll)
+                           start=start, length=seq.length - start, unroll=unroll,
+                           max_iterations=max_iterations)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:

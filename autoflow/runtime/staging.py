@@ -14,10 +14,13 @@ turns out to be traced. Both builders:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src import core as _core
 
 from ..core.origin import message
 from ..errors import ConversionError
@@ -278,7 +281,39 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
     return body, merge
 
 
-def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1):
+def _check_finished(text, running):
+    if bool(np.asarray(running)):
+        raise RuntimeError(text)
+
+
+def _bounded(body, test, init, start, stop, max_iterations, site):
+    """A while loop as a scan of ``max_iterations`` masked steps (reverse-differentiable)."""
+
+    def full_test(k, dyn):
+        more = test(dyn)
+        return more if stop is None else jnp.logical_and(k < stop, more)
+
+    def scan_body(c, _):
+        k, dyn = c
+        go = full_test(k, dyn)
+        new = lax.cond(go, lambda: body(k, dyn), lambda: dyn)
+        return (k + go.astype(k.dtype), new), None
+
+    (k, dyn), _ = lax.scan(scan_body, (jnp.asarray(start, jnp.int32), init), None,
+                           length=max_iterations)
+    text = (f"{site()}: this loop did not finish within max_loop_iterations={max_iterations}; "
+            "raise the bound")
+    jax.debug.callback(functools.partial(_check_finished, text), full_test(k, dyn))
+    return dyn
+
+
+def _reverse_mode():
+    """Is ``jax.grad``/``jax.vjp`` linearizing the code being traced now?"""
+    return type(_core.trace_ctx.trace).__name__ == "LinearizeTrace"
+
+
+def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
+         max_iterations=None):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
@@ -305,15 +340,26 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     "not a scalar", "Reduce it with `.any()` or `.all()`."))
             return as_pred(c)
 
+        uses_while = False
         try:
             if cond_fn is None and isinstance(length, int):
                 dyn = lax.fori_loop(start, start + length, body, init, unroll=unroll)
+            elif max_iterations is not None or (_reverse_mode() and isinstance(length, int)):
+                # A bounded loop (static range with `break`, or max_loop_iterations):
+                # under jax.grad it must be a scan to be reverse-differentiable.
+                steps = max_iterations if max_iterations is not None else length
+                if isinstance(length, int):
+                    steps = min(steps, length)
+                dyn = _bounded(body, test if cond_fn is not None else (lambda d: True), init,
+                               start, None if length is None else start + length, steps, site)
             elif length is None:
+                uses_while = True
                 _, dyn = lax.while_loop(lambda c: test(c[1]),
                                         lambda c: (c[0] + 1, body(c[0], c[1])),
                                         (jnp.int32(start), init))
             else:
                 stop = start + length
+                uses_while = True
 
                 def full_test(c):
                     more = c[0] < stop
@@ -332,6 +378,14 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     leaves[i] = _cast(jnp.asarray(leaves[i]), dtype)
                 state = unflatten(tree, leaves)
             continue
+        if uses_while and _reverse_mode() and any(isinstance(x, jax.core.Tracer) and
+                                   type(x).__name__ == "LinearizeTracer" for x in dyn):
+            raise ConversionError(message(
+                site(), f"this traced `{kind}` loop has a data-dependent trip count, and "
+                "`jax.grad` cannot differentiate a `lax.while_loop` in reverse mode",
+                "Pass `max_loop_iterations=N` to `autoflow.jit`/`autoflow.convert` (the loop "
+                "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
+                "count static."))
         return merge(dyn)
     raise ConversionError(message(  # pragma: no cover - types settle in a few rounds
         site(), "the carried variables of this loop never settle on fixed types"))

@@ -228,6 +228,8 @@ class ControlFlow:
             new = replace("AF.attr", AF=self.ctx.af)[0].value
             new.attr = func.id
             it.func = stamp(new, func)
+            if func.id in ("enumerate", "zip"):  # enumerate(zip(xs, ys)): one staged loop
+                it.args = [self._iterable(a) for a in it.args]
         elif isinstance(func, gast.Attribute) and func.attr in ("unroll", "roll") and it.args:
             it.args[0] = self._iterable(it.args[0])
         return it
