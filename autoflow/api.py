@@ -6,6 +6,7 @@ import builtins
 import functools
 import inspect
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -72,16 +73,28 @@ def _convert_code(fn, options):
     return hit
 
 
+def _stacklevel():
+    """The ``warnings`` stack level of the innermost caller outside autoflow."""
+    frame, level = sys._getframe(1), 1
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _fallback(fn, reason, strict):
-    where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}" if hasattr(fn, "__code__") else ""
-    text = (f"{where}: autoflow cannot convert `{getattr(fn, '__qualname__', fn)}`: {reason}. "
-            "It runs unconverted, so Python control flow on traced values will fail under jit.")
+    where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: " if hasattr(fn, "__code__") else ""
+    text = (f"{where}autoflow cannot convert `{getattr(fn, '__qualname__', fn)}`: {reason}, "
+            "so it runs unconverted (Python control flow on traced values in it will fail "
+            "under jit).")
     if strict:
-        raise ConversionError(text + " (strict mode)")
+        raise ConversionError(text + " Strict mode makes this an error: define the function "
+                              "in a file (a `def` autoflow can read), or mark it with "
+                              "`autoflow.do_not_convert` to run it as it is.")
     if fn not in _warned:
         _warned.add(fn)
         warnings.warn(text + " Silence this with `autoflow.do_not_convert` on the function.",
-                      ConversionWarning, stacklevel=3)
+                      ConversionWarning, stacklevel=_stacklevel())
     return fn
 
 

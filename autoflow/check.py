@@ -157,18 +157,26 @@ def _literal(node) -> bool:
         isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Constant))
 
 
+def _uncall(node, alias):
+    """``af.call(f, *args)`` (a user call routed through the runtime) -> ``f(*args)``."""
+    if _is_call_to(node, alias, "call") and node.args:
+        return gast.Call(func=node.args[0], args=node.args[1:], keywords=node.keywords)
+    return node
+
+
 def _describe_for(call, alias, has_break):
     """(status, becomes, note) of a ``for_stmt`` call from its iterable."""
-    it = call.args[0] if call.args else None
+    it = _uncall(call.args[0] if call.args else None, alias)
     staged = "lax.while_loop" if has_break else "lax.fori_loop"
     brk = " with `break`" if has_break else ""
     forced = ""
-    if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) and it.args:
-        if it.func.attr == "unroll":
+    func = it.func if isinstance(it, gast.Call) else None
+    name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
+    if name in ("unroll", "roll") and it.args:
+        if name == "unroll":
             return PYTHON, "python", "`autoflow.unroll`: iterated as Python, unrolled under jit"
-        if it.func.attr == "roll":
-            forced = "; `autoflow.roll`: always staged"
-            it = it.args[0]
+        forced = "; `autoflow.roll`: always staged"
+        it = _uncall(it.args[0], alias)
     if _is_call_to(it, alias, "range"):
         if has_break:
             return CONVERTS, staged, f"range loop{brk}{forced}"

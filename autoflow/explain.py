@@ -38,6 +38,34 @@ _DTYPES = {
 _SPEC = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:\[([^\]]*)\])?\s*$")
 
 
+def _parse_spec_text(text: str):
+    """``'f32[2,3]'`` -> ``('float32', (2, 3))``, checked without importing JAX."""
+    m = _SPEC.match(text)
+    if not m:
+        raise ValueError(f"bad argument spec {text!r}: expected DTYPE or DTYPE[d0,d1,...], "
+                         "e.g. f32[3] or i32")
+    name, dims = m.group(1), m.group(2)
+    dtype = _DTYPES.get(name, name)
+    if dtype not in _DTYPES.values():
+        import numpy as np
+
+        try:
+            dtype = np.dtype(dtype).name
+        except TypeError:
+            raise ValueError(f"bad argument spec {text!r}: unknown dtype {name!r} (use bool, "
+                             "f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, c64, "
+                             "c128 or a NumPy dtype name)") from None
+    shape = ()
+    if dims is not None and dims.strip():
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            raise ValueError(f"bad argument spec {text!r}: dimensions must be integers") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"bad argument spec {text!r}: dimensions must be >= 0")
+    return dtype, shape
+
+
 def parse_spec(text: str):
     """``'f32[2,3]'`` -> ``jax.ShapeDtypeStruct((2, 3), float32)``; ``'i32'`` is a scalar.
 
@@ -48,26 +76,8 @@ def parse_spec(text: str):
     import jax
     import jax.numpy as jnp
 
-    m = _SPEC.match(text)
-    if not m:
-        raise ValueError(f"bad argument spec {text!r}: expected DTYPE or DTYPE[d0,d1,...], "
-                         "e.g. f32[3] or i32")
-    name, dims = m.group(1), m.group(2)
-    try:
-        dtype = jnp.dtype(_DTYPES.get(name, name))
-    except TypeError:
-        raise ValueError(f"bad argument spec {text!r}: unknown dtype {name!r} (use bool, "
-                         "f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, c64, "
-                         "c128 or a NumPy dtype name)") from None
-    shape = ()
-    if dims is not None and dims.strip():
-        try:
-            shape = tuple(int(d) for d in dims.split(","))
-        except ValueError:
-            raise ValueError(f"bad argument spec {text!r}: dimensions must be integers") from None
-        if any(d < 0 for d in shape):
-            raise ValueError(f"bad argument spec {text!r}: dimensions must be >= 0")
-    return jax.ShapeDtypeStruct(shape, dtype)
+    dtype, shape = _parse_spec_text(text)
+    return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype))
 
 
 _SHORT = {v: k for k, v in _DTYPES.items() if len(k) > 1 and k != "pred"}
@@ -171,20 +181,17 @@ def _as_spec(x):
 
 
 def _statements(original):
-    """Static findings (``autoflow.check``) of ``original``, or [] when its source is unavailable."""
+    """Static findings (``autoflow.check``) of ``original``, or None when they cannot be had."""
     from .core.naming import referenced_names
     from .core.parsing import SourceUnavailable, parse_function
 
     try:
         node, filename, _ = parse_function(original)
-    except SourceUnavailable:
-        return []
-    code = original.__code__
-    reserved = referenced_names(node) | set(code.co_freevars) | set(code.co_names)
-    try:
+        code = original.__code__
+        reserved = referenced_names(node) | set(code.co_freevars) | set(code.co_names)
         return _check.check_function(node, filename, original.__qualname__, reserved=reserved)
-    except Exception:  # noqa: BLE001 - the static part is only a guide; tracing decides
-        return []
+    except (SourceUnavailable, Exception):  # noqa: BLE001 - only a guide; tracing decides
+        return None
 
 
 def _candidates(f):
@@ -242,9 +249,13 @@ def _row(f):
 
 def _lowerings(findings, log, filename, first, last):
     """Rows for ``findings`` (all of them, reached or not) and for statements of
-    other functions that tracing went through (helpers converted on the way)."""
+    other functions that tracing went through (helpers converted on the way).
+
+    ``findings`` None (no static analysis): one row per position the events name.
+    """
+    raw = findings is None
     rows, index = [], _Index()
-    for f in findings:
+    for f in findings or ():
         if f.kind != "function":
             low = _row(f)
             rows.append(low)
@@ -264,6 +275,11 @@ def _lowerings(findings, log, filename, first, last):
                 low = extra.get(key) or extra.setdefault(key, _row(f))
                 index.add(f, low)
             matches = index.find(site, e.statement)
+        if not matches and raw:
+            key = (site.filename, site.lineno, site.col, e.statement)
+            low = extra.get(key) or extra.setdefault(
+                key, Lowering(site.filename, site.lineno, site.col, e.statement, ()))
+            matches = [low]
         if not matches:
             # A statement the rewriter generated (`if not broke:`...) shares its
             # anchor's position but not its kind, or code without source.
@@ -274,7 +290,7 @@ def _lowerings(findings, log, filename, first, last):
     others = sorted((low for low in extra.values() if low.lowered),
                     key=lambda r: (r.filename != filename, r.filename, r.line, r.col or 0))
     for low in others:
-        low.helper = True
+        low.helper = bool(low.function)
     return rows + others
 
 
@@ -302,12 +318,15 @@ def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
     from .api import convert
     from .runtime import events
 
-    original = fn
-    if getattr(fn, "__autoflow_converted__", False) or not inspect.isfunction(fn):
-        original = inspect.unwrap(fn)
-    if not inspect.isfunction(original):
-        raise TypeError(f"autoflow.explain needs a Python function, got {fn!r}")
-    converted = convert(original, strict=True)
+    if inspect.ismethod(fn):
+        original, converted = fn.__func__, convert(fn, strict=True)
+    else:
+        original = fn
+        if getattr(fn, "__autoflow_converted__", False) or not inspect.isfunction(fn):
+            original = inspect.unwrap(fn)  # autoflow.jit(f), autoflow.convert(f)
+        if not inspect.isfunction(original):
+            raise TypeError(f"autoflow.explain needs a Python function, got {fn!r}")
+        converted = convert(original, strict=True)
 
     leaves, treedef = jax.tree_util.tree_flatten(
         (args, kwargs), is_leaf=lambda x: isinstance(x, (str, Static)))
@@ -339,7 +358,7 @@ def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
     lowerings = _lowerings(findings, log, code.co_filename, first, last)
 
     spec_of = dict(zip(traced_at, specs))
-    described = [_short(spec_of[i]) if i in spec_of else _literal_repr(leaf)
+    described = [_Shown(_short(spec_of[i])) if i in spec_of else _literal_repr(leaf)
                  for i, leaf in enumerate(leaves)]
     a, kw = jax.tree_util.tree_unflatten(treedef, described)
     shown = [_plain(x) for x in a] + [f"{k}={_plain(v)}" for k, v in kw.items()]
@@ -366,7 +385,8 @@ def parse_cli_arg(text: str):
     """A command-line ``--args`` item: a spec (``f32[3]``) or a Python literal (``50``, ``True``)."""
     m = _SPEC.match(text)
     if m and m.group(1) not in ("True", "False", "None"):
-        return parse_spec(text)
+        _parse_spec_text(text)
+        return text  # a spec: `explain` traces string arguments
     try:
         return Static(ast.literal_eval(text))
     except (ValueError, SyntaxError, MemoryError, RecursionError):

@@ -26,7 +26,8 @@ def parse_function(fn):
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
-        raise SourceUnavailable(f"its source code is not available ({e})") from None
+        raise SourceUnavailable("its source code is not available "
+                                "(made by exec/eval, in a notebook cell, or a builtin)") from None
     source = "".join(lines)
     # Parse the indented source inside an `if 1:` so that columns stay the
     # file's own (no dedent, which also breaks on unindented string lines).

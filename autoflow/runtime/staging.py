@@ -15,6 +15,7 @@ turns out to be traced. Both builders:
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -84,7 +85,12 @@ def _cast(x, dtype):
 # cond
 # ---------------------------------------------------------------------------
 
+_RETVAL = re.compile(r"^retval(_\d+)?$")  # the flag early_exits makes for `return` in loops
+
+
 def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
+    if label is not None and _RETVAL.match(label):
+        returning = True  # a `return` inside a loop: speak of return values
     if returning:
         if t_leaf is None or f_leaf is None or t_tree != f_tree and None in (t_leaf, f_leaf):
             side = "false" if (f_leaf is None) else "true"
@@ -93,9 +99,14 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
                 f"(returning None) when this traced condition is {side}",
                 "Add a `return` with a value of the same shape to every path, "
                 "or make the condition static."))
+        if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
+            return ConversionError(message(
+                site, "this function returns a value on some paths and not on others "
+                "that depend on a traced value",
+                "Return a value of the same structure and shape on every path."))
         return ConversionError(message(
-            site, f"the two paths of this traced `if` return values that differ: "
-            f"{describe(t_leaf)} when true, {describe(f_leaf)} when false",
+            site, "this function returns values that differ between paths that depend on a "
+            f"traced value: {structure(t_leaf)} on one, {structure(f_leaf)} on the other",
             "Return values of the same structure and shape on every path."))
     if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
         side = "true" if isinstance(f_leaf, Undefined) else "false"
@@ -213,7 +224,8 @@ def _loop_error(site, kind, label, before, after):
         return ConversionError(message(
             site, f"`{label}` is read in this traced {what} before it is assigned",
             f"Assign `{label}` before the loop."))
-    if not is_array_like(before) or not is_array_like(after):
+    if not (is_array_like(before) or isinstance(before, jax.ShapeDtypeStruct)) \
+            or not is_array_like(after):
         return ConversionError(message(
             site, f"`{label}` is {describe(before)} before this traced {what} and "
             f"{describe(after)} after an iteration; a staged loop can only carry arrays "

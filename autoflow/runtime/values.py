@@ -21,6 +21,10 @@ Tracer = jax.core.Tracer
 _ARRAY_SCALARS = (bool, int, float, complex)
 
 
+class UnboundVariableError(ConversionError, UnboundLocalError):
+    """A variable read where Python would raise ``UnboundLocalError``."""
+
+
 class Undefined:
     """The value of a variable that is not bound yet on this path.
 
@@ -41,9 +45,10 @@ class Undefined:
         return f"<undefined {self.name}>"
 
     def _fail(self, *args, **kwargs):
-        raise ConversionError(message(
-            user_site(), f"local variable '{self.name}' is used before it is assigned on this path; "
-            f"Assign `{self.name}` before the statement that reads it."))
+        raise UnboundVariableError(message(
+            user_site(), f"local variable `{self.name}` is used before it is assigned on this path",
+            f"Assign `{self.name}` before the statement that reads it (or on every path "
+            "that leads to it)."))
 
     __bool__ = __index__ = __int__ = __float__ = __call__ = __iter__ = __len__ = _fail
     __getitem__ = _fail
@@ -167,10 +172,10 @@ def promote(a, b):
 
 
 def structure(x) -> str:
-    """A container's layout in the user's terms: ``a list of 3 items``..."""
+    """A container's layout in the user's terms: ``a tuple (float32[], float32[3])``..."""
     if isinstance(x, (list, tuple)):
-        n = len(x)
-        return f"a {type(x).__name__} of {n} item{'s' if n != 1 else ''}"
+        inner = ", ".join(structure(v) for v in x[:6]) + (", ..." if len(x) > 6 else "")
+        return f"a {type(x).__name__} ({inner})" if x else f"an empty {type(x).__name__}"
     if isinstance(x, dict):
         return f"a dict with keys {sorted(map(str, x))}"
     return describe(x)
