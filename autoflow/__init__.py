@@ -8,6 +8,7 @@ them as Python when values are concrete.
 
 from .api import convert, do_not_convert, jit, to_source
 from .errors import AutoflowError, ConversionError, ConversionWarning
+from .explain import explain
 
 
 def unroll(iterable):
@@ -25,5 +26,5 @@ def roll(iterable, unroll=1):  # noqa: A002
 
 
 __all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "convert", "do_not_convert",
-           "jit", "roll", "to_source", "unroll"]
+           "explain", "jit", "roll", "to_source", "unroll"]
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import inspect
@@ -67,8 +68,9 @@ def _convert_code(fn, options):
     ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename,
                   options=dict(options))
     pipeline.run(node, ctx)
-    source = pipeline.to_source(node)
-    code = compile_function(node, filename, fn.__code__.co_freevars, alias)
+    tree = pipeline.to_ast(node)
+    source = ast.unparse(tree)
+    code = compile_function(tree, filename, fn.__code__.co_freevars, alias)
     _by_code[key] = hit = (code, alias, source)
     return hit
 

@@ -18,17 +18,14 @@ from __future__ import annotations
 import ast
 import types
 
-import gast
-
 FACTORY = "__autoflow_factory__"
 
 
 def _strip_evaluated_parts(fn_node):
     """Defaults, annotations: evaluated by ``def``; taken from the original instead."""
-    none = lambda: gast.Constant(value=None, kind=None)  # noqa: E731
     a = fn_node.args
-    a.defaults = [none() for _ in a.defaults]
-    a.kw_defaults = [None if d is None else none() for d in a.kw_defaults]
+    a.defaults = [ast.Constant(value=None) for _ in a.defaults]
+    a.kw_defaults = [None if d is None else ast.Constant(value=None) for d in a.kw_defaults]
     for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
         if arg is not None:
             arg.annotation = None
@@ -36,20 +33,20 @@ def _strip_evaluated_parts(fn_node):
 
 
 def compile_function(fn_node, filename, freevars, alias):
-    """Compile ``fn_node``; return its code object (free variables ⊆ freevars + alias)."""
+    """Compile ``fn_node`` (an ``ast.FunctionDef``); return its code object.
+
+    Its free variables are among ``freevars`` and ``alias``.
+    """
     _strip_evaluated_parts(fn_node)
     params = [alias] + [v for v in freevars if v != alias]
-    factory = gast.FunctionDef(
+    factory = ast.FunctionDef(
         name=FACTORY,
-        args=gast.arguments(
-            args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
-                  for p in params],
-            posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=[fn_node, gast.Return(value=gast.Name(id=fn_node.name, ctx=gast.Load(),
-                                                   annotation=None, type_comment=None))],
+        args=ast.arguments(args=[ast.arg(arg=p) for p in params], posonlyargs=[], vararg=None,
+                           kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[fn_node, ast.Return(value=ast.Name(id=fn_node.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None, type_params=[])
-    gast.copy_location(factory, fn_node)
-    module = gast.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
+    ast.copy_location(factory, fn_node)
+    module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
     code = compile(module, filename, "exec", dont_inherit=True)
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))

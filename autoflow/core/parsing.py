@@ -24,7 +24,9 @@ def parse_function(fn):
     if code.co_name == "<lambda>":
         raise SourceUnavailable("it is a lambda (lambdas hold no statements to convert)")
     try:
-        lines, first = inspect.getsourcelines(fn)
+        # The code object, not the function: `functools.wraps` sets `__wrapped__`,
+        # which inspect would follow to the wrapped function's source.
+        lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailable("its source code is not available "
                                 "(made by exec/eval, in a notebook cell, or a builtin)") from None

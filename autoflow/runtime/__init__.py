@@ -8,8 +8,8 @@ import os as _os
 
 from jax._src import traceback_util as _traceback_util
 
-from .operators import (and_, enumerate, for_stmt, if_exp, if_stmt, not_, or_, range, roll,
-                        unroll, while_stmt, zip)
+from .operators import (and_, enumerate, for_stmt, if_exp, if_stmt, not_, or_, python_condition,
+                        range, roll, unroll, while_stmt, zip)
 from .values import Undefined
 
 # Hide autoflow's own frames from tracebacks that pass through JAX, as JAX
@@ -26,6 +26,11 @@ from .effects import append, assert_, print, setitem  # noqa: E402,A004
 def call(f, *args, **kwargs):
     """``f(*args, **kwargs)``, converting ``f`` first when it is user code."""
     return bound(())._target(f)(*args, **kwargs)
+
+
+def converted(f):
+    """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like)."""
+    return bound(())._target(f)
 
 
 _bound = {}

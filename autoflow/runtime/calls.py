@@ -111,6 +111,10 @@ class Runtime(types.ModuleType):
         kwargs.setdefault("max_iterations", dict(self._options).get("max_loop_iterations"))
         return self._base.for_stmt(*args, **kwargs)
 
+    def converted(self, f):
+        """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like)."""
+        return self._target(f)
+
     def call(self, f, *args, **kwargs):
         """``f(*args, **kwargs)`` with ``f`` converted (unless it is library code)."""
         return self._target(f)(*args, **kwargs)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from .values import Tracer, is_traced, staging, truth
+from .values import Tracer, in_staged_block, is_traced, truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
@@ -32,8 +32,8 @@ def setitem(x, index, value, op=None):
     A JAX array is immutable: the result is ``x.at[index].set(value)`` (or
     ``.add``/``.multiply``/... for ``+=``, ``*=``...), a new array. Lists,
     dicts and NumPy arrays are updated in place as Python would, except that
-    under a JAX transformation a list or dict is copied first, so that the two
-    branches of a staged ``if`` cannot see each other's writes.
+    inside a staged branch or loop body a list or dict is copied first, so that
+    the two branches of a staged ``if`` cannot see each other's writes.
     """
     if isinstance(x, jax.Array):
         ref = x.at[index]
@@ -43,7 +43,7 @@ def setitem(x, index, value, op=None):
         if method is not None:
             return getattr(ref, method)(value)
         return ref.set(_BINOPS[op](x[index], value))
-    if staging() and isinstance(x, (list, dict)):
+    if in_staged_block() and isinstance(x, (list, dict)):
         x = x.copy()
     if op is None:
         x[index] = value
@@ -61,13 +61,13 @@ def append(xs, value):
             xs.append(value)
             return xs
 
-    Under a JAX transformation a list is extended functionally
+    Inside a staged branch or loop body a list is extended functionally
     (``xs + [value]``): a staged branch or loop body then cannot leak its
     values into the list, and a list that grows inside a staged loop is
     seen as a carry that changes structure (the loop runs as Python when it
     can, and otherwise says so).
     """
-    if staging() and isinstance(xs, list):
+    if in_staged_block() and isinstance(xs, list):
         return xs + [value]
     xs.append(value)
     return xs

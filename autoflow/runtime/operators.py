@@ -140,6 +140,17 @@ def not_(a):
     return jnp.logical_not(as_pred(a))
 
 
+def python_condition(cond, reason):
+    """The test of an ``if``/``while`` autoflow left as Python: it must be concrete."""
+    c = truth(cond, _site)
+    if c is None:
+        raise ConversionError(message(
+            user_site(2), f"this condition is traced, but {reason}",
+            "Make the condition static, or move the assignment out of the statement "
+            "(return the value instead of assigning a global/nonlocal)."))
+    return c
+
+
 # ---------------------------------------------------------------------------
 # while
 # ---------------------------------------------------------------------------

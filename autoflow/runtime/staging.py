@@ -26,7 +26,7 @@ from jax._src import core as _core
 from ..core.origin import message
 from ..errors import ConversionError
 from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
-                     same_static, structure, unflatten)
+                     same_static, staged_block, structure, unflatten)
 
 
 class _Restart(Exception):
@@ -118,7 +118,11 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         return ConversionError(message(
             site, f"`{label}` has a different structure in the two branches of this traced `if`: "
             f"{structure(t_leaf)} when true, {structure(f_leaf)} when false",
-            f"Give `{label}` the same structure (tuple/list/dict layout) in both branches."))
+            (f"A list appended to under a traced condition would have a data-dependent "
+             f"length: preallocate an array and set `{label} = {label}.at[i].set(value)`, "
+             "or keep the append unconditional." if isinstance(t_leaf, list)
+             and isinstance(f_leaf, list) else
+             f"Give `{label}` the same structure (tuple/list/dict layout) in both branches.")))
     return ConversionError(message(
         site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
         f"{describe(f_leaf)} when it is false; a traced `if` needs the same shape "
@@ -140,7 +144,8 @@ def cond(pred, true_fn, false_fn, operands, names, site):
 
     def make(key, fn):
         def branch():
-            out = fn(*operands)
+            with staged_block():
+                out = fn(*operands)
             if fills:
                 out = _join([_zeros(fills[k]) if k in fills and isinstance(p, Undefined) else p
                              for k, p in enumerate(_parts(out, names))], names)
@@ -239,15 +244,47 @@ def _loop_error(site, kind, label, before, after):
         f"`{label}.at[i].set(...)`), or make the loop bound static so the loop runs as Python."))
 
 
-def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals):
-    """The staged body of ``loop`` for one choice of carry types, and ``merge``."""
+def _appended(before, after):
+    """``after`` is ``before`` with one item appended (``ys.append(v)``)."""
+    return (isinstance(before, list) and isinstance(after, list)
+            and len(after) == len(before) + 1 and all(a is b for a, b in zip(before, after)))
+
+
+def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,
+               can_accumulate):
+    """The staged body of ``loop`` for one choice of carry types, and ``merge``.
+
+    ``body(k, dyn)`` returns ``(new carries, appended values)``; ``accum``
+    holds the indices of the variables that are lists getting one ``append``
+    per iteration (their values become the scan's stacked outputs).
+    """
 
     def merge(dyn):
         it = iter(dyn)
         return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
 
     def body(k, dyn):
-        new = step(k, merge(dyn))
+        with staged_block():
+            new = step(k, merge(dyn))
+        outs = []
+        if accum or can_accumulate:
+            parts = _parts(new, names)
+            grown = {}
+            for j, (a, b) in enumerate(zip(_parts(state, names), parts)):
+                if j in accum:
+                    if not (isinstance(b, list) and len(b) == 1):
+                        raise ConversionError(message(
+                            site(), f"`{names[j]}` gets values appended in this loop, but not "
+                            "exactly one per iteration (or it is also used in other ways)",
+                            f"Append to `{names[j]}` once per iteration, unconditionally, or "
+                            "make the loop run as Python with `autoflow.unroll`."))
+                    outs.append(b[0])
+                    parts[j] = []
+                elif can_accumulate and _appended(a, b):
+                    grown[j] = True
+            if grown:
+                raise _Restart(("accumulate", grown))
+            new = _join(parts, names)
         defines = {}
         for j, (a, b) in enumerate(zip(_parts(state, names), _parts(new, names))):
             if isinstance(a, Undefined) and _spec(b) is not None:
@@ -288,7 +325,7 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             j += 1
         if changes:
             raise _Restart(("promote", changes))
-        return tuple(out)
+        return tuple(out), tuple(outs)
 
     return body, merge
 
@@ -334,15 +371,23 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
     static trip count (a scan: reverse-differentiable); otherwise it is a
     ``lax.while_loop`` (``length`` may then be traced).
     """
+    accum = {}  # variable index -> the list before the loop (see _loop_body)
+    scan_form = cond_fn is None and isinstance(length, int)
     for _ in range(16):
+        if accum:
+            state = _join([[] if j in accum else p for j, p in enumerate(_parts(state, names))],
+                          names)
         leaves, tree = flatten(state)
         labels = leaf_labels(state, names)
         mask = [is_array_like(x) for x in leaves]
         avals = [aval_of(x) for x, m in zip(leaves, mask) if m]
         init = tuple(_cast(jnp.asarray(x), a[1]) for x, a in
                      zip([x for x, m in zip(leaves, mask) if m], avals))
-        body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels, mask,
-                                 avals)
+        full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
+                                      mask, avals, accum, scan_form)
+
+        def body(k, dyn):
+            return full_body(k, dyn)[0]
 
         def test(dyn):
             c = cond_fn(merge(dyn))
@@ -354,8 +399,14 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
 
         uses_while = False
         try:
-            if cond_fn is None and isinstance(length, int):
-                dyn = lax.fori_loop(start, start + length, body, init, unroll=unroll)
+            if scan_form:
+                # lax.fori_loop with a static trip count, written as the scan it is,
+                # so that appended values can be its stacked outputs.
+                def scan_fn(c, _):
+                    new, outs = full_body(c[0], c[1])
+                    return (c[0] + 1, new), outs
+                (_, dyn), stacked = lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
+                                             None, length=length, unroll=unroll)
             elif max_iterations is not None or (_reverse_mode() and isinstance(length, int)):
                 # A bounded loop (static range with `break`, or max_loop_iterations):
                 # under jax.grad it must be a scan to be reverse-differentiable.
@@ -380,7 +431,9 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                         (jnp.asarray(start, jnp.int32), init))
         except _Restart as r:
             kind_of_change, changes = r.changes
-            if kind_of_change == "define":
+            if kind_of_change == "accumulate":
+                accum.update({j: _parts(state, names)[j] for j in changes})
+            elif kind_of_change == "define":
                 state = _join([_zeros(changes[k]) if k in changes else p
                                for k, p in enumerate(_parts(state, names))], names)
             else:
@@ -398,6 +451,14 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 "Pass `max_loop_iterations=N` to `autoflow.jit`/`autoflow.convert` (the loop "
                 "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
                 "count static."))
-        return merge(dyn)
+        result = merge(dyn)
+        if accum:
+            parts = _parts(result, names)
+            for i, j in enumerate(sorted(accum)):
+                rows = [jax.tree_util.tree_map(lambda o, t=t: o[t], stacked[i])
+                        for t in range(length)]
+                parts[j] = list(accum[j]) + rows
+            result = _join(parts, names)
+        return result
     raise ConversionError(message(  # pragma: no cover - types settle in a few rounds
         site(), "the carried variables of this loop never settle on fixed types"))

@@ -8,6 +8,8 @@ branch or loop unchanged.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 import jax
@@ -77,6 +79,23 @@ def is_traced(x) -> bool:
 def staging() -> bool:
     """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
     return not _core.trace_ctx.is_top_level()
+
+
+_local = threading.local()
+
+
+class staged_block:
+    """Context: Python code is being traced as a branch or loop body of ``lax``."""
+
+    def __enter__(self):
+        _local.depth = getattr(_local, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _local.depth -= 1
+
+
+def in_staged_block() -> bool:
+    return getattr(_local, "depth", 0) > 0
 
 
 def is_array_like(x) -> bool:

@@ -27,7 +27,7 @@ import gast
 
 from ..analysis.activity import bound_names, declared_nonlocal, target_names
 from ..analysis.liveness import always_returns, annotate
-from ..core.templates import names_tuple, operand_tuple, replace, str_tuple
+from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
 from .util import _SCOPES, contains, contains_return, stamp
 
 _TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
@@ -126,19 +126,32 @@ class ControlFlow:
                 self.convert_function(g)
         return generated
 
+    def _as_python(self, s, local, reason):
+        """Keep ``s`` as a Python ``if``/``while``; its test must then be concrete."""
+        for field in ("body", "orelse"):
+            if getattr(s, field):
+                setattr(s, field, self._block(getattr(s, field), local))
+        kind = "if" if isinstance(s, gast.If) else "while"
+        s.test = stamp(replace_expr("AF.python_condition(TEST, REASON)", AF=self.ctx.af,
+                                    TEST=s.test, REASON=gast.Constant(
+                                        value=f"this `{kind}` stays Python because {reason}",
+                                        kind=None)), s.test)
+        return [s]
+
     # ---- if ---------------------------------------------------------------
     def _if(self, s, local):
         returning = contains_return(s)
+        modified = bound_names(s.body + s.orelse)
+        outer = [n for n in modified if n not in local]
         if returning and not (always_returns(s.body) and always_returns(s.orelse)):
-            # A return the earlier passes could not shape (inside try/with):
-            # keep the if as Python.
-            s.body = self._block(s.body, local)
-            s.orelse = self._block(s.orelse, local) if s.orelse else []
-            return [s]
+            # A return the earlier passes could not shape (inside try/with).
+            return self._as_python(s, local, "it returns from inside `try` or `with`")
+        if outer:
+            return self._as_python(s, local, f"it assigns `{outer[0]}`, declared `global` or "
+                                   "`nonlocal`, which a staged branch cannot do")
         if contains(s, (gast.Break, gast.Continue), stop_at_loops=True):
             return [s]
         af = self.ctx.af
-        modified = bound_names(s.body + s.orelse)
         live_out = s.af_live_out
         live_in = _live_in(s.body, live_out) | _live_in(s.orelse, live_out)
         both = _definitely_bound(s.body) & _definitely_bound(s.orelse)
@@ -196,6 +209,10 @@ class ControlFlow:
         for n in gast.walk(s.test):
             if isinstance(n, gast.NamedExpr):
                 modified += [t for t in target_names(n.target) if t not in modified]
+        outer = [n for n in modified if n not in local]
+        if outer:
+            return self._as_python(s, local, f"it assigns `{outer[0]}`, declared `global` or "
+                                   "`nonlocal`, which a staged loop cannot do")
         carried = self._ordered(modified, local, s.af_live_head)
         defs = stamp(replace(
             """
@@ -230,7 +247,8 @@ class ControlFlow:
             it.func = stamp(new, func)
             if func.id in ("enumerate", "zip"):  # enumerate(zip(xs, ys)): one staged loop
                 it.args = [self._iterable(a) for a in it.args]
-        elif isinstance(func, gast.Attribute) and func.attr in ("unroll", "roll") and it.args:
+        elif (isinstance(func, gast.Attribute) and func.attr in ("unroll", "roll")
+              or isinstance(func, gast.Name) and func.id in ("unroll", "roll")) and it.args:
             it.args[0] = self._iterable(it.args[0])
         return it
 

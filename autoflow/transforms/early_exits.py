@@ -68,6 +68,17 @@ def _has_return_anywhere(node):
     return False
 
 
+def _is_boolean(test):
+    """Is ``test`` a comparison (or a boolean combination of them), so ``bool`` is a no-op?"""
+    if isinstance(test, gast.Compare):
+        return True
+    if isinstance(test, gast.BoolOp):
+        return all(_is_boolean(v) for v in test.values)
+    if isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
+        return True
+    return False
+
+
 def _blocks(stmt):
     """The statement lists directly inside a compound statement."""
     out = []
@@ -193,6 +204,15 @@ class EarlyExits:
     def _guard(self, stmts, kind, flag):
         out = []
         for i, s in enumerate(stmts):
+            if (isinstance(s, gast.If) and len(s.body) == 1 and isinstance(s.body[0], kind)
+                    and not s.orelse and _is_boolean(s.test)):
+                # `if c: break` -> `broke = c`: a flag needs no branch of its own.
+                out += stamp(replace("FLAG = TEST", FLAG=flag, TEST=s.test), s)
+                rest = stmts[i + 1:]
+                if rest:
+                    out += stamp(replace("if not FLAG:\n    REST", FLAG=flag,
+                                         REST=self._guard(rest, kind, flag)), s)
+                return out
             if isinstance(s, kind):
                 out += stamp(replace("FLAG = True", FLAG=flag), s)
                 return out

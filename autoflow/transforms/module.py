@@ -42,6 +42,11 @@ def _module_shadowed(tree, reserved):
     return frozenset(n for n in reserved & bound if hasattr(builtins, n))
 
 
+def _is_generator(node):
+    from .util import walk_local
+    return any(isinstance(n, (gast.Yield, gast.YieldFrom, gast.Await)) for n in walk_local(node))
+
+
 def _do_not_convert(node):
     for d in node.decorator_list:
         target = d.func if isinstance(d, gast.Call) else d
@@ -69,7 +74,8 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
     def visit_body(body, prefix):
         nonlocal found
         for node in body:
-            if isinstance(node, gast.FunctionDef) and _do_not_convert(node):
+            if isinstance(node, gast.FunctionDef) and (_do_not_convert(node)
+                                                       or _is_generator(node)):
                 if only == prefix + node.name:
                     found = node
             elif isinstance(node, gast.FunctionDef):
@@ -110,13 +116,16 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
                        for line in text.splitlines(True)) + "\n"
         lines[first - 1:node.end_lineno] = [text]
     insert_at = 0
+    # Keep a shebang and an encoding declaration on the first two lines.
+    while insert_at < min(2, len(lines)) and lines[insert_at].startswith("#"):
+        insert_at += 1
     for stmt in tree.body:
         is_doc = (stmt is tree.body[0] and isinstance(stmt, gast.Expr)
                   and isinstance(stmt.value, gast.Constant) and isinstance(stmt.value.value, str))
         is_future = isinstance(stmt, gast.ImportFrom) and stmt.module == "__future__"
         if not (is_doc or is_future):
             break
-        insert_at = stmt.end_lineno
+        insert_at = max(insert_at, stmt.end_lineno)
     # Line numbers below insert_at are untouched by the splices (functions come later).
     lines.insert(insert_at, ("\n" if insert_at else "") + header)
     return "".join(lines), changed

@@ -101,6 +101,11 @@ def run(fn_node, ctx):
     return fn_node
 
 
-def to_source(node) -> str:
+def to_ast(node):
+    """``node`` (a gast statement) as a standard ``ast`` node with locations."""
     tree = gast.gast_to_ast(gast.Module(body=[node], type_ignores=[]))
-    return ast.unparse(ast.fix_missing_locations(tree))
+    return ast.fix_missing_locations(tree).body[0]
+
+
+def to_source(node) -> str:
+    return ast.unparse(to_ast(node))

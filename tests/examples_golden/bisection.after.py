@@ -52,14 +52,7 @@ def bisect(a, lo, hi, tol=1e-06, max_iter=100):
             f_lo = f_mid
             return (hi, lo, f_lo)
         hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ('hi', 'lo', 'f_lo'))
-
-        def if_true(broke):
-            broke = True
-            return broke
-
-        def if_false(broke):
-            return broke
-        broke = af.if_stmt(hi - lo < tol, if_true, if_false, (broke,), ('broke',))
+        broke = hi - lo < tol
         return (i, hi, lo, f_lo, broke)
 
     def loop_test(i, hi, lo, f_lo, broke):
@@ -93,14 +86,7 @@ def bisect_reference(a, lo, hi, tol=1e-06, max_iter=100):
             f_lo = f_mid
             return (hi, lo, f_lo)
         hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ('hi', 'lo', 'f_lo'))
-
-        def if_true(broke):
-            broke = True
-            return broke
-
-        def if_false(broke):
-            return broke
-        broke = af.if_stmt(hi - lo < tol, if_true, if_false, (broke,), ('broke',))
+        broke = hi - lo < tol
         return (i, hi, lo, f_lo, broke)
 
     def loop_test(i, hi, lo, f_lo, broke):

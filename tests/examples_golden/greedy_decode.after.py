@@ -89,14 +89,7 @@ def greedy_decode_reference(params, start_token, max_len=20):
         h = np.tanh(params['emb'][tok] + h @ params['U'])
         tok = int(np.argmax(h @ params['W']))
         tokens = af.append(tokens, tok)
-
-        def if_true(broke):
-            broke = True
-            return broke
-
-        def if_false(broke):
-            return broke
-        broke = af.if_stmt(tok == END_TOKEN, if_true, if_false, (broke,), ('broke',))
+        broke = tok == END_TOKEN
         return (h, tok, tokens, broke)
 
     def loop_test(h, tok, tokens, broke):
@@ -122,7 +115,7 @@ def bench(fn, *args, repeats=20, **kwargs):
 
 def main():
     params = af.call(init_params)
-    jparams = jax.tree.map(jnp.asarray, params)
+    jparams = jax.tree.map(jnp.asarray, af.converted(params))
 
     def loop_body(itr):
         k, start = itr

@@ -82,14 +82,7 @@ def kmeans_reference(points, centroids, max_iter=100):
         new_assign = ((points[:, None] - centroids[None]) ** 2).sum(-1).argmin(1)
         changed = (new_assign != assign).any()
         assign = new_assign
-
-        def if_true(broke):
-            broke = True
-            return broke
-
-        def if_false(broke):
-            return broke
-        broke = af.if_stmt(af.not_(changed), if_true, if_false, (broke,), ('broke',))
+        broke = af.not_(changed)
         return (it, centroids, assign, broke)
 
     def loop_test(it, centroids, assign, broke):

@@ -39,7 +39,7 @@ def fit(X, y, lam, n_steps=100, beta=0.5, c=0.0001):
     w = jnp.zeros(X.shape[1])
 
     def loop_body(_, w):
-        g = jax.grad(loss)(w, X, y, lam)
+        g = jax.grad(af.converted(loss))(w, X, y, lam)
         f0 = af.call(loss, w, X, y, lam)
         t = 4.0
 

@@ -40,14 +40,7 @@ def escape_time(c, max_iter=MAX_ITER):
 
     def loop_body(z, broke, n):
         z = z * z + c
-
-        def if_true(broke):
-            broke = True
-            return broke
-
-        def if_false(broke):
-            return broke
-        broke = af.if_stmt(abs(z) > 2.0, if_true, if_false, (broke,), ('broke',))
+        broke = abs(z) > 2.0
 
         def if_true(n):
             n += 1
@@ -74,14 +67,7 @@ def escape_time_reference(c, max_iter=MAX_ITER):
 
     def loop_body(z, broke, n):
         z = z * z + c
-
-        def if_true(broke):
-            broke = True
-            return broke
-
-        def if_false(broke):
-            return broke
-        broke = af.if_stmt(abs(z) > 2.0, if_true, if_false, (broke,), ('broke',))
+        broke = abs(z) > 2.0
 
         def if_true(n):
             n += 1

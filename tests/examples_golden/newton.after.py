@@ -33,7 +33,7 @@ def f(x, a):
 
 
 def newton(a, x0, tol=1e-06, max_iter=50):
-    df = jax.grad(f)
+    df = jax.grad(af.converted(f))
     x = x0
     delta = af.call(f, x, a) / af.call(df, x, a)
     i = 0

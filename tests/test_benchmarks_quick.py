@@ -1,0 +1,37 @@
+"""``python benchmarks/run.py --quick`` runs end to end (a smoke test, not a performance check).
+
+The smoke run writes its JSON and Markdown to a temporary directory, so it
+never touches ``benchmarks/results*.json`` or ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("conversion", "compile", "runtime", "overhead", "import")
+
+
+def test_benchmarks_quick(tmp_path):
+    out_json = tmp_path / "results.json"
+    out_md = tmp_path / "RESULTS.md"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick",
+         "--json", str(out_json), "--markdown", str(out_md)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads(out_json.read_text())
+    for section in SECTIONS:
+        assert results[section], section
+    assert results["env"]["quick"] is True
+    text = out_md.read_text()
+    for heading in ("### 1. Conversion", "### 2. Compile", "### 3. Runtime", "### 4. Call overhead",
+                    "### 5. Import"):
+        assert heading in text
+    assert "| --- |" in proc.stdout  # the Markdown table is printed too
+    # The rewriter must not import jax.
+    assert results["import"]["autoflow.transforms.module"]["imports_jax"] is False

@@ -1,0 +1,423 @@
+"""The ``autoflow`` command line, run as users run it: the console script in a subprocess.
+
+Golden outputs live in ``tests/cli_data/``; ``AUTOFLOW_REGENERATE=1 pytest
+tests/test_cli.py`` rewrites them (review the diff afterwards).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "cli_data"
+REGENERATE = os.environ.get("AUTOFLOW_REGENERATE", "") not in ("", "0")
+_SCRIPT = Path(sys.executable).parent / ("autoflow.exe" if os.name == "nt" else "autoflow")
+SCRIPT = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "autoflow"]
+MODULE = [sys.executable, "-m", "autoflow"]
+
+LOOP = "def g(x):\n    while x < 3:\n        x += 1\n    return x\n"
+
+
+def run(*args, stdin=None, cwd=ROOT, env=None, command=None):
+    full_env = {**os.environ, "NO_COLOR": "", "AUTOFLOW_TRACEBACK": "", **(env or {})}
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    proc = subprocess.run((command or SCRIPT) + [str(a) for a in args], input=data,
+                          capture_output=True, cwd=cwd, env=full_env, timeout=120)
+    proc.out = proc.stdout.decode("utf-8", "replace")
+    proc.err = proc.stderr.decode("utf-8", "replace")
+    return proc
+
+
+def golden(name, actual):
+    path = DATA / name
+    if REGENERATE:
+        path.write_text(actual, encoding="utf-8")
+        return
+    assert path.exists(), f"{path} is missing: run with AUTOFLOW_REGENERATE=1, then review it"
+    assert actual == path.read_text(encoding="utf-8"), (
+        f"output differs from {path} (AUTOFLOW_REGENERATE=1 rewrites it)")
+
+
+def one_error_line(proc, rc=1):
+    assert proc.returncode == rc, (proc.returncode, proc.err)
+    assert proc.out == "", "nothing may reach standard output when an input fails"
+    assert "Traceback" not in proc.err
+    lines = proc.err.splitlines()
+    assert len(lines) == 1, proc.err
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------
+# usage
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [[], ["convert"], ["check"], ["frobnicate", "x.py"],
+                                  ["convert", "--color", "sometimes", "x.py"],
+                                  ["convert", "--bogus", "x.py"], ["explain", "f.py:g", "--args", "q7"],
+                                  ["explain", "no_colon.py", "--args", "f32"]])
+def test_usage_errors_exit_2(args):
+    proc = run(*args)
+    assert proc.returncode == 2, (args, proc.returncode, proc.err)
+    assert proc.out == "" and "Traceback" not in proc.err and proc.err.strip()
+
+
+def test_help_says_what_reads_and_what_imports():
+    assert run("--help").returncode == 0
+    assert "never import" in run("convert", "--help").out
+    assert "never imported" in run("check", "--help").out
+    help_text = " ".join(run("explain", "--help").out.split())
+    assert "Import FILE (this RUNS its top-level code" in help_text
+
+
+# ---------------------------------------------------------------------------
+# bad inputs: one compiler-style line each, exit 1, nothing on stdout
+# ---------------------------------------------------------------------------
+
+def test_syntax_error(tmp_path):
+    src = "def f(x):\n    return x +\n"
+    (tmp_path / "bad.py").write_text(src)
+    try:
+        ast.parse(src)
+    except SyntaxError as e:
+        want = f"bad.py:{e.lineno}:{e.offset}: SyntaxError: {e.msg}"
+    for cmd in ("convert", "check"):
+        assert one_error_line(run(cmd, "bad.py", cwd=tmp_path)) == want
+
+
+def test_indentation_error_names_its_kind(tmp_path):
+    (tmp_path / "ind.py").write_text("def f(x):\nreturn x\n")
+    line = one_error_line(run("convert", "ind.py", cwd=tmp_path))
+    assert line.startswith("ind.py:2:") and "IndentationError: " in line
+
+
+def test_latin1_bytes(tmp_path):
+    (tmp_path / "lat.py").write_bytes(b'def f(x):\n    return "caf\xe9"\n')
+    line = one_error_line(run("convert", "lat.py", cwd=tmp_path))
+    assert line.startswith("lat.py: not valid UTF-8"), line
+    assert "line 2" in line
+
+
+def test_latin1_with_a_coding_declaration_is_fine(tmp_path):
+    src = b'# -*- coding: latin-1 -*-\nS = "caf\xe9"\n\ndef f(x):\n    while x < 3:\n        x += 1\n    return x\n'
+    (tmp_path / "decl.py").write_bytes(src)
+    proc = run("convert", "decl.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.err
+    assert b'S = "caf\xe9"' in proc.stdout  # written back in the file's own encoding
+    assert b"af.while_stmt(" in proc.stdout
+
+
+def test_binary_file(tmp_path):
+    (tmp_path / "blob.py").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00")
+    line = one_error_line(run("convert", "blob.py", cwd=tmp_path))
+    assert line.startswith("blob.py: binary file"), line
+
+
+def test_missing_file(tmp_path):
+    assert one_error_line(run("convert", "nope.py", cwd=tmp_path)) == "nope.py: no such file"
+    assert one_error_line(run("check", "nope.py", cwd=tmp_path)) == "nope.py: no such file"
+
+
+def test_directory(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    assert one_error_line(run("convert", "pkg/", cwd=tmp_path)) == "pkg/: is a directory"
+
+
+def test_one_bad_input_means_no_partial_output(tmp_path):
+    (tmp_path / "good.py").write_text(LOOP)
+    proc = run("convert", "good.py", "missing.py", cwd=tmp_path)
+    assert one_error_line(proc) == "missing.py: no such file"
+
+
+def test_unknown_function(tmp_path):
+    (tmp_path / "m.py").write_text(LOOP)
+    line = one_error_line(run("convert", "--function", "h", "m.py", cwd=tmp_path))
+    assert line.startswith("m.py: no function named 'h'")
+
+
+def test_internal_error_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    from autoflow import cli
+    from autoflow.transforms import module
+
+    def broken(*a, **k):
+        raise RuntimeError("something inside autoflow went wrong")
+
+    monkeypatch.setattr(module, "convert_module", broken)
+    (tmp_path / "m.py").write_text(LOOP)
+    assert cli.main(["convert", str(tmp_path / "m.py")]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert len(err.splitlines()) == 1 and "autoflow bug" in err and "RuntimeError" in err
+
+
+# ---------------------------------------------------------------------------
+# convert
+# ---------------------------------------------------------------------------
+
+def test_empty_file_prints_nothing(tmp_path):
+    (tmp_path / "empty.py").write_text("")
+    proc = run("convert", "empty.py", cwd=tmp_path)
+    assert (proc.returncode, proc.out, proc.err) == (0, "", "")
+
+
+def test_file_without_functions_prints_its_input_unchanged(tmp_path):
+    src = "# just data\nX = [1, 2,   3]  # spacing kept\nif X:\n    Y = 1\n"
+    (tmp_path / "data.py").write_text(src)
+    proc = run("convert", "data.py", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.out == src
+
+
+def test_stdin(tmp_path):
+    proc = run("convert", "-", stdin=LOOP, cwd=tmp_path)
+    assert proc.returncode == 0, proc.err
+    assert "af.while_stmt(" in proc.out and "import autoflow.runtime as af" in proc.out
+    ast.parse(proc.out)
+    bad = run("convert", "-", stdin="def f(:\n", cwd=tmp_path)
+    assert one_error_line(bad).startswith("<stdin>:1:")
+
+
+def test_python_dash_m_is_the_same_command():
+    a = run("convert", "examples/collatz.py")
+    b = run("convert", "examples/collatz.py", command=MODULE)
+    assert a.returncode == b.returncode == 0
+    assert a.out == b.out and "af.while_stmt(" in a.out
+
+
+def test_diff(tmp_path):
+    src = "import math\n\n\n" + LOOP + "\n\ndef plain(x):\n    return x + 1  # untouched\n"
+    (tmp_path / "m.py").write_text(src)
+    proc = run("convert", "--diff", "m.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.err
+    lines = proc.out.splitlines()
+    assert lines[0].startswith("--- m.py") and lines[1].startswith("+++ m.py")
+    assert "-    while x < 3:" in lines
+    assert any(ln.startswith("+    x = af.while_stmt(") for ln in lines)
+    assert "+import autoflow.runtime as af" in lines
+    assert not any("untouched" in ln and ln[:1] in "+-" for ln in lines)
+    # Nothing changes: an empty diff.
+    (tmp_path / "same.py").write_text("def plain(x):\n    return x + 1\n")
+    assert run("convert", "--diff", "same.py", cwd=tmp_path).out == ""
+
+
+def test_function(tmp_path):
+    src = ("def f(x):\n    while x < 3:\n        x += 1\n    return x\n\n\n"
+           "def g(x):\n    # a comment that stays\n    return x * 2\n\n\n"
+           "class C:\n    def m(self, x):\n        if x > 0:\n            x = -x\n        return x\n")
+    (tmp_path / "m.py").write_text(src)
+    f = run("convert", "--function", "f", "m.py", cwd=tmp_path)
+    assert f.returncode == 0, f.err
+    tree = ast.parse(f.out)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["f"]
+    assert "af.while_stmt(" in f.out and "def g" not in f.out
+    # An unchanged function prints exactly as written.
+    g = run("convert", "--function", "g", "m.py", cwd=tmp_path)
+    assert g.out == "def g(x):\n    # a comment that stays\n    return x * 2\n"
+    m = run("convert", "--function", "C.m", "m.py", cwd=tmp_path)
+    assert "af.if_stmt(" in m.out and "def m(self, x)" in m.out
+    d = run("convert", "--function", "f", "--diff", "m.py", cwd=tmp_path)
+    assert "-    while x < 3:" in d.out.splitlines() and "def g" not in d.out
+
+
+def test_color(tmp_path):
+    (tmp_path / "m.py").write_text(LOOP)
+    # Not a terminal: no colour unless asked for.
+    assert "\x1b[" not in run("convert", "m.py", cwd=tmp_path).out
+    assert "\x1b[" not in run("convert", "--diff", "m.py", cwd=tmp_path).out
+    # Diffs are coloured even without pygments.
+    assert "\x1b[" in run("convert", "--diff", "--color", "always", "m.py", cwd=tmp_path).out
+    assert "\x1b[" not in run("convert", "--diff", "--color", "never", "m.py", cwd=tmp_path).out
+
+
+def test_color_auto_follows_the_terminal_and_no_color(monkeypatch):
+    from autoflow.cli import _use_color
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert _use_color("auto", Tty()) and not _use_color("auto", io.StringIO())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not _use_color("auto", Tty())
+    assert _use_color("always", io.StringIO()) and not _use_color("never", Tty())
+
+
+def test_top_level_code_never_runs(tmp_path):
+    marker = tmp_path / "ran.txt"
+    src = ("from pathlib import Path\n"
+           "Path(__file__).with_name('ran.txt').write_text('ran')\n"
+           "raise SystemExit('must not run')\n\n\n" + LOOP)
+    (tmp_path / "effects.py").write_text(src)
+    conv = run("convert", "effects.py", cwd=tmp_path)
+    assert conv.returncode == 0 and "af.while_stmt(" in conv.out
+    assert run("check", "effects.py", cwd=tmp_path).returncode == 0
+    assert not marker.exists()
+    # explain says it imports the file, and does.
+    exp = run("explain", "effects.py:g", "--args", "i32", cwd=tmp_path)
+    assert marker.exists()
+    assert one_error_line(exp) == "effects.py:3: error while importing it: SystemExit: must not run"
+
+
+def test_convert_and_check_never_import_jax(tmp_path):
+    (tmp_path / "m.py").write_text(LOOP)
+    code = ("import sys, io, contextlib\nfrom autoflow.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['convert', 'm.py']) == 0\n"
+            "    assert main(['convert', '--diff', 'm.py']) == 0\n"
+            "    assert main(['check', 'm.py']) == 0\n"
+            "bad = sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.'))\n"
+            "assert not bad, bad\n")
+    proc = run(command=[sys.executable, "-c", code], cwd=tmp_path)
+    assert proc.returncode == 0, proc.err
+
+
+def test_converted_output_imports_and_runs(tmp_path):
+    import jax
+    import jax.numpy as jnp
+
+    from .equivalence import assert_same, load_module
+
+    proc = run("convert", DATA / "program.py")
+    assert proc.returncode == 0, proc.err
+    out = tmp_path / "program_converted.py"
+    out.write_text(proc.out)
+    original, converted = load_module(DATA / "program.py"), load_module(out)
+    cases = [("halvings", (jnp.float32(37.0), jnp.float32(1.5))),
+             ("abs_sum", (jnp.array([1.0, -2.0, 3.5]),)),
+             ("first_negative", (jnp.array([1.0, 2.0, -3.0, 4.0]),)),
+             ("first_negative", (jnp.array([1.0, 2.0]),)),
+             ("piecewise", (jnp.float32(-2.0),)), ("piecewise", (jnp.float32(3.0),)),
+             ("odd_total", (jnp.int32(7),))]
+    for name, args in cases:
+        expected = getattr(original, name)(*args)
+        actual = jax.jit(getattr(converted, name))(*args)
+        assert_same(actual, expected, f"{name}{args}")
+    assert_same(jax.jit(converted.Scaler.scale)(jnp.float32(2.0), jnp.int32(3)),
+                original.Scaler.scale(jnp.float32(2.0), 3), "Scaler.scale")
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+
+def test_check_examples_golden():
+    out = ""
+    for path, function in [("examples/collatz.py", "collatz_steps"), ("examples/bisection.py", "bisect")]:
+        proc = run("check", path, "--function", function)
+        assert (proc.returncode, proc.err) == (0, ""), proc.err
+        out += proc.out
+    golden("check_examples.txt", out)
+
+
+def test_check_fallbacks_golden():
+    proc = run("check", "tests/cli_data/fallbacks.py")
+    assert proc.returncode == 1, "a statement that cannot convert makes check fail"
+    assert proc.err == ""
+    golden("check_fallbacks.txt", proc.out)
+
+
+def test_check_stdin_and_function():
+    proc = run("check", "-", "--function", "g", stdin=LOOP)
+    assert proc.returncode == 0, proc.err
+    assert proc.out.splitlines()[0] == "<stdin>:2:5: g: while -> lax.while_loop; carries x"
+
+
+# ---------------------------------------------------------------------------
+# explain
+# ---------------------------------------------------------------------------
+
+def _lowering_lines(text):
+    lines = text.splitlines()
+    start = lines.index("control flow at trace time:") + 1
+    end = lines.index("jaxpr:")
+    return "\n".join(lines[start:end]) + "\n", "\n".join(lines[end + 1:])
+
+
+@pytest.mark.parametrize("target,args,name", [
+    ("examples/collatz.py:collatz_steps", ["i32"], "explain_collatz.txt"),
+    ("examples/bisection.py:bisect", ["f32", "f32", "f32", "1e-6", "50"], "explain_bisection.txt"),
+])
+def test_explain_golden(target, args, name):
+    proc = run("explain", target, "--args", *args)
+    assert proc.returncode == 0, proc.err
+    lowerings, jaxpr = _lowering_lines(proc.out)
+    golden(name, lowerings)
+    assert "{ lambda" in jaxpr  # a jaxpr is printed (its exact text is JAX's business)
+
+
+def test_explain_hlo_and_python_lowerings(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def f(x, n, flag):\n"
+        "    if flag:\n"
+        "        x = x * 2\n"
+        "    k = 0\n"
+        "    while k < n:\n"
+        "        k += 1\n"
+        "    return x + k\n")
+    proc = run("explain", "m.py:f", "--args", "f32[2,2]", "3", "bool", "--hlo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.err
+    assert proc.out.startswith("f(f32[2,2], 3, bool[])\n")
+    lowerings, rest = _lowering_lines(proc.out)
+    assert lowerings == "  m.py:2:5: if -> lax.cond\n  m.py:5:5: while -> python\n"
+    assert "stablehlo:" in rest and "module @jit_f" in rest
+
+
+def test_explain_follows_helpers_and_fallbacks(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def helper(x):\n"
+        "    if x > 1:\n"
+        "        x = x - 1\n"
+        "    return x\n"
+        "\n"
+        "\n"
+        "def main(x, lock, limit):\n"
+        "    while x < 10:\n"
+        "        x = helper(x) + 2\n"
+        "    with lock:\n"
+        "        if limit > 100:\n"
+        "            return 0.0\n"
+        "    return x\n")
+    code = ("import contextlib, sys\nsys.path.insert(0, '.')\nimport m\n"
+            "from autoflow.explain import explain\n"
+            "print(explain(m.main, 'f32', contextlib.nullcontext(), 5))\n")
+    proc = run(command=[sys.executable, "-c", code], cwd=tmp_path)
+    assert proc.returncode == 0, proc.err
+    lowerings, _ = _lowering_lines(proc.out)
+    assert lowerings == (
+        "  m.py:8:5: while -> lax.while_loop\n"
+        "  m.py:11:9: if -> python, not converted: it returns from inside a `try` or `with` block\n"
+        "  m.py:2:5: if -> lax.cond (in helper)\n")
+
+
+def test_explain_reports_conversion_errors(tmp_path):
+    proc = run("explain", "tests/cli_data/fallbacks.py:assigned_in_one_branch", "--args", "f32")
+    assert proc.returncode == 1 and proc.out == "" and "Traceback" not in proc.err
+    assert proc.err.startswith("tests/cli_data/fallbacks.py:")
+    assert "`y` is assigned only when the condition is true" in proc.err
+
+
+def test_explain_api():
+    import jax
+    import jax.numpy as jnp
+
+    from autoflow.explain import Explanation, explain
+
+    from .equivalence import load_module
+
+    collatz = load_module(ROOT / "examples" / "collatz.py")
+    result = explain(collatz.collatz_steps, jax.ShapeDtypeStruct((), jnp.int32))
+    assert isinstance(result, Explanation)
+    assert [(low.line, low.kind, low.lowered) for low in result.lowerings] == [
+        (30, "while", ("lax.while_loop",)), (31, "if", ("lax.cond",))]
+    assert result.signature == "collatz_steps(i32[])"
+    assert "while[" in str(result.jaxpr) and str(result).startswith("collatz_steps(i32[])\n")
+    # The same function under autoflow.jit, and a concrete argument: Python all the way.
+    concrete = explain(collatz.collatz_jit, 6)
+    assert [low.lowered for low in concrete.lowerings] == [("python",), ("python",)]
