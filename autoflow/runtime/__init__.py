@@ -8,7 +8,7 @@ import os as _os
 
 from jax._src import traceback_util as _traceback_util
 
-from .operators import (and_, enumerate, for_stmt, if_exp, if_stmt, not_, or_, python_condition,
+from .operators import (and_, compare, enumerate, for_stmt, if_exp, if_stmt, not_, or_, python_condition,
                         range, roll, unroll, while_stmt, zip)
 from .values import Undefined
 

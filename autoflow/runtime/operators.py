@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -130,6 +131,30 @@ def and_(a, *thunks):
 def or_(a, *thunks):
     """``a or b or ...``; see ``and_``."""
     return _logical("or", a, thunks)
+
+
+_COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+                "==": operator.eq, "!=": operator.ne, "is": operator.is_,
+                "is not": operator.is_not, "in": lambda a, b: a in b,
+                "not in": lambda a, b: a not in b}
+
+
+def compare(left, *rest):
+    """A chained comparison ``left op1 b op2 c ...`` (``rest``: op, thunk, op, thunk...).
+
+    As in Python each operand is evaluated at most once, left to right, and
+    only while the comparisons so far hold; the parts are combined with
+    ``and_`` (so traced parts give ``jnp.logical_and``).
+    """
+    ops, thunks = rest[0::2], rest[1::2]
+    values = [left]
+
+    def part(i):
+        if len(values) == i + 1:
+            values.append(thunks[i]())
+        return _COMPARISONS[ops[i]](values[i], values[i + 1])
+
+    return _logical("and", part(0), [lambda i=i: part(i) for i in builtins.range(1, len(ops))])
 
 
 def not_(a):

@@ -118,7 +118,9 @@ class EarlyExits:
             if isinstance(s, _SCOPES):  # nested functions are lowered on their own
                 out.append(s)
                 continue
-            if isinstance(s, _LOOPS) and _has_return_anywhere(s):
+            if isinstance(s, _LOOPS) and any(
+                    isinstance(b, gast.Return) or not isinstance(b, _SCOPES)
+                    and _has_return_anywhere(b) for b in s.body):
                 returned, retval = self._flags()
                 init = stamp(replace(
                     "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
@@ -126,6 +128,8 @@ class EarlyExits:
                     RETVAL_NAME=gast.Constant(value=retval, kind=None),
                 ), s)
                 self._replace_returns_in_loop(s)
+                if s.orelse:  # runs after the loop, at this level
+                    s.orelse = self._loop_returns_block(s.orelse)
                 after = stamp(replace("if RETURNED:\n    return RETVAL",
                                       RETURNED=returned, RETVAL=retval), s)
                 out += init + [s] + after
@@ -135,7 +139,13 @@ class EarlyExits:
                 out.append(s)
         return out
 
-    def _replace_returns_in_loop(self, loop):
+    def _replace_returns_in_loop(self, loop, nested=False):
+        """Returns in ``loop`` become ``retval = ...; returned = True; break``.
+
+        A loop's ``else`` runs after the loop, so a return there leaves the
+        enclosing loop when there is one (``nested``) and is left as it is
+        otherwise.
+        """
         returned, retval = self._flags()
 
         def block(stmts):
@@ -147,7 +157,7 @@ class EarlyExits:
                                          RETVAL=retval, VALUE=value, RETURNED=returned), s)
                     break  # the rest is unreachable
                 if isinstance(s, _LOOPS) and _has_return_anywhere(s):
-                    self._replace_returns_in_loop(s)
+                    self._replace_returns_in_loop(s, nested=True)
                     new.append(s)
                     new += stamp(replace("if RETURNED:\n    break", RETURNED=returned), s)
                     continue
@@ -158,7 +168,7 @@ class EarlyExits:
             return new
 
         loop.body = block(loop.body)
-        if loop.orelse:
+        if loop.orelse and nested:
             loop.orelse = block(loop.orelse)
 
     # ---- break / continue -----------------------------------------------

@@ -7,12 +7,13 @@ values (short-circuit, returning an operand) and works on traced ones::
     a or b or c        ->  af.or_(a, lambda: b, lambda: c)
     not a              ->  af.not_(a)
     a < b < c          ->  af.and_(a < b, lambda: b < c)
+    a < f(b) < c       ->  af.compare(a, '<', lambda: f(b), '<', lambda: c)
     x if c else y      ->  af.if_exp(c, lambda: x, lambda: y)
 
 Operands after the first are wrapped in lambdas so that, as in Python, they
 are only evaluated when needed. A chained comparison is rewritten only when
 its middle operands are names or constants (evaluating them twice is then
-harmless); otherwise it is left as Python.
+harmless); otherwise ``af.compare`` evaluates each operand once.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ def _lambda(expr):
         args=gast.arguments(args=[], posonlyargs=[], vararg=None, kwonlyargs=[],
                             kw_defaults=[], kwarg=None, defaults=[]),
         body=expr)
+
+
+_OP_NAMES = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.Eq: "==",
+             gast.NotEq: "!=", gast.Is: "is", gast.IsNot: "is not", gast.In: "in",
+             gast.NotIn: "not in"}
 
 
 class Logical(gast.NodeTransformer):
@@ -63,7 +69,12 @@ class Logical(gast.NodeTransformer):
             return node
         middle = node.comparators[:-1]
         if not all(isinstance(m, (gast.Name, gast.Constant)) for m in middle):
-            return node
+            # A middle operand that must be evaluated once: af.compare evaluates
+            # each operand at most once, left to right, as Python does.
+            call = replace_expr("AF.compare(LEFT)", AF=self.ctx.af, LEFT=node.left)
+            for op, right in zip(node.ops, node.comparators):
+                call.args += [gast.Constant(value=_OP_NAMES[type(op)], kind=None), _lambda(right)]
+            return stamp(call, node)
         parts = []
         left = node.left
         for op, right in zip(node.ops, node.comparators):
