@@ -27,7 +27,6 @@ import autoflow
 import autoflow.api as af_api
 import autoflow.runtime as af_runtime
 import autoflow.runtime.calls as af_calls
-from autoflow.errors import ConversionError
 
 from .equivalence import assert_same
 

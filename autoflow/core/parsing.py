@@ -27,7 +27,7 @@ def parse_function(fn):
         # The code object, not the function: `functools.wraps` sets `__wrapped__`,
         # which inspect would follow to the wrapped function's source.
         lines, first = inspect.getsourcelines(code)
-    except (OSError, TypeError) as e:
+    except (OSError, TypeError):
         raise SourceUnavailable("its source code is not available "
                                 "(made by exec/eval, in a notebook cell, or a builtin)") from None
     source = "".join(lines)

@@ -16,8 +16,9 @@ from .values import Undefined
 # does for its internals.
 _traceback_util.register_exclusion(_os.path.dirname(_os.path.dirname(__file__)))
 
-__all__ = ["Undefined", "and_", "enumerate", "for_stmt", "if_exp", "if_stmt", "not_", "or_",
-           "range", "roll", "unroll", "while_stmt", "zip"]
+__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
+           "enumerate", "for_stmt", "if_exp", "if_stmt", "not_", "or_", "print",
+           "python_condition", "range", "roll", "setitem", "unroll", "while_stmt", "zip"]
 
 from . import calls as _calls  # noqa: E402
 from .effects import append, assert_, print, setitem  # noqa: E402,A004
