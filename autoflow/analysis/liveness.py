@@ -60,7 +60,9 @@ def live_block(stmts, live_out) -> set:
 
 def _live_stmt(s, L):
     if isinstance(s, gast.Assign):
-        kills = set()
+        # A walrus in the value binds too (`broke = not ((v := f()) > 0)`).
+        kills = {t for n in gast.walk(s.value) if isinstance(n, gast.NamedExpr)
+                 for t in target_names(n.target)}
         gen = set(expr_reads(s.value))
         for t in s.targets:
             kills.update(target_names(t))

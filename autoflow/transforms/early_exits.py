@@ -179,6 +179,14 @@ class EarlyExits:
             if isinstance(s, _SCOPES):
                 out.append(s)
                 continue
+            if (isinstance(s, gast.While) and not s.orelse
+                    and any(isinstance(n, gast.NamedExpr) for n in gast.walk(s.test))):
+                # `while (v := f()) > 0:` binds `v` for the body: test at the top of
+                # the body instead (`while True: if not test: break`), so the
+                # binding happens where the body can see it.
+                guard = stamp(replace("if not TEST:\n    break", TEST=s.test), s)
+                s.body = guard + s.body
+                s.test = stamp(gast.Constant(value=True, kind=None), s)
             for owner, field in _blocks(s):
                 setattr(owner, field, self.lower_jumps(getattr(owner, field)))
             if isinstance(s, _LOOPS):
