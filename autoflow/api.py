@@ -9,6 +9,7 @@ import inspect
 import os
 import sys
 import threading
+import types
 import warnings
 import weakref
 
@@ -51,12 +52,30 @@ def do_not_convert(fn):
     return fn
 
 
+def _global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _rebound_builtins(fn):
+    return frozenset(n for n in _global_names(fn.__code__)
+                     if n in fn.__globals__ and hasattr(builtins, n))
+
+
 def _convert_code(fn, options):
-    """Parse, transform and compile ``fn``'s code; cached per code object."""
-    key = (fn.__code__, options)
+    """Parse, transform and compile ``fn``'s code; cached per code object.
+
+    The key is the code object's identity (equal code objects may come from
+    different files) and the builtins that ``fn``'s globals rebind (the same
+    code run with other globals may mean another ``range``).
+    """
+    key = (id(fn.__code__), options, _rebound_builtins(fn))
     hit = _by_code.get(key)
-    if hit is not None:
-        return hit
+    if hit is not None and hit[3] is fn.__code__:
+        return hit[:3]
     node, filename, _ = parse_function(fn)
     mark_user(node)
     reserved = referenced_names(node) | set(fn.__code__.co_freevars) | set(fn.__code__.co_names)
@@ -71,8 +90,8 @@ def _convert_code(fn, options):
     tree = pipeline.to_ast(node)
     source = ast.unparse(tree)
     code = compile_function(tree, filename, fn.__code__.co_freevars, alias)
-    _by_code[key] = hit = (code, alias, source)
-    return hit
+    _by_code[key] = (code, alias, source, fn.__code__)
+    return code, alias, source
 
 
 def _stacklevel():

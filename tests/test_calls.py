@@ -751,3 +751,16 @@ def test_threads_convert_each_function_once(fresh_caches):
     assert set(fresh_caches) == codes
     assert all(n == 1 for n in fresh_caches.values()), fresh_caches
     assert len(af_api._by_code) == len(codes)
+
+
+def test_equal_code_in_two_modules_converts_each_with_its_own_globals(tmp_path, monkeypatch):
+    # Code objects compare equal across files; the conversion cache must not
+    # hand one module's conversion (with af.range) to a module that rebinds range.
+    body = "def f(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n"
+    (tmp_path / "same_code_a.py").write_text(body)
+    (tmp_path / "same_code_b.py").write_text(body + "def range(n):\n    return [100, 200]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import same_code_a
+    import same_code_b
+    assert autoflow.convert(same_code_a.f)(3) == same_code_a.f(3) == 3
+    assert autoflow.convert(same_code_b.f)(3) == same_code_b.f(3) == 300
