@@ -91,6 +91,17 @@ def expr_reads(node) -> list[str]:
     return reads
 
 
+def _walrus_targets(e) -> tuple:
+    """Names bound by walruses in expression ``e`` (cached on the node: the
+    analysis asks again for every enclosing block)."""
+    cached = getattr(e, "af_walrus", None)
+    if cached is None:
+        cached = tuple(t for n in gast.walk(e) if isinstance(n, gast.NamedExpr)
+                       for t in target_names(n.target))
+        e.af_walrus = cached
+    return cached
+
+
 def bound_names(stmts, include_nested=True) -> list[str]:
     """Names bound (assigned) by statements, in order of first binding.
 
@@ -100,9 +111,7 @@ def bound_names(stmts, include_nested=True) -> list[str]:
     out: list[str] = []
 
     def visit_expr(e):
-        for n in gast.walk(e):
-            if isinstance(n, gast.NamedExpr):
-                _add(out, target_names(n.target))
+        _add(out, _walrus_targets(e))
 
     def visit(stmt):
         if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):

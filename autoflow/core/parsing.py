@@ -3,12 +3,52 @@
 from __future__ import annotations
 
 import inspect
+import linecache
 
 import gast
+
+from .templates import clone
 
 
 class SourceUnavailable(Exception):
     """The function's source cannot be read or parsed; the reason is the message."""
+
+
+_modules = {}  # filename -> (the lines linecache gave, {(first line, name): FunctionDef})
+
+
+def _from_module(code):
+    """The function's node from its whole file, parsed once per file.
+
+    Converting several functions of one file then costs one parse; the
+    node keeps the file's own lines and columns. ``None`` when the file
+    cannot be read or parsed (then ``inspect`` finds the source instead).
+    """
+    filename = code.co_filename
+    if filename.startswith("<"):
+        return None
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename)
+    if not lines:
+        return None
+    hit = _modules.get(filename)
+    if hit is None or hit[0] is not lines:
+        try:
+            tree = gast.parse("".join(lines))
+        except (SyntaxError, ValueError):
+            return None
+        index = {}
+        for n in gast.walk(tree):
+            if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)):
+                first = min([n.lineno] + [d.lineno for d in n.decorator_list])
+                index[(first, n.name)] = n
+        hit = _modules[filename] = (lines, index)
+    node = hit[1].get((code.co_firstlineno, code.co_name))
+    if node is None:
+        return None
+    node = clone(node)
+    node.decorator_list = []
+    return node
 
 
 def parse_function(fn):
@@ -23,6 +63,9 @@ def parse_function(fn):
         raise SourceUnavailable("it is not a Python function")
     if code.co_name == "<lambda>":
         raise SourceUnavailable("it is a lambda (lambdas hold no statements to convert)")
+    node = _from_module(code)
+    if node is not None:
+        return node, code.co_filename, code.co_firstlineno
     try:
         # The code object, not the function: `functools.wraps` sets `__wrapped__`,
         # which inspect would follow to the wrapped function's source.

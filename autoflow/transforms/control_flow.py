@@ -77,7 +77,9 @@ class ControlFlow:
     def convert_function(self, fn):
         params = _params_of(fn)
         annotate(fn.body, live_out=(), params=params)
-        local = (set(bound_names(fn.body)) | set(params)) - declared_nonlocal(fn.body)
+        # Generated functions never declare global/nonlocal: only user ones need the walk.
+        outer = declared_nonlocal(fn.body) if getattr(fn, "af_user", False) else set()
+        local = (set(bound_names(fn.body)) | set(params)) - outer
         fn.body = self._block(fn.body, local) or [gast.Pass()]
 
     def _block(self, stmts, local):

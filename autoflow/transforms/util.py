@@ -42,19 +42,25 @@ def stamp(nodes, anchor):
     Call on the template's output *before* splicing user code into it, or on
     nodes made purely from templates.
     """
-    for root in nodes if isinstance(nodes, list) else [nodes]:
-        for n in gast.walk(root):
-            if "lineno" in n._attributes and not getattr(n, "af_user", False) \
-                    and not getattr(n, "af_placed", False):
-                n.af_placed = True
-                n.lineno = anchor.lineno
-                n.col_offset = getattr(anchor, "col_offset", 0)
-                # Generated code sits on the anchor's first line: a frame
-                # inside it then reports that line (the `if`/`for` itself).
-                n.end_lineno = anchor.lineno
-                same_line = getattr(anchor, "end_lineno", None) == anchor.lineno
-                n.end_col_offset = (anchor.end_col_offset if same_line and
-                                    anchor.end_col_offset is not None else n.col_offset + 1)
+    # Generated nodes are stamped when they are made, so the walk stops at
+    # user nodes and at nodes already placed: it does not re-walk the user
+    # code spliced into each level of generated functions.
+    todo = list(nodes) if isinstance(nodes, list) else [nodes]
+    while todo:
+        n = todo.pop()
+        if getattr(n, "af_user", False) or getattr(n, "af_placed", False):
+            continue
+        todo.extend(gast.iter_child_nodes(n))
+        if "lineno" in n._attributes:
+            n.af_placed = True
+            n.lineno = anchor.lineno
+            n.col_offset = getattr(anchor, "col_offset", 0)
+            # Generated code sits on the anchor's first line: a frame
+            # inside it then reports that line (the `if`/`for` itself).
+            n.end_lineno = anchor.lineno
+            same_line = getattr(anchor, "end_lineno", None) == anchor.lineno
+            n.end_col_offset = (anchor.end_col_offset if same_line and
+                                anchor.end_col_offset is not None else n.col_offset + 1)
     return nodes
 
 
