@@ -50,11 +50,14 @@ def always_returns(stmts) -> bool:
 
 
 def live_block(stmts, live_out) -> set:
+    # The sets are shared, not copied, per statement (copying made the
+    # analysis quadratic in long functions): _live_stmt never mutates its
+    # argument, and readers treat the annotations as read-only.
     live = set(live_out)
     for s in reversed(stmts):
-        s.af_live_out = set(live)
+        s.af_live_out = live
         live = _live_stmt(s, live)
-        s.af_live_in = set(live)
+        s.af_live_in = live
     return live
 
 
@@ -127,7 +130,7 @@ def _live_stmt(s, L):
         after = live_block(s.finalbody, L) if s.finalbody else set(L)
         handlers = set()
         for h in s.handlers:
-            hl = live_block(h.body, after)
+            hl = set(live_block(h.body, after))
             if isinstance(h.name, gast.Name):
                 hl.discard(h.name.id)
             if h.type is not None:
@@ -160,8 +163,8 @@ def defined_block(stmts, maybe, definitely):
     """Forward pass: returns (maybe, definitely) bound after ``stmts``."""
     maybe, definitely = set(maybe), set(definitely)
     for s in stmts:
-        s.af_maybe_before = set(maybe)
-        s.af_def_before = set(definitely)
+        s.af_maybe_before = maybe  # shared; updated below only by rebinding
+        s.af_def_before = definitely
         if isinstance(s, gast.If):
             m1, d1 = defined_block(s.body, maybe, definitely)
             m2, d2 = defined_block(s.orelse, maybe, definitely)
@@ -204,8 +207,10 @@ def defined_block(stmts, maybe, definitely):
             maybe = maybe | allb
         else:
             b = set(bound_names([s], include_nested=False))
-            maybe |= b
-            definitely |= b
+            if not b <= maybe:
+                maybe = maybe | b
+            if not b <= definitely:
+                definitely = definitely | b
     return maybe, definitely
 
 

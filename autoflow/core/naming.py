@@ -36,6 +36,7 @@ class Namer:
     def __init__(self, reserved: set[str]):
         self.reserved = set(reserved)
         self.taken: set[str] = set()
+        self._next: dict[str, int] = {}
 
     def _free(self, base):
         if base not in self.reserved:
@@ -52,9 +53,12 @@ class Namer:
     def unique(self, base: str) -> str:
         """A name used for nothing else in this conversion."""
         candidate = base
-        i = 0
+        i = self._next.get(base, 0)  # resume where the last search for `base` ended
+        if i:
+            candidate = f"{base}_{i}"
         while candidate in self.reserved or candidate in self.taken:
             i += 1
             candidate = f"{base}_{i}"
+        self._next[base] = i + 1
         self.taken.add(candidate)
         return candidate
