@@ -22,7 +22,6 @@ Nothing here imports JAX.
 
 from __future__ import annotations
 
-import builtins
 import copy
 import dataclasses
 import warnings
@@ -33,6 +32,7 @@ from .analysis.activity import bound_names
 from .core.naming import Namer, referenced_names
 from .transforms import pipeline
 from .transforms.context import Context
+from .transforms.module import module_shadowed
 from .transforms.util import mark_user
 
 _TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
@@ -450,18 +450,6 @@ def check_function(fn_node, filename, qualname, *, reserved=None, namer=None, al
     return reader.findings()
 
 
-def _module_shadowed(tree, reserved):
-    bound = set()
-    for n in gast.walk(tree):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Param)):
-            bound.add(n.id)
-        elif isinstance(n, (gast.FunctionDef, gast.ClassDef)):
-            bound.add(n.name)
-        elif isinstance(n, gast.alias):
-            bound.add((n.asname or n.name).split(".")[0])
-    return frozenset(n for n in reserved & bound if hasattr(builtins, n))
-
-
 def parse(source: str):
     """``gast.parse`` without the parser's warnings (invalid escapes...) on stderr."""
     with warnings.catch_warnings():
@@ -481,7 +469,7 @@ def check_source(source: str, filename: str = "<string>", only: str | None = Non
     tree = parse(source)
     reserved = referenced_names(tree)
     alias = Namer(reserved).reusable("af")
-    shadowed = _module_shadowed(tree, reserved)
+    shadowed = module_shadowed(tree, reserved)
     out = []
     seen = False
 

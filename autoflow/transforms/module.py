@@ -30,7 +30,8 @@ def _convert_one(node, namer, alias, shadowed, filename):
     return new
 
 
-def _module_shadowed(tree, reserved):
+def module_shadowed(tree, reserved):
+    """The builtins that the module's code rebinds somewhere (they are not converted)."""
     bound = set()
     for n in gast.walk(tree):
         if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Param)):
@@ -67,7 +68,7 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
     reserved = referenced_names(tree)
     namer = Namer(reserved)
     alias = namer.reusable("af")
-    shadowed = _module_shadowed(tree, reserved)
+    shadowed = module_shadowed(tree, reserved)
     changed = []
     found = None
 
