@@ -16,6 +16,7 @@ import weakref
 
 from .core.loading import compile_function, make_function
 from .core.naming import Namer, referenced_names
+from .core.origin import PACKAGE_DIR
 from .core.parsing import SourceUnavailable, parse_function
 from .errors import ConversionError, ConversionWarning
 from .transforms import pipeline
@@ -110,8 +111,7 @@ def _convert_uncached(fn, options, key):
 def _stacklevel():
     """The ``warnings`` stack level of the innermost caller outside autoflow."""
     frame, level = sys._getframe(1), 1
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    while frame is not None and frame.f_code.co_filename.startswith(package):
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -33,9 +33,9 @@ from .core.naming import Namer, referenced_names
 from .transforms import pipeline
 from .transforms.context import Context
 from .transforms.module import module_shadowed
-from .transforms.util import mark_user
+from .analysis.activity import TRY_TYPES as _TRY
+from .transforms.util import mark_user, walk_local
 
-_TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
 _MATCH = getattr(gast, "Match", None)
 
 # Operator called by converted code -> the statement kind it replaces.
@@ -139,17 +139,6 @@ def _children_stmt_lists(stmt):
     if _MATCH is not None and isinstance(stmt, _MATCH):
         for case in stmt.cases:
             yield case.body
-
-
-def _walk_local(node):
-    """Nodes under ``node`` without entering nested scopes."""
-    todo = list(gast.iter_child_nodes(node))
-    while todo:
-        n = todo.pop()
-        yield n
-        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
-            continue
-        todo.extend(gast.iter_child_nodes(n))
 
 
 def _literal(node) -> bool:
@@ -382,7 +371,7 @@ class _Reader:
                 continue
             if kind != "if" or not isinstance(n, loops):
                 todo.extend(gast.iter_child_nodes(n))
-        inner_try = any(isinstance(n, _TRY + (gast.With, gast.AsyncWith)) for n in _walk_local(s))
+        inner_try = any(isinstance(n, _TRY + (gast.With, gast.AsyncWith)) for n in walk_local(s))
         if has[gast.Return]:
             if in_try or inner_try:
                 return "it returns from inside a `try` or `with` block"
@@ -403,7 +392,7 @@ def _kind_of_function(node):
     """Why a top-level function is not converted, or None."""
     if isinstance(node, gast.AsyncFunctionDef):
         return "`async def` functions are not converted; they run as written"
-    for n in _walk_local(node):
+    for n in walk_local(node):
         if isinstance(n, (gast.Yield, gast.YieldFrom)):
             return "generator functions are not converted; they run as written"
     for d in node.decorator_list:

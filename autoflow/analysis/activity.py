@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import gast
 
-_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+# Nodes that open a scope of their own, and try statements (TryStar from 3.11).
+SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+TRY_TYPES = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
 _COMPS = (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)
 
 
@@ -72,7 +74,7 @@ def expr_reads(node) -> list[str]:
             if isinstance(n.ctx, gast.Load) and n.id not in reads:
                 reads.append(n.id)
             return
-        if isinstance(n, _SCOPES):
+        if isinstance(n, SCOPES):
             _add(reads, _scope_reads(n))
             return
         if isinstance(n, _COMPS):
@@ -145,7 +147,7 @@ def bound_names(stmts, include_nested=True) -> list[str]:
                 e = getattr(stmt, field, None)
                 if isinstance(e, gast.expr):
                     visit_expr(e)
-        if isinstance(stmt, gast.Try) or type(stmt).__name__ == "TryStar":
+        if isinstance(stmt, TRY_TYPES):
             for h in stmt.handlers:
                 if isinstance(h.name, gast.Name):
                     _add(out, [h.name.id])
@@ -156,7 +158,7 @@ def bound_names(stmts, include_nested=True) -> list[str]:
                 for sub in getattr(stmt, field, None) or []:
                     if isinstance(sub, gast.stmt):
                         visit(sub)
-            if isinstance(stmt, gast.Try) or type(stmt).__name__ == "TryStar":
+            if isinstance(stmt, TRY_TYPES):
                 for h in stmt.handlers:
                     for sub in h.body:
                         visit(sub)
@@ -191,10 +193,6 @@ def _walk_scope(node):
         n = todo.pop()
         yield n
         for child in gast.iter_child_nodes(n):
-            if isinstance(child, _SCOPES):
+            if isinstance(child, SCOPES):
                 continue
             todo.append(child)
-
-
-def walk_scope(node):
-    return _walk_scope(node)

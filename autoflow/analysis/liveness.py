@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import gast
 
+from .activity import TRY_TYPES as _TRY
 from .activity import bound_names, expr_reads, target_names
 
-_TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
 
 
 def _target_reads(target):

@@ -10,7 +10,7 @@ import linecache
 import os
 import sys
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # JAX's own frames sit between a runtime operator and the converted code that
 # called it when a branch or loop body is being traced.
 _SKIP_PARTS = (os.sep + "jax" + os.sep, os.sep + "jaxlib" + os.sep, os.sep + "contextlib.py",
@@ -43,7 +43,7 @@ class Site:
 
 
 def _is_internal(filename: str) -> bool:
-    return filename.startswith(_PKG_DIR) or any(p in filename for p in _SKIP_PARTS)
+    return filename.startswith(PACKAGE_DIR) or any(p in filename for p in _SKIP_PARTS)
 
 
 def user_site(depth: int = 1) -> Site | None:

@@ -18,7 +18,8 @@ import sys
 import sysconfig
 import types
 
-_AUTOFLOW_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+from ..core.origin import PACKAGE_DIR
+
 
 
 def _library_dirs():
@@ -50,7 +51,7 @@ def is_library_file(filename: str) -> bool:
             verdict = filename.startswith("<frozen")
         else:
             real = os.path.realpath(filename)
-            verdict = real.startswith(_AUTOFLOW_DIR) or real.startswith(_LIBRARY_DIRS)
+            verdict = real.startswith(PACKAGE_DIR) or real.startswith(_LIBRARY_DIRS)
         _file_verdicts[filename] = verdict
     return verdict
 

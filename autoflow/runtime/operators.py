@@ -82,7 +82,7 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None):
         events.note("if", "python")
         return true_fn(*operands) if c else false_fn(*operands)
     events.note("if", "lax.cond")
-    return staging.cond(cond, true_fn, false_fn, operands, names, lambda: user_site(3))
+    return staging.cond(cond, true_fn, false_fn, operands, names, _site)
 
 
 def if_exp(cond, true_thunk, false_thunk):
@@ -92,7 +92,7 @@ def if_exp(cond, true_thunk, false_thunk):
         events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
     events.note("ternary", "lax.cond")
-    return staging.cond(cond, true_thunk, false_thunk, (), None, lambda: user_site(3))
+    return staging.cond(cond, true_thunk, false_thunk, (), None, _site)
 
 
 def _logical(kind, a, thunks):
@@ -207,7 +207,7 @@ def while_stmt(test, body, init, names, *, max_iterations=None):
             return _unpack(state)
         state = _pack(body(*state), n)
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
-    out = staging.loop("while", _unpack(state), names, lambda: user_site(3),
+    out = staging.loop("while", _unpack(state), names, _site,
                        step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
                        cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations)
     return out
@@ -343,7 +343,7 @@ def _python_for(items, body, test, state, n, names):
             if c is False:
                 break
             if c is None:
-                t, site = test(*state), (lambda: user_site(3))
+                t, site = test(*state), _site
                 if n:
                     state = _pack(staging.cond(t, lambda *s: body(item, *s), lambda *s: _unpack(s),
                                                state, names, site), n)
@@ -397,7 +397,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
         events.note("for", "python")
         return _python_for(iterable, body, test, state, n, names)
 
-    site = lambda: user_site(3)  # noqa: E731
+    site = _site
     step = (lambda k, s: _unpack(_pack(body(seq.item(k), *_pack(s, n)), n)))
     cond_fn = None if test is None else (lambda s: test(*_pack(s, n)))
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import gast
 
+from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_names, declared_nonlocal, target_names
 from ..analysis.liveness import always_returns, annotate
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
 from .util import _SCOPES, contains, contains_return, stamp
 
-_TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
 # a traced bound or a traced array can become a lax loop.

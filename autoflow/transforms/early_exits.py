@@ -37,9 +37,9 @@ from __future__ import annotations
 import gast
 
 from ..core.templates import replace, replace_expr
-from .util import _LOOPS, _SCOPES, stamp
+from ..analysis.activity import TRY_TYPES as _TRY
+from .util import _LOOPS, _SCOPES, contains_return, stamp
 
-_TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
 
 
 def _has(node_or_list, types):
@@ -51,18 +51,6 @@ def _has(node_or_list, types):
         if isinstance(n, types):
             return True
         if isinstance(n, _SCOPES + _LOOPS):
-            continue
-        todo.extend(gast.iter_child_nodes(n))
-    return False
-
-
-def _has_return_anywhere(node):
-    todo = list(gast.iter_child_nodes(node))
-    while todo:
-        n = todo.pop()
-        if isinstance(n, gast.Return):
-            return True
-        if isinstance(n, _SCOPES):
             continue
         todo.extend(gast.iter_child_nodes(n))
     return False
@@ -119,8 +107,7 @@ class EarlyExits:
                 out.append(s)
                 continue
             if isinstance(s, _LOOPS) and any(
-                    isinstance(b, gast.Return) or not isinstance(b, _SCOPES)
-                    and _has_return_anywhere(b) for b in s.body):
+                    not isinstance(b, _SCOPES) and contains_return(b) for b in s.body):
                 returned, retval = self._flags()
                 init = stamp(replace(
                     "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
@@ -156,7 +143,7 @@ class EarlyExits:
                     new += stamp(replace("RETVAL = VALUE\nRETURNED = True\nbreak",
                                          RETVAL=retval, VALUE=value, RETURNED=returned), s)
                     break  # the rest is unreachable
-                if isinstance(s, _LOOPS) and _has_return_anywhere(s):
+                if isinstance(s, _LOOPS) and contains_return(s):
                     self._replace_returns_in_loop(s, nested=True)
                     new.append(s)
                     new += stamp(replace("if RETURNED:\n    break", RETURNED=returned), s)

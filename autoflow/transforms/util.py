@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gast
 
-_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
 
