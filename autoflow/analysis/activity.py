@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gast
 
+from ..core.nodes import children, walk
 # Nodes that open a scope of their own, and try statements (TryStar from 3.11).
 SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 TRY_TYPES = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
@@ -49,7 +50,7 @@ def _scope_reads(node):
     for stmt in body:
         inner_bound.update(bound_names([stmt]))
     for sub in body:
-        for n in gast.walk(sub):
+        for n in walk(sub):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
                 if n.id not in inner_bound and n.id not in reads:
                     reads.append(n.id)
@@ -81,12 +82,12 @@ def expr_reads(node) -> list[str]:
             local = set()
             for gen in n.generators:
                 local.update(target_names(gen.target))
-            for sub in gast.walk(n):
+            for sub in walk(n):
                 if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
                     if sub.id not in local and sub.id not in reads:
                         reads.append(sub.id)
             return
-        for child in gast.iter_child_nodes(n):
+        for child in children(n):
             visit(child)
 
     visit(node)
@@ -98,7 +99,7 @@ def _walrus_targets(e) -> tuple:
     analysis asks again for every enclosing block)."""
     cached = getattr(e, "af_walrus", None)
     if cached is None:
-        cached = tuple(t for n in gast.walk(e) if isinstance(n, gast.NamedExpr)
+        cached = tuple(t for n in walk(e) if isinstance(n, gast.NamedExpr)
                        for t in target_names(n.target))
         e.af_walrus = cached
     return cached
@@ -164,7 +165,7 @@ def bound_names(stmts, include_nested=True) -> list[str]:
                         visit(sub)
             if type(stmt).__name__ == "Match":
                 for case in stmt.cases:
-                    for n in gast.walk(case.pattern):
+                    for n in walk(case.pattern):
                         nm = getattr(n, "name", None)
                         if isinstance(nm, str):
                             _add(out, [nm])
@@ -192,7 +193,7 @@ def _walk_scope(node):
     while todo:
         n = todo.pop()
         yield n
-        for child in gast.iter_child_nodes(n):
+        for child in children(n):
             if isinstance(child, SCOPES):
                 continue
             todo.append(child)

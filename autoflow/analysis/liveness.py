@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gast
 
+from ..core.nodes import walk
 from .activity import TRY_TYPES as _TRY
 from .activity import bound_names, expr_reads, target_names
 
@@ -64,7 +65,7 @@ def live_block(stmts, live_out) -> set:
 def _live_stmt(s, L):
     if isinstance(s, gast.Assign):
         # A walrus in the value binds too (`broke = not ((v := f()) > 0)`).
-        kills = {t for n in gast.walk(s.value) if isinstance(n, gast.NamedExpr)
+        kills = {t for n in walk(s.value) if isinstance(n, gast.NamedExpr)
                  for t in target_names(n.target)}
         gen = set(expr_reads(s.value))
         for t in s.targets:
@@ -143,7 +144,7 @@ def _live_stmt(s, L):
     if type(s).__name__ == "Match":
         out = set(expr_reads(s.subject))
         for case in s.cases:
-            bound = {getattr(n, "name", None) for n in gast.walk(case.pattern)} - {None}
+            bound = {getattr(n, "name", None) for n in walk(case.pattern)} - {None}
             cl = live_block(case.body, L) - bound
             if case.guard is not None:
                 cl |= set(expr_reads(case.guard))

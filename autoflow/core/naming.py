@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gast
 
+from .nodes import walk
 
 def referenced_names(tree) -> set[str]:
     """Every identifier that appears anywhere in ``tree``."""
     out = set()
-    for node in gast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, gast.Name):
             out.add(node.id)
         elif isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):

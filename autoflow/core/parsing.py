@@ -7,7 +7,7 @@ import linecache
 
 import gast
 
-from .templates import clone
+from .nodes import clone, walk
 
 
 class SourceUnavailable(Exception):
@@ -38,7 +38,7 @@ def _from_module(code):
         except (SyntaxError, ValueError):
             return None
         index = {}
-        for n in gast.walk(tree):
+        for n in walk(tree):
             if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)):
                 first = min([n.lineno] + [d.lineno for d in n.decorator_list])
                 index[(first, n.name)] = n
@@ -87,7 +87,7 @@ def parse_function(fn):
         raise SourceUnavailable("its source does not start with its `def` "
                                 "(defined by exec, or the file changed since it was imported)")
     offset = first - 1 - (1 if prefix else 0)
-    for n in gast.walk(node):
+    for n in walk(node):
         if "lineno" in n._attributes and getattr(n, "lineno", None) is not None:
             n.lineno += offset
             if getattr(n, "end_lineno", None) is not None:

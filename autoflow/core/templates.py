@@ -30,6 +30,8 @@ import textwrap
 
 import gast
 
+from .nodes import Transformer, clone, walk
+
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
@@ -37,24 +39,11 @@ class TemplateError(Exception):
     """A template was filled incorrectly (a bug in autoflow, not user code)."""
 
 
-def clone(node):
-    """A deep copy of a gast tree (several times faster than ``copy.deepcopy``)."""
-    if isinstance(node, list):
-        return [clone(n) for n in node]
-    if not isinstance(node, gast.AST):
-        return node
-    new = type(node)(**{f: clone(getattr(node, f, None)) for f in node._fields})
-    for attr, value in node.__dict__.items():
-        if attr not in node._fields:
-            setattr(new, attr, value)
-    return new
-
-
 def _is_stmt_list(value):
     return isinstance(value, list) and all(isinstance(v, gast.stmt) for v in value)
 
 
-class _Filler(gast.NodeTransformer):
+class _Filler(Transformer):
     def __init__(self, subs):
         self.subs = subs
         self.used = set()
@@ -134,7 +123,7 @@ def _parse(template):
     if hit is None:
         tree = gast.parse(textwrap.dedent(template))
         names = set()
-        for node in gast.walk(tree):
+        for node in walk(tree):
             ident = node.id if isinstance(node, gast.Name) else getattr(node, "name", None)
             if isinstance(ident, str) and _PLACEHOLDER.match(ident):
                 names.add(ident)

@@ -20,6 +20,7 @@ import builtins
 
 import gast
 
+from ..core.nodes import Transformer
 from ..core.templates import replace, replace_expr
 from .util import stamp
 
@@ -32,7 +33,7 @@ _HIGHER_ORDER = frozenset({
     "map", "associative_scan", "custom_jvp", "custom_vjp", "shard_map", "jit"})
 
 
-class Calls(gast.NodeTransformer):
+class Calls(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
         self.recursive = ctx.options.get("recursive", True)

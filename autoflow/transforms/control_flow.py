@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gast
 
+from ..core.nodes import walk
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_names, declared_nonlocal, target_names
 from ..analysis.liveness import always_returns, annotate
@@ -208,7 +209,7 @@ class ControlFlow:
             return [s]
         af = self.ctx.af
         modified = bound_names(s.body)
-        for n in gast.walk(s.test):
+        for n in walk(s.test):
             if isinstance(n, gast.NamedExpr):
                 modified += [t for t in target_names(n.target) if t not in modified]
         outer = [n for n in modified if n not in local]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import gast
 
+from ..core.nodes import children, walk
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
 from .util import _LOOPS, _SCOPES, contains_return, stamp
@@ -52,7 +53,7 @@ def _has(node_or_list, types):
             return True
         if isinstance(n, _SCOPES + _LOOPS):
             continue
-        todo.extend(gast.iter_child_nodes(n))
+        todo.extend(children(n))
     return False
 
 
@@ -167,7 +168,7 @@ class EarlyExits:
                 out.append(s)
                 continue
             if (isinstance(s, gast.While) and not s.orelse
-                    and any(isinstance(n, gast.NamedExpr) for n in gast.walk(s.test))):
+                    and any(isinstance(n, gast.NamedExpr) for n in walk(s.test))):
                 # `while (v := f()) > 0:` binds `v` for the body: test at the top of
                 # the body instead (`while True: if not test: break`), so the
                 # binding happens where the body can see it.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gast
 
+from ..core.nodes import Transformer
 from ..core.templates import replace
 from .util import stamp
 
@@ -28,7 +29,7 @@ _OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorD
         gast.LShift: "<<", gast.RShift: ">>", gast.MatMult: "@"}
 
 
-class IndexAssign(gast.NodeTransformer):
+class IndexAssign(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
 

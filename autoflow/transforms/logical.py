@@ -22,6 +22,7 @@ import copy
 
 import gast
 
+from ..core.nodes import Transformer
 from ..core.templates import replace_expr
 from .util import stamp
 
@@ -38,7 +39,7 @@ _OP_NAMES = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.Eq
              gast.NotIn: "not in"}
 
 
-class Logical(gast.NodeTransformer):
+class Logical(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
 

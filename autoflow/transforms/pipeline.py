@@ -32,6 +32,7 @@ import sys
 
 import gast
 
+from ..core.nodes import walk
 from .calls import Calls
 from .control_flow import ControlFlow
 from .early_exits import EarlyExits
@@ -41,7 +42,7 @@ from .returns import Returns
 
 
 def _functions(tree):
-    return [n for n in gast.walk(tree) if isinstance(n, gast.FunctionDef)]
+    return [n for n in walk(tree) if isinstance(n, gast.FunctionDef)]
 
 
 def _index_assign(tree, ctx):
@@ -67,7 +68,7 @@ def _lower_returns(tree, ctx):
 def _logical(tree, ctx):
     logical = Logical(ctx)
     logical.visit(tree)
-    for node in gast.walk(tree):
+    for node in walk(tree):
         extra = getattr(node, "af_extra_test", None)
         if extra is not None:
             node.af_extra_test = logical.visit(extra)

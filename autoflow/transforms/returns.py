@@ -22,6 +22,7 @@ import copy
 
 import gast
 
+from ..core.nodes import walk
 from ..analysis.liveness import always_returns
 from ..core.templates import replace
 from .util import contains_return, stamp
@@ -51,7 +52,7 @@ class Returns:
                 rest = stmts[k + 1:]
                 falls = [not always_returns(s.body), not always_returns(s.orelse)]
                 if rest and all(falls):
-                    size = sum(1 for r in rest for n in gast.walk(r) if isinstance(n, gast.stmt))
+                    size = sum(1 for r in rest for n in walk(r) if isinstance(n, gast.stmt))
                     if self.copied + size > MAX_COPY:
                         return stmts  # leave it: the if stays Python (see control_flow)
                     self.copied += size

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gast
 
+from ..core.nodes import children, walk
 from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
 
 def walk_local(node, stop_at_loops=False):
     """Walk ``node``'s subtree without entering nested scopes (or loops)."""
-    todo = list(gast.iter_child_nodes(node))
+    todo = list(children(node))
     while todo:
         n = todo.pop()
         yield n
@@ -18,7 +19,7 @@ def walk_local(node, stop_at_loops=False):
             continue
         if stop_at_loops and isinstance(n, _LOOPS):
             continue
-        todo.extend(gast.iter_child_nodes(n))
+        todo.extend(children(n))
 
 
 def contains(node_or_list, types, stop_at_loops=False):
@@ -50,7 +51,7 @@ def stamp(nodes, anchor):
         n = todo.pop()
         if getattr(n, "af_user", False) or getattr(n, "af_placed", False):
             continue
-        todo.extend(gast.iter_child_nodes(n))
+        todo.extend(children(n))
         if "lineno" in n._attributes:
             n.af_placed = True
             n.lineno = anchor.lineno
@@ -66,6 +67,6 @@ def stamp(nodes, anchor):
 
 def mark_user(tree):
     """Mark every node of the user's parsed code, so stamping never moves it."""
-    for n in gast.walk(tree):
+    for n in walk(tree):
         if "lineno" in n._attributes:
             n.af_user = True
