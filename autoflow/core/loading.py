@@ -21,11 +21,15 @@ import types
 FACTORY = "__autoflow_factory__"
 
 
+def _none_at(node):
+    return ast.copy_location(ast.Constant(value=None), node)
+
+
 def _strip_evaluated_parts(fn_node):
     """Defaults, annotations: evaluated by ``def``; taken from the original instead."""
     a = fn_node.args
-    a.defaults = [ast.Constant(value=None) for _ in a.defaults]
-    a.kw_defaults = [None if d is None else ast.Constant(value=None) for d in a.kw_defaults]
+    a.defaults = [_none_at(d) for d in a.defaults]
+    a.kw_defaults = [None if d is None else _none_at(d) for d in a.kw_defaults]
     for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
         if arg is not None:
             arg.annotation = None
@@ -45,9 +49,12 @@ def compile_function(fn_node, filename, freevars, alias):
                            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         body=[fn_node, ast.Return(value=ast.Name(id=fn_node.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None, type_params=[])
-    ast.copy_location(factory, fn_node)
+    # Place the factory's own nodes at the ``def`` (the converted function
+    # has all its positions already; a full fix_missing_locations walk
+    # would cost as much as the compile).
+    for node in (factory, *factory.args.args, *factory.body[1:], factory.body[1].value):
+        ast.copy_location(node, fn_node)
     module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
     code = compile(module, filename, "exec", dont_inherit=True)
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     return next(c for c in factory_code.co_consts

@@ -13,6 +13,8 @@ carry nothing below them, no pass looks for them, and copies share them
 
 from __future__ import annotations
 
+import ast
+
 import gast
 
 AST = gast.AST
@@ -135,3 +137,82 @@ class Transformer:
             elif isinstance(v, AST):
                 d[f] = self.visit(v)
         return node
+
+
+# --------------------------------------------------------------------------
+# gast -> ast
+# --------------------------------------------------------------------------
+_CONTEXTS = {gast.Load: ast.Load(), gast.Store: ast.Store(), gast.Del: ast.Del()}
+_TARGETS: dict = {}
+
+
+def _target(cls):
+    """``cls``'s ``ast`` twin, its fields, and whether it has positions."""
+    acls = getattr(ast, cls.__name__)
+    hit = _TARGETS[cls] = (acls, acls._fields, "lineno" in acls._attributes)
+    return hit
+
+
+def _arg(name, loc):
+    """A gast parameter (a ``Name``) as an ``ast.arg``."""
+    if name is None:
+        return None
+    return _to_ast(ast.arg(arg=name.id, annotation=name.annotation, type_comment=name.type_comment,
+                           **{k: v for k, v in name.__dict__.items() if k in _POSITIONS}), loc,
+                   convert_self=False)
+
+
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def _to_ast(node, loc, convert_self=True):
+    cls = node.__class__
+    gd = node.__dict__
+    if convert_self:
+        ctx = _CONTEXTS.get(cls)
+        if ctx is not None:
+            return ctx
+        try:
+            acls, fields, located = _TARGETS[cls]
+        except KeyError:
+            acls, fields, located = _target(cls)
+        if cls is gast.arguments:
+            new = ast.arguments(posonlyargs=[_arg(a, loc) for a in node.posonlyargs],
+                                args=[_arg(a, loc) for a in node.args],
+                                vararg=_arg(node.vararg, loc),
+                                kwonlyargs=[_arg(a, loc) for a in node.kwonlyargs],
+                                kw_defaults=[None if d is None else _to_ast(d, loc)
+                                             for d in node.kw_defaults],
+                                kwarg=_arg(node.kwarg, loc),
+                                defaults=[_to_ast(d, loc) for d in node.defaults])
+            return new
+        new = acls.__new__(acls)
+        d = new.__dict__
+    else:  # an ast node made here from gast parts: fill in place
+        new, d, located, fields = node, gd, True, node._fields
+    if located:
+        lineno, col, end, end_col = (gd.get("lineno"), gd.get("col_offset"),
+                                     gd.get("end_lineno"), gd.get("end_col_offset"))
+        loc = (loc[0] if lineno is None else lineno, loc[1] if col is None else col,
+               loc[2] if end is None else end, loc[3] if end_col is None else end_col)
+        d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = loc
+    for f in fields:
+        v = gd.get(f)
+        if v.__class__ is list:
+            d[f] = [_to_ast(x, loc) if isinstance(x, AST) else x for x in v]
+        elif isinstance(v, AST):
+            d[f] = _to_ast(v, loc)
+        else:
+            d[f] = v
+    if cls is gast.ExceptHandler and isinstance(d.get("name"), ast.Name):
+        d["name"] = d["name"].id
+    return new
+
+
+def to_ast(node):
+    """A gast tree as a new ``ast`` tree, ready for ``compile`` and ``unparse``.
+
+    A node without a position takes its parent's, as with
+    ``ast.fix_missing_locations`` (which this saves a second walk for).
+    """
+    return _to_ast(node, (1, 0, 1, 0))

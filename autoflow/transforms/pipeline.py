@@ -32,6 +32,7 @@ import sys
 
 import gast
 
+from ..core import nodes
 from ..core.nodes import walk
 from .calls import Calls
 from .control_flow import ControlFlow
@@ -104,8 +105,7 @@ def run(fn_node, ctx):
 
 def to_ast(node):
     """``node`` (a gast statement) as a standard ``ast`` node with locations."""
-    tree = gast.gast_to_ast(gast.Module(body=[node], type_ignores=[]))
-    return ast.fix_missing_locations(tree).body[0]
+    return nodes.to_ast(node)
 
 
 def to_source(node) -> str:
