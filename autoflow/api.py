@@ -15,20 +15,19 @@ import warnings
 import weakref
 
 from .core.loading import compile_function, make_function
-from .core.naming import Namer, referenced_names
+from .core.naming import Namer
 from .core.origin import PACKAGE_DIR
 from .core.parsing import SourceUnavailable, parse_function
 from .errors import ConversionError, ConversionWarning
 from .transforms import pipeline
 from .transforms.context import Context
-from .transforms.util import mark_user
 
 _DO_NOT_CONVERT = "__autoflow_do_not_convert__"
 _CONVERTED = "__autoflow_converted__"
 
 _lock = threading.RLock()
 _by_function = weakref.WeakKeyDictionary()  # original function -> converted function
-_by_code = {}  # (code object, options) -> (converted code, alias, source)
+_by_code = {}  # (code object id, options, rebound builtins) -> _Converted
 _warned = set()
 
 
@@ -67,32 +66,43 @@ def _rebound_builtins(fn):
                      if n in fn.__globals__ and hasattr(builtins, n))
 
 
-def _convert_code(fn, options):
-    """Parse, transform and compile ``fn``'s code; cached per code object.
+class _Converted:
+    """One conversion of a code object: its source, and its code once compiled."""
+
+    __slots__ = ("original", "alias", "source", "tree", "filename", "code")
+
+    def __init__(self, original, alias, source, tree, filename):
+        self.original, self.alias, self.source = original, alias, source
+        self.tree, self.filename, self.code = tree, filename, None
+
+
+def _transformed(fn, options) -> _Converted:
+    """Parse and transform ``fn``'s code; cached per code object.
 
     The key is the code object's identity (equal code objects may come from
     different files) and the builtins that ``fn``'s globals rebind (the same
-    code run with other globals may mean another ``range``).
+    code run with other globals may mean another ``range``). Compiling is
+    left to ``_convert_code``: ``to_source`` needs only the text.
     """
     key = (id(fn.__code__), options, _rebound_builtins(fn))
     hit = _by_code.get(key)
-    if hit is not None and hit[3] is fn.__code__:
-        return hit[:3]
+    if hit is not None and hit.original is fn.__code__:
+        return hit
     # The rewriter makes many short-lived AST nodes and no reference cycles
     # worth collecting: pausing the cyclic GC makes conversion ~20% faster.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _convert_uncached(fn, options, key)
+        entry = _by_code[key] = _transform_uncached(fn, options)
+        return entry
     finally:
         if paused:
             gc.enable()
 
 
-def _convert_uncached(fn, options, key):
+def _transform_uncached(fn, options) -> _Converted:
     node, filename, _ = parse_function(fn)
-    mark_user(node)
-    reserved = referenced_names(node) | set(fn.__code__.co_freevars) | set(fn.__code__.co_names)
+    reserved = node.af_names | set(fn.__code__.co_freevars) | set(fn.__code__.co_names)
     namer = Namer(reserved)
     alias = namer.reusable("af")
     shadowed = frozenset(n for n in reserved if hasattr(builtins, n)
@@ -102,10 +112,17 @@ def _convert_uncached(fn, options, key):
                   options=dict(options))
     pipeline.run(node, ctx)
     tree = pipeline.to_ast(node)
-    source = ast.unparse(tree)
-    code = compile_function(tree, filename, fn.__code__.co_freevars, alias)
-    _by_code[key] = (code, alias, source, fn.__code__)
-    return code, alias, source
+    return _Converted(fn.__code__, alias, ast.unparse(tree), tree, filename)
+
+
+def _convert_code(fn, options):
+    """``(code, alias, source)`` of ``fn`` converted: transformed, then compiled once."""
+    entry = _transformed(fn, options)
+    if entry.code is None:
+        entry.code = compile_function(entry.tree, entry.filename, entry.original.co_freevars,
+                                      entry.alias)
+        entry.tree = None  # compiling strips parts of it; the code is what is kept
+    return entry.code, entry.alias, entry.source
 
 
 def _stacklevel():
@@ -225,7 +242,7 @@ def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
     with _lock:
         try:
             options = _options(None, recursive, (), asserts, debug)
-            _, _, source = _convert_code(fn, _transform_options(options))
+            source = _transformed(fn, _transform_options(options)).source
         except SourceUnavailable as e:
             raise ConversionError(f"cannot convert `{getattr(fn, '__qualname__', fn)}`: {e}") from None
     return source

@@ -22,7 +22,6 @@ Nothing here imports JAX.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
 
@@ -34,7 +33,8 @@ from .transforms import pipeline
 from .transforms.context import Context
 from .transforms.module import module_shadowed
 from .analysis.activity import TRY_TYPES as _TRY
-from .transforms.util import mark_user, walk_local
+from .core.nodes import clone, mark_user
+from .transforms.util import walk_local
 
 _MATCH = getattr(gast, "Match", None)
 
@@ -410,7 +410,7 @@ def _has_control_flow(node):
 
 def convert_for_check(fn_node, namer, alias, shadowed, filename):
     """Convert a copy of ``fn_node`` as ``convert_module``/``autoflow.convert`` do."""
-    new = copy.deepcopy(fn_node)
+    new = clone(fn_node)
     new.decorator_list = []
     mark_user(new)
     ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename)

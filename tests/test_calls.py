@@ -550,15 +550,14 @@ def fresh_caches(monkeypatch):
     monkeypatch.setattr(af_api, "_by_function", weakref.WeakKeyDictionary())
     converted = Counter()
     lock = threading.Lock()
-    original = af_api._convert_code
+    original = af_api._transform_uncached
 
     def counting(fn, options):
-        if (fn.__code__, options) not in af_api._by_code:
-            with lock:
-                converted[fn.__code__] += 1
+        with lock:
+            converted[fn.__code__] += 1
         return original(fn, options)
 
-    monkeypatch.setattr(af_api, "_convert_code", counting)
+    monkeypatch.setattr(af_api, "_transform_uncached", counting)
     return converted
 
 

@@ -96,6 +96,13 @@ def clone(node):
     return new
 
 
+def mark_user(tree):
+    """Mark every node of the user's parsed code, so stamping never moves it."""
+    for n in walk(tree):
+        if "lineno" in n._attributes:
+            n.af_user = True
+
+
 class Transformer:
     """``ast.NodeTransformer`` with cached dispatch and no visits of contexts.
 

@@ -7,7 +7,8 @@ import linecache
 
 import gast
 
-from .nodes import clone, walk
+from .naming import referenced_names
+from .nodes import clone, mark_user, walk
 
 
 class SourceUnavailable(Exception):
@@ -37,6 +38,7 @@ def _from_module(code):
             tree = gast.parse("".join(lines))
         except (SyntaxError, ValueError):
             return None
+        mark_user(tree)  # once per file: copies keep the marks
         index = {}
         for n in walk(tree):
             if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)):
@@ -46,6 +48,8 @@ def _from_module(code):
     node = hit[1].get((code.co_firstlineno, code.co_name))
     if node is None:
         return None
+    if not hasattr(node, "af_names"):
+        node.af_names = frozenset(referenced_names(node))
     node = clone(node)
     node.decorator_list = []
     return node
@@ -57,6 +61,8 @@ def parse_function(fn):
     Line numbers in the node are those of the file; column offsets too. The
     node has its decorators removed: the converted function is built from
     the bare ``def`` (decorators were applied to the original already).
+    Every node is marked as user code (``af_user``), and ``node.af_names``
+    holds every identifier the function references (decorators included).
     """
     code = getattr(fn, "__code__", None)
     if code is None:
@@ -93,4 +99,6 @@ def parse_function(fn):
             if getattr(n, "end_lineno", None) is not None:
                 n.end_lineno += offset
     node.decorator_list = []
+    mark_user(node)
+    node.af_names = frozenset(referenced_names(node))
     return node, code.co_filename, first

@@ -30,7 +30,7 @@ import textwrap
 
 import gast
 
-from .nodes import Transformer, clone, walk
+from .nodes import clone
 
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -43,108 +43,166 @@ def _is_stmt_list(value):
     return isinstance(value, list) and all(isinstance(v, gast.stmt) for v in value)
 
 
-class _Filler(Transformer):
-    def __init__(self, subs):
-        self.subs = subs
-        self.used = set()
+def _is_placeholder(ident):
+    return isinstance(ident, str) and _PLACEHOLDER.match(ident) is not None
 
-    def _lookup(self, name):
-        if name in self.subs:
-            self.used.add(name)
-            return True
-        return False
 
-    # Statements standing alone: `BODY` or `return OUTS`.
-    def visit_Expr(self, node):
-        if isinstance(node.value, gast.Name) and self._lookup(node.value.id):
-            value = self.subs[node.value.id]
-            if value is None:
-                return None
-            # Statements are moved into the template, not copied: each list is
-            # placed once, and copying whole loop bodies at every nesting level
-            # would make conversion quadratic.
-            if _is_stmt_list(value):
-                return list(value)
-            if isinstance(value, gast.stmt):
-                return value
-        return self.generic_visit(node)
+# ---- filling placeholders (called from the compiled builders) --------------
+def _make(cls, fields):
+    node = cls.__new__(cls)
+    node.__dict__.update(fields)
+    return node
 
-    def visit_Return(self, node):
-        if isinstance(node.value, gast.Name) and self._lookup(node.value.id):
-            if self.subs[node.value.id] is None:
-                return None
-        return self.generic_visit(node)
 
-    def visit_FunctionDef(self, node):
-        if self._lookup(node.name):
-            node.name = self.subs[node.name]
-        return self.generic_visit(node)
+def _expr(subs, key, ctx):
+    """The placeholder ``key`` where an expression stands, in context ``ctx``."""
+    value = subs[key]
+    if isinstance(value, str):
+        return _make(gast.Name, {"id": value, "ctx": ctx, "annotation": None, "type_comment": None})
+    if isinstance(value, gast.expr):
+        new = clone(value)
+        if hasattr(new, "ctx"):
+            new.ctx = ctx
+            if isinstance(new, (gast.Tuple, gast.List)):
+                for elt in new.elts:
+                    if hasattr(elt, "ctx"):
+                        elt.ctx = ctx
+        return new
+    raise TemplateError(f"placeholder {key} cannot take {type(value).__name__} here")
 
-    def visit_arguments(self, node):
-        new_args = []
-        for arg in node.args:
-            if self._lookup(arg.id):
-                value = self.subs[arg.id]
-                names = [value] if isinstance(value, str) else list(value)
-                new_args.extend(
-                    gast.Name(id=n, ctx=gast.Param(), annotation=None, type_comment=None)
-                    for n in names
-                )
+
+def _stmts(subs, key, ctx):
+    """The placeholder ``key`` standing as a statement: statements, or dropped."""
+    value = subs[key]
+    if value is None:
+        return ()
+    # Statements are moved into the template, not copied: each list is placed
+    # once, and copying whole loop bodies at every nesting level would make
+    # conversion quadratic.
+    if _is_stmt_list(value):
+        return value
+    if isinstance(value, gast.stmt):
+        return (value,)
+    return (_make(gast.Expr, {"value": _expr(subs, key, ctx)}),)
+
+
+def _return(subs, key, ctx):
+    """``return KEY``; dropped when ``KEY`` is None."""
+    if subs[key] is None:
+        return ()
+    return (_make(gast.Return, {"value": _expr(subs, key, ctx)}),)
+
+
+def _params(subs, key, ctx):
+    """A placeholder among parameters: one name or a list of names."""
+    value = subs[key]
+    names = [value] if isinstance(value, str) else value
+    return [_make(gast.Name, {"id": n, "ctx": ctx, "annotation": None, "type_comment": None})
+            for n in names]
+
+
+def _identifier(subs, key):
+    value = subs[key]
+    if not isinstance(value, str):
+        raise TemplateError(f"placeholder {key} cannot take {type(value).__name__} here")
+    return value
+
+
+class _Compiler:
+    """Turns a parsed template into Python code that builds its tree directly.
+
+    Filling a template is then one call that makes exactly the nodes needed,
+    instead of copying the parsed template and walking the copy to find the
+    placeholders. Positions are left out: ``transforms.util.stamp`` gives
+    generated nodes the position of the user code they replace.
+    """
+
+    def __init__(self):
+        self.constants = []
+        self.placeholders = set()
+
+    def const(self, value):
+        self.constants.append(value)
+        return f"K[{len(self.constants) - 1}]"
+
+    def node(self, n):
+        if isinstance(n, gast.Name) and _is_placeholder(n.id):
+            self.placeholders.add(n.id)
+            return f"_expr(S, {n.id!r}, {self.const(n.ctx)})"
+        fields = []
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if isinstance(v, list):
+                code = self.params(v) if isinstance(n, gast.arguments) and f in (
+                    "args", "posonlyargs", "kwonlyargs") else self.seq(v)
+            elif isinstance(v, gast.AST):
+                code = self.node(v)
+            elif f == "name" and _is_placeholder(v):
+                self.placeholders.add(v)
+                code = f"_identifier(S, {v!r})"
             else:
-                new_args.append(arg)
-        node.args = new_args
-        return node
+                code = self.const(v)
+            fields.append(f"{f!r}: {code}")
+        return f"_make({self.const(type(n))}, {{{', '.join(fields)}}})"
 
-    def visit_Name(self, node):
-        if self._lookup(node.id):
-            value = self.subs[node.id]
-            if isinstance(value, str):
-                node.id = value
-                return node
-            if isinstance(value, gast.expr):
-                new = clone(value)
-                if hasattr(new, "ctx"):
-                    new.ctx = node.ctx
-                    if isinstance(new, (gast.Tuple, gast.List)):
-                        for elt in new.elts:
-                            if hasattr(elt, "ctx"):
-                                elt.ctx = node.ctx
-                return new
-            raise TemplateError(f"placeholder {node.id} cannot take {type(value).__name__} here")
-        return node
+    def seq(self, items):
+        parts = []
+        for x in items:
+            if isinstance(x, gast.Expr) and isinstance(x.value, gast.Name) \
+                    and _is_placeholder(x.value.id):
+                self.placeholders.add(x.value.id)
+                parts.append(f"*_stmts(S, {x.value.id!r}, {self.const(x.value.ctx)})")
+            elif isinstance(x, gast.Return) and isinstance(x.value, gast.Name) \
+                    and _is_placeholder(x.value.id):
+                self.placeholders.add(x.value.id)
+                parts.append(f"*_return(S, {x.value.id!r}, {self.const(x.value.ctx)})")
+            elif isinstance(x, gast.AST):
+                parts.append(self.node(x))
+            else:
+                parts.append(self.const(x))
+        return f"[{', '.join(parts)}]"
+
+    def params(self, names):
+        parts = []
+        for x in names:
+            if isinstance(x, gast.Name) and _is_placeholder(x.id):
+                self.placeholders.add(x.id)
+                parts.append(f"*_params(S, {x.id!r}, {self.const(x.ctx)})")
+            else:
+                parts.append(self.node(x))
+        return f"[{', '.join(parts)}]"
 
 
-_parsed = {}
+_HELPERS = {"_make": _make, "_expr": _expr, "_stmts": _stmts, "_return": _return,
+            "_params": _params, "_identifier": _identifier}
+_builders = {}
 
 
-def _parse(template):
-    """The template's tree and its placeholder names (parsed once, copied per use)."""
-    hit = _parsed.get(template)
+def _builder(template):
+    """``(build, placeholders)`` for ``template``: compiled on first use."""
+    hit = _builders.get(template)
     if hit is None:
         tree = gast.parse(textwrap.dedent(template))
-        names = set()
-        for node in walk(tree):
-            ident = node.id if isinstance(node, gast.Name) else getattr(node, "name", None)
-            if isinstance(ident, str) and _PLACEHOLDER.match(ident):
-                names.add(ident)
-        hit = _parsed[template] = (tree, frozenset(names))
-    return clone(hit[0]), hit[1]
+        compiler = _Compiler()
+        body = compiler.seq(tree.body)
+        namespace = dict(_HELPERS, K=compiler.constants)
+        exec(compile(f"def build(S):\n    return {body}\n", "<autoflow template>", "exec"),
+             namespace)
+        hit = _builders[template] = (namespace["build"], frozenset(compiler.placeholders))
+    return hit
 
 
 def replace(template: str, **subs) -> list:
-    """Parse ``template``, fill its placeholders from ``subs``, return statements."""
-    tree, placeholders = _parse(template)
+    """Fill ``template``'s placeholders from ``subs``; return its statements."""
+    build, placeholders = _builder(template)
     # Check the template's own names, not user code spliced in: user code may
     # well use capitalised names (`K`, `MAX_ITER`).
-    missing = placeholders - set(subs)
-    if missing:
-        raise TemplateError(f"placeholder {sorted(missing)[0]} was never replaced")
-    filler = _Filler(subs)
-    tree = filler.visit(tree)
-    unused = set(subs) - filler.used
-    if unused:
-        raise TemplateError(f"placeholders not in template: {sorted(unused)}")
-    return tree.body
+    if placeholders != subs.keys():
+        missing = placeholders - set(subs)
+        if missing:
+            raise TemplateError(f"placeholder {sorted(missing)[0]} was never replaced")
+        raise TemplateError(f"placeholders not in template: {sorted(set(subs) - placeholders)}")
+    return build(subs)
 
 
 def replace_expr(template: str, **subs):

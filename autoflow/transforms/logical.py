@@ -18,11 +18,9 @@ harmless); otherwise ``af.compare`` evaluates each operand once.
 
 from __future__ import annotations
 
-import copy
-
 import gast
 
-from ..core.nodes import Transformer
+from ..core.nodes import Transformer, clone
 from ..core.templates import replace_expr
 from .util import stamp
 
@@ -85,5 +83,5 @@ class Logical(Transformer):
             parts.append(part)
             left = right
 
-        parts = [parts[0]] + [copy.deepcopy(p) for p in parts[1:]]
+        parts = [parts[0]] + [clone(p) for p in parts[1:]]
         return self._call("and_", parts[0], parts[1:], node)

@@ -10,19 +10,18 @@ added after the module's docstring and ``__future__`` imports.
 from __future__ import annotations
 
 import builtins
-import copy
 
 import gast
 
 from ..core.naming import Namer, referenced_names
+from ..core.nodes import clone, mark_user
 from . import pipeline
 from .context import Context
-from .util import mark_user
 
 
 def _convert_one(node, namer, alias, shadowed, filename):
     ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename)
-    new = copy.deepcopy(node)
+    new = clone(node)
     new.decorator_list = []
     mark_user(new)
     pipeline.run(new, ctx)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gast
 
-from ..core.nodes import children, walk
+from ..core.nodes import children
 from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
@@ -63,10 +63,3 @@ def stamp(nodes, anchor):
             n.end_col_offset = (anchor.end_col_offset if same_line and
                                 anchor.end_col_offset is not None else n.col_offset + 1)
     return nodes
-
-
-def mark_user(tree):
-    """Mark every node of the user's parsed code, so stamping never moves it."""
-    for n in walk(tree):
-        if "lineno" in n._attributes:
-            n.af_user = True
