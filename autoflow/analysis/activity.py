@@ -69,32 +69,32 @@ def _scope_reads(node):
 def expr_reads(node) -> list[str]:
     """Names read by an expression (or by any node, not entering statements' bindings)."""
     reads: list[str] = []
-
-    def visit(n):
-        if isinstance(n, gast.Name):
-            if isinstance(n.ctx, gast.Load) and n.id not in reads:
-                reads.append(n.id)
-            return
-        if isinstance(n, SCOPES):
-            _add(reads, _scope_reads(n))
-            return
-        if isinstance(n, _COMPS):
-            local = set()
-            for gen in n.generators:
-                local.update(target_names(gen.target))
-            for sub in walk(n):
-                if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
-                    if sub.id not in local and sub.id not in reads:
-                        reads.append(sub.id)
-            return
-        for child in children(n):
-            visit(child)
-
-    visit(node)
+    _reads(node, reads)
     return reads
 
 
-def _walrus_targets(e) -> tuple:
+def _reads(n, reads):
+    if n.__class__ is gast.Name:
+        if n.ctx.__class__ is gast.Load and n.id not in reads:
+            reads.append(n.id)
+        return
+    if isinstance(n, SCOPES):
+        _add(reads, _scope_reads(n))
+        return
+    if isinstance(n, _COMPS):
+        local = set()
+        for gen in n.generators:
+            local.update(target_names(gen.target))
+        for sub in walk(n):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+                if sub.id not in local and sub.id not in reads:
+                    reads.append(sub.id)
+        return
+    for child in children(n):
+        _reads(child, reads)
+
+
+def walrus_targets(e) -> tuple:
     """Names bound by walruses in expression ``e`` (cached on the node: the
     analysis asks again for every enclosing block)."""
     cached = getattr(e, "af_walrus", None)
@@ -112,69 +112,66 @@ def bound_names(stmts, include_nested=True) -> list[str]:
     with/try) count too; nested function and class bodies never do.
     """
     out: list[str] = []
+    for s in stmts:
+        _bind(s, out, include_nested)
+    return out
 
-    def visit_expr(e):
-        _add(out, _walrus_targets(e))
 
-    def visit(stmt):
-        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-            _add(out, [stmt.name])
-            return
-        if isinstance(stmt, gast.Assign):
-            visit_expr(stmt.value)
-            for t in stmt.targets:
-                _add(out, target_names(t))
-        elif isinstance(stmt, (gast.AugAssign, gast.AnnAssign)):
-            if stmt.value is not None:
-                visit_expr(stmt.value)
-            _add(out, target_names(stmt.target))
-        elif isinstance(stmt, (gast.For, gast.AsyncFor)):
-            visit_expr(stmt.iter)
-            _add(out, target_names(stmt.target))
-        elif isinstance(stmt, (gast.Import, gast.ImportFrom)):
-            for alias in stmt.names:
-                if alias.name != "*":
-                    _add(out, [(alias.asname or alias.name).split(".")[0]])
-        elif isinstance(stmt, (gast.With, gast.AsyncWith)):
-            for item in stmt.items:
-                visit_expr(item.context_expr)
-                if item.optional_vars is not None:
-                    _add(out, target_names(item.optional_vars))
-        elif isinstance(stmt, gast.Delete):
-            for t in stmt.targets:
-                _add(out, target_names(t))
-        else:
-            for field in ("test", "value"):
-                e = getattr(stmt, field, None)
-                if isinstance(e, gast.expr):
-                    visit_expr(e)
+def _bind(stmt, out, include_nested):
+    if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        _add(out, [stmt.name])
+        return
+    if isinstance(stmt, gast.Assign):
+        _add(out, walrus_targets(stmt.value))
+        for t in stmt.targets:
+            _add(out, target_names(t))
+    elif isinstance(stmt, (gast.AugAssign, gast.AnnAssign)):
+        if stmt.value is not None:
+            _add(out, walrus_targets(stmt.value))
+        _add(out, target_names(stmt.target))
+    elif isinstance(stmt, (gast.For, gast.AsyncFor)):
+        _add(out, walrus_targets(stmt.iter))
+        _add(out, target_names(stmt.target))
+    elif isinstance(stmt, (gast.Import, gast.ImportFrom)):
+        for alias in stmt.names:
+            if alias.name != "*":
+                _add(out, [(alias.asname or alias.name).split(".")[0]])
+    elif isinstance(stmt, (gast.With, gast.AsyncWith)):
+        for item in stmt.items:
+            _add(out, walrus_targets(item.context_expr))
+            if item.optional_vars is not None:
+                _add(out, target_names(item.optional_vars))
+    elif isinstance(stmt, gast.Delete):
+        for t in stmt.targets:
+            _add(out, target_names(t))
+    else:
+        for field in ("test", "value"):
+            e = getattr(stmt, field, None)
+            if isinstance(e, gast.expr):
+                _add(out, walrus_targets(e))
+    if isinstance(stmt, TRY_TYPES):
+        for h in stmt.handlers:
+            if isinstance(h.name, gast.Name):
+                _add(out, [h.name.id])
+            elif isinstance(h.name, str):
+                _add(out, [h.name])
+    if include_nested:
+        for field in ("body", "orelse", "finalbody"):
+            for sub in getattr(stmt, field, None) or []:
+                if isinstance(sub, gast.stmt):
+                    _bind(sub, out, True)
         if isinstance(stmt, TRY_TYPES):
             for h in stmt.handlers:
-                if isinstance(h.name, gast.Name):
-                    _add(out, [h.name.id])
-                elif isinstance(h.name, str):
-                    _add(out, [h.name])
-        if include_nested:
-            for field in ("body", "orelse", "finalbody"):
-                for sub in getattr(stmt, field, None) or []:
-                    if isinstance(sub, gast.stmt):
-                        visit(sub)
-            if isinstance(stmt, TRY_TYPES):
-                for h in stmt.handlers:
-                    for sub in h.body:
-                        visit(sub)
-            if type(stmt).__name__ == "Match":
-                for case in stmt.cases:
-                    for n in walk(case.pattern):
-                        nm = getattr(n, "name", None)
-                        if isinstance(nm, str):
-                            _add(out, [nm])
-                    for sub in case.body:
-                        visit(sub)
-
-    for s in stmts:
-        visit(s)
-    return out
+                for sub in h.body:
+                    _bind(sub, out, True)
+        if type(stmt).__name__ == "Match":
+            for case in stmt.cases:
+                for n in walk(case.pattern):
+                    nm = getattr(n, "name", None)
+                    if isinstance(nm, str):
+                        _add(out, [nm])
+                for sub in case.body:
+                    _bind(sub, out, True)
 
 
 def declared_nonlocal(stmts) -> set[str]:

@@ -22,7 +22,7 @@ import gast
 
 from ..core.nodes import walk
 from .activity import TRY_TYPES as _TRY
-from .activity import bound_names, expr_reads, target_names
+from .activity import bound_names, expr_reads, target_names, walrus_targets
 
 
 
@@ -65,8 +65,7 @@ def live_block(stmts, live_out) -> set:
 def _live_stmt(s, L):
     if isinstance(s, gast.Assign):
         # A walrus in the value binds too (`broke = not ((v := f()) > 0)`).
-        kills = {t for n in walk(s.value) if isinstance(n, gast.NamedExpr)
-                 for t in target_names(n.target)}
+        kills = set(walrus_targets(s.value))
         gen = set(expr_reads(s.value))
         for t in s.targets:
             kills.update(target_names(t))

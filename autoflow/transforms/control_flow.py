@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import gast
 
-from ..core.nodes import walk
 from ..analysis.activity import TRY_TYPES as _TRY
-from ..analysis.activity import bound_names, declared_nonlocal, target_names
+from ..analysis.activity import bound_names, declared_nonlocal, target_names, walrus_targets
 from ..analysis.liveness import always_returns, annotate
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
 from .util import _SCOPES, contains, contains_return, stamp
@@ -209,9 +208,9 @@ class ControlFlow:
             return [s]
         af = self.ctx.af
         modified = bound_names(s.body)
-        for n in walk(s.test):
-            if isinstance(n, gast.NamedExpr):
-                modified += [t for t in target_names(n.target) if t not in modified]
+        for t in walrus_targets(s.test):
+            if t not in modified:
+                modified.append(t)
         outer = [n for n in modified if n not in local]
         if outer:
             return self._as_python(s, local, f"it assigns `{outer[0]}`, declared `global` or "
