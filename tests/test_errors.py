@@ -37,7 +37,7 @@ INTERNAL_PATHS = ("autoflow/runtime", "autoflow/transforms", "autoflow/core", "a
                   "autoflow/api.py", "site-packages/jax", "jax/_src")
 AUTOFLOW_DIR = os.path.dirname(os.path.abspath(autoflow.__file__)) + os.sep
 # Verbs a "what to do" sentence starts with.
-SUGGESTION = re.compile(r"^(Add|Assign|Give|Initialize|Keep|Make|Pass|Reduce|Remove|Return|Use)\b")
+SUGGESTION = re.compile(r"^(Add|Assign|Give|Initialize|Keep|Make|Move|Pass|Reduce|Remove|Return|Use)\b")
 
 X3 = jnp.arange(3.0, dtype=jnp.float32)
 
@@ -157,6 +157,27 @@ def test_non_scalar_if_condition():
     msg = check_message(exc, fn, mentions=["(3,)", "jnp.where", ".any()", ".all()"],
                         construct="if")
     assert "scalar" in msg
+
+
+def test_walrus_in_a_later_operand_with_a_traced_first_operand():
+    # `y := ...` must bind in the function, so the `and` stays Python; its
+    # traced first operand is then reported at that operand.
+    fn = conditions.walrus_after_traced_operand
+    exc = raises_conversion_error(fn, 1.0)
+    msg = check_message(exc, fn, names=["y"], mentions=[":="], construct="x > 0")
+    assert "stays Python" in msg
+
+
+def test_walrus_in_a_later_operand_with_a_concrete_first_operand_runs():
+    fn = conditions.walrus_after_traced_operand
+    for x in (2.0, 0.25, -1.0):
+        assert autoflow.convert(fn)(x) == fn(x)
+
+
+def test_global_written_under_a_traced_if():
+    fn = conditions.global_write_under_traced_if
+    exc = raises_conversion_error(fn, 1.0)
+    check_message(exc, fn, names=["counter"], mentions=["global"], construct="x > 0")
 
 
 @pytest.mark.parametrize("x, expected", [(1.0, 1.0), (-1.0, 2.5)])

@@ -176,6 +176,16 @@ def python_condition(cond, reason):
     return c
 
 
+def python_operand(value, reason):
+    """An operand of an ``and``/``or``/``if-else`` autoflow left as Python: it must be concrete."""
+    if truth(value, _site, what="operand") is None:
+        raise ConversionError(message(
+            user_site(2), f"this operand is traced, but {reason}",
+            "Move the `:=` out of the expression: assign the name in a statement of its own "
+            "before this line, then use the name here."))
+    return value
+
+
 # ---------------------------------------------------------------------------
 # while
 # ---------------------------------------------------------------------------

@@ -14,15 +14,34 @@ Operands after the first are wrapped in lambdas so that, as in Python, they
 are only evaluated when needed. A chained comparison is rewritten only when
 its middle operands are names or constants (evaluating them twice is then
 harmless); otherwise ``af.compare`` evaluates each operand once.
+
+A walrus (``:=``) in an operand that would go into a lambda would bind its
+name in the lambda instead of the function. Such an expression stays Python;
+for ``and``/``or``/``if-else`` the operands that decide are wrapped in
+``af.python_operand``, which passes concrete values through and reports a
+traced one (whose branches cannot both bind the name)::
+
+    a and (y := f(x))  ->  af.python_operand(a, REASON) and (y := f(x))
 """
 
 from __future__ import annotations
 
 import gast
 
+from ..analysis.activity import target_names
 from ..core.nodes import Transformer, clone
 from ..core.templates import replace_expr
-from .util import stamp
+from .util import contains, stamp, walk_local
+
+
+def walrus_targets_local(exprs):
+    """Names bound by walruses in ``exprs`` outside nested lambdas, in order."""
+    out = []
+    for e in exprs:
+        for n in [e, *walk_local(e)]:
+            if isinstance(n, gast.NamedExpr):
+                out += [t for t in target_names(n.target) if t not in out]
+    return out
 
 
 def _lambda(expr):
@@ -47,10 +66,23 @@ class Logical(Transformer):
         call.args += [_lambda(r) for r in rest]
         return stamp(call, anchor)
 
+    def _python_operand(self, operand, kind, walrus_in):
+        names = ", ".join(f"`{n}`" for n in walrus_targets_local(walrus_in))
+        where = "a branch" if kind == "if-else" else "a later operand"
+        reason = (f"this `{kind}` stays Python: {where} assigns {names} with `:=`, "
+                  "which a staged branch cannot do")
+        return stamp(replace_expr("AF.python_operand(OPERAND, REASON)", AF=self.ctx.af,
+                                  OPERAND=operand, REASON=gast.Constant(value=reason, kind=None)),
+                     operand)
+
     def visit_BoolOp(self, node):
         self.generic_visit(node)
-        op = "and_" if isinstance(node.op, gast.And) else "or_"
-        return self._call(op, node.values[0], node.values[1:], node)
+        kind = "and" if isinstance(node.op, gast.And) else "or"
+        walrus = [v for v in node.values[1:] if contains(v, gast.NamedExpr)]
+        if walrus:
+            node.values[:-1] = [self._python_operand(v, kind, walrus) for v in node.values[:-1]]
+            return node
+        return self._call(kind + "_", node.values[0], node.values[1:], node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
@@ -60,11 +92,16 @@ class Logical(Transformer):
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
+        walrus = [v for v in (node.body, node.orelse) if contains(v, gast.NamedExpr)]
+        if walrus:
+            node.test = self._python_operand(node.test, "if-else", walrus)
+            return node
         return self._call("if_exp", node.test, [node.body, node.orelse], node)
 
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if len(node.ops) < 2:
+        if len(node.ops) < 2 or any(contains(c, gast.NamedExpr) for c in node.comparators):
+            # (A walrus in a comparator stays in Python's own chained comparison.)
             return node
         middle = node.comparators[:-1]
         if not all(isinstance(m, (gast.Name, gast.Constant)) for m in middle):

@@ -8,3 +8,19 @@ def nonscalar_while(x):
     while x < 10:  # ERROR
         x = x + 1
     return x
+
+
+def walrus_after_traced_operand(x):
+    if x > 0 and (y := x * 2) > 1:  # ERROR
+        return y
+    return x
+
+
+counter = 0
+
+
+def global_write_under_traced_if(x):
+    global counter
+    if x > 0:  # ERROR
+        counter = counter + 1
+    return x
