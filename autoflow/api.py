@@ -14,6 +14,7 @@ import types
 import warnings
 import weakref
 
+from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
 from .core.naming import Namer
 from .core.origin import PACKAGE_DIR
@@ -61,9 +62,24 @@ def _global_names(code):
     return names
 
 
-def _rebound_builtins(fn):
-    return frozenset(n for n in _global_names(fn.__code__)
-                     if n in fn.__globals__ and hasattr(builtins, n))
+def _global_kinds(fn):
+    """``(builtins the module rebinds, names bound to library code, names bound
+    to the user's code)`` among the global and closure names ``fn`` uses."""
+    rebound, library, user = set(), set(), set()
+    namespace = fn.__globals__
+    for n in _global_names(fn.__code__):
+        if n in namespace:
+            if hasattr(builtins, n):
+                rebound.add(n)
+            (library if is_library_value(namespace[n]) else user).add(n)
+    # Closure variables too (`np` imported in an enclosing function).
+    for n, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # not assigned yet
+            continue
+        (library if is_library_value(value) else user).add(n)
+    return frozenset(rebound), frozenset(library), frozenset(user)
 
 
 class _Converted:
@@ -80,11 +96,13 @@ def _transformed(fn, options) -> _Converted:
     """Parse and transform ``fn``'s code; cached per code object.
 
     The key is the code object's identity (equal code objects may come from
-    different files) and the builtins that ``fn``'s globals rebind (the same
-    code run with other globals may mean another ``range``). Compiling is
-    left to ``_convert_code``: ``to_source`` needs only the text.
+    different files) and what ``fn``'s globals hold (the same code run with
+    other globals may mean another ``range``, or a library module where a
+    user's module was). Compiling is left to ``_convert_code``: ``to_source``
+    needs only the text.
     """
-    key = (id(fn.__code__), options, _rebound_builtins(fn))
+    kinds = _global_kinds(fn)
+    key = (id(fn.__code__), options, kinds)
     hit = _by_code.get(key)
     if hit is not None and hit.original is fn.__code__:
         return hit
@@ -93,14 +111,14 @@ def _transformed(fn, options) -> _Converted:
     paused = gc.isenabled()
     gc.disable()
     try:
-        entry = _by_code[key] = _transform_uncached(fn, options)
+        entry = _by_code[key] = _transform_uncached(fn, options, kinds)
         return entry
     finally:
         if paused:
             gc.enable()
 
 
-def _transform_uncached(fn, options) -> _Converted:
+def _transform_uncached(fn, options, kinds) -> _Converted:
     node, filename, _ = parse_function(fn)
     reserved = node.af_names | set(fn.__code__.co_freevars) | set(fn.__code__.co_names)
     namer = Namer(reserved)
@@ -109,7 +127,7 @@ def _transform_uncached(fn, options) -> _Converted:
                          and (n in fn.__globals__ or n in fn.__code__.co_freevars
                               or n in fn.__code__.co_varnames))
     ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename,
-                  options=dict(options))
+                  options=dict(options), library_names=kinds[1], user_names=kinds[2])
     pipeline.run(node, ctx)
     tree = pipeline.to_ast(node)
     return _Converted(fn.__code__, alias, ast.unparse(tree), tree, filename)

@@ -29,11 +29,8 @@ import gast
 
 from .analysis.activity import bound_names
 from .core.naming import Namer, referenced_names
-from .transforms import pipeline
-from .transforms.context import Context
-from .transforms.module import module_shadowed
+from .transforms.module import convert_copy, import_kinds, module_shadowed
 from .analysis.activity import TRY_TYPES as _TRY
-from .core.nodes import clone, mark_user
 from .transforms.util import walk_local
 
 _MATCH = getattr(gast, "Match", None)
@@ -408,18 +405,16 @@ def _has_control_flow(node):
                for n in gast.walk(node))
 
 
-def convert_for_check(fn_node, namer, alias, shadowed, filename):
+def convert_for_check(fn_node, namer, alias, shadowed, filename,
+                      imports=(frozenset(), frozenset())):
     """Convert a copy of ``fn_node`` as ``convert_module``/``autoflow.convert`` do."""
-    new = clone(fn_node)
+    new = convert_copy(fn_node, namer, alias, shadowed, filename, imports)
     new.decorator_list = []
-    mark_user(new)
-    ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename)
-    pipeline.run(new, ctx)
     return new
 
 
 def check_function(fn_node, filename, qualname, *, reserved=None, namer=None, alias=None,
-                   shadowed=frozenset()):
+                   shadowed=frozenset(), imports=(frozenset(), frozenset())):
     """Findings for one gast ``FunctionDef`` (positions are those of ``fn_node``)."""
     why_not = _kind_of_function(fn_node)
     if why_not is not None:
@@ -433,7 +428,7 @@ def check_function(fn_node, filename, qualname, *, reserved=None, namer=None, al
         namer = Namer(reserved)
     if alias is None:
         alias = namer.reusable("af")
-    converted = convert_for_check(fn_node, namer, alias, shadowed, filename)
+    converted = convert_for_check(fn_node, namer, alias, shadowed, filename, imports)
     reader = _Reader(fn_node, converted, alias, reserved, filename, qualname)
     reader.read_block(converted.body)
     return reader.findings()
@@ -459,6 +454,7 @@ def check_source(source: str, filename: str = "<string>", only: str | None = Non
     reserved = referenced_names(tree)
     alias = Namer(reserved).reusable("af")
     shadowed = module_shadowed(tree, reserved)
+    imports = import_kinds(tree, filename)
     out = []
     seen = False
 
@@ -474,7 +470,7 @@ def check_source(source: str, filename: str = "<string>", only: str | None = Non
                     # A namer per function, as `convert_module` does, so the
                     # flags reported (`broke`...) are the names convert prints.
                     out.extend(check_function(node, filename, qual, reserved=reserved,
-                                              alias=alias, shadowed=shadowed))
+                                              alias=alias, shadowed=shadowed, imports=imports))
                 except Exception as e:  # noqa: BLE001 - reported per function
                     if not keep_going:
                         raise

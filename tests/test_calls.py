@@ -26,7 +26,7 @@ import pytest
 import autoflow
 import autoflow.api as af_api
 import autoflow.runtime as af_runtime
-import autoflow.runtime.calls as af_calls
+import autoflow.core.libraries as af_libraries
 
 from .equivalence import assert_same
 
@@ -178,6 +178,60 @@ def test_methods_converted_directly(x):
         check(fn, x * 5.0)
     converted = autoflow.convert(m.step)
     assert inspect.ismethod(converted) and converted.__self__ is m
+
+
+GLOBAL_MODEL = Model(2.0)
+
+
+def uses_objects(x, model):
+    local = Model(3.0)  # a local object of a user class
+    return local.step(x) + model.step(x) + GLOBAL_MODEL.step(x) + Model.clamp(x * 9.0)
+
+
+@pytest.mark.parametrize("x", [3.0, -1.0])
+def test_methods_of_local_parameter_and_global_objects(x):
+    m = Model(4.0)
+
+    def top(x):
+        return uses_objects(x, m)
+
+    check(top, x)
+
+
+def library_attribute_calls(x):
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=3)
+    y = jnp.sin(x) + x.sum() + jnp.asarray(noise).mean()
+    return y
+
+
+def test_library_and_value_methods_are_not_wrapped():
+    source = autoflow.to_source(library_attribute_calls)
+    for text in ("rng.normal(size=3)", "np.random.default_rng(0)", "jnp.sin(x)", "x.sum()",
+                 "jnp.asarray(noise).mean()"):
+        assert text in source, source
+    assert ".call(" not in source, source
+    source = autoflow.to_source(uses_objects)
+    for text in ("local.step, x", "model.step, x", "GLOBAL_MODEL.step, x", "Model.clamp, x"):
+        assert text in source, source
+
+
+def test_functions_of_a_user_module_are_converted(tmp_path, monkeypatch):
+    (tmp_path / "user_helpers_mod.py").write_text(textwrap.dedent("""
+        def absdiff(x, y):
+            if x > y:
+                return x - y
+            return y - x
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import user_helpers_mod
+
+    def f(x):
+        return user_helpers_mod.absdiff(x, 1.0) + np.float32(0.0)
+
+    assert "call(user_helpers_mod.absdiff" in autoflow.to_source(f)
+    check(f, 3.0)
+    check(f, -2.0)
 
 
 # ---- functools.partial --------------------------------------------------------------------
@@ -552,10 +606,10 @@ def fresh_caches(monkeypatch):
     lock = threading.Lock()
     original = af_api._transform_uncached
 
-    def counting(fn, options):
+    def counting(fn, options, kinds):
         with lock:
             converted[fn.__code__] += 1
-        return original(fn, options)
+        return original(fn, options, kinds)
 
     monkeypatch.setattr(af_api, "_transform_uncached", counting)
     return converted
@@ -609,7 +663,7 @@ def fakepkg(tmp_path, monkeypatch):
     (site / "fakepkg" / "__init__.py").write_text("from . import ops\n")
     (site / "fakepkg" / "ops.py").write_text(FAKEPKG_OPS)
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr(af_calls, "_file_verdicts", {})
+    monkeypatch.setattr(af_libraries, "_file_verdicts", {})
     for name in [m for m in sys.modules if m == "fakepkg" or m.startswith("fakepkg.")]:
         monkeypatch.delitem(sys.modules, name)
     import fakepkg.ops as ops
@@ -620,9 +674,9 @@ def fakepkg(tmp_path, monkeypatch):
 
 
 def _installed(monkeypatch, site):
-    monkeypatch.setattr(af_calls, "_LIBRARY_DIRS",
-                        af_calls._LIBRARY_DIRS + (str(site.resolve()) + os.sep,))
-    monkeypatch.setattr(af_calls, "_file_verdicts", {})
+    monkeypatch.setattr(af_libraries, "_LIBRARY_DIRS",
+                        af_libraries._LIBRARY_DIRS + (str(site.resolve()) + os.sep,))
+    monkeypatch.setattr(af_libraries, "_file_verdicts", {})
 
 
 def _calls_fakepkg(ops):
@@ -636,7 +690,7 @@ def _calls_fakepkg(ops):
 
 def test_fake_package_outside_library_dirs_is_converted(fakepkg):
     site, ops = fakepkg
-    assert not af_calls.is_library_file(ops.clip_positive.__code__.co_filename)
+    assert not af_libraries.is_library_file(ops.clip_positive.__code__.co_filename)
     f = _calls_fakepkg(ops)
     check(f, 5.0)
     check(f, -3.0)
@@ -645,7 +699,7 @@ def test_fake_package_outside_library_dirs_is_converted(fakepkg):
 def test_installed_package_is_not_converted(fakepkg, monkeypatch):
     site, ops = fakepkg
     _installed(monkeypatch, site)
-    assert af_calls.is_library_file(ops.clip_positive.__code__.co_filename)
+    assert af_libraries.is_library_file(ops.clip_positive.__code__.co_filename)
     assert ops.__name__ == "fakepkg.ops" and ops.__file__.startswith(str(site))
     f = _calls_fakepkg(ops)
     assert autoflow.convert(f)(5.0) == f(5.0)  # concrete: Python runs it

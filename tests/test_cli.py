@@ -156,6 +156,21 @@ def test_internal_error_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsy
     assert len(err.splitlines()) == 1 and "autoflow bug" in err and "RuntimeError" in err
 
 
+def test_calls_into_a_module_next_to_the_file_are_converted(tmp_path, capsys):
+    from autoflow import cli
+    (tmp_path / "helpers.py").write_text("def f(x):\n    return x\n")
+    (tmp_path / "m.py").write_text(
+        "import numpy as np\nimport helpers\nfrom . import siblings\n\n\n"
+        "def g(x, model):\n    rng = np.random.default_rng(0)\n"
+        "    return helpers.f(x) + siblings.h(x) + np.exp(x) + rng.normal() + model.step(x)\n")
+    assert cli.main(["convert", str(tmp_path / "m.py")]) == 0
+    out = capsys.readouterr().out
+    for text in ("af.call(helpers.f, x)", "af.call(siblings.h, x)", "af.call(model.step, x)",
+                 "np.exp(x)", "rng.normal()"):
+        assert text in out, out
+    assert "call(np." not in out and "call(rng" not in out, out
+
+
 # ---------------------------------------------------------------------------
 # convert
 # ---------------------------------------------------------------------------

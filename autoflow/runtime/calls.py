@@ -12,48 +12,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
-import site
-import sys
-import sysconfig
 import types
 
-from ..core.origin import PACKAGE_DIR
-
-
-
-def _library_dirs():
-    dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            dirs.add(os.path.realpath(path))
-    try:
-        dirs.update(os.path.realpath(p) for p in site.getsitepackages())
-    except AttributeError:  # pragma: no cover - some virtualenvs
-        pass
-    user = getattr(site, "getusersitepackages", lambda: None)()
-    if user:
-        dirs.add(os.path.realpath(user))
-    dirs.add(os.path.realpath(sys.prefix))
-    dirs.add(os.path.realpath(sys.base_prefix))
-    return tuple(d.rstrip(os.sep) + os.sep for d in dirs)
-
-
-_LIBRARY_DIRS = _library_dirs()
-_file_verdicts = {}
-
-
-def is_library_file(filename: str) -> bool:
-    verdict = _file_verdicts.get(filename)
-    if verdict is None:
-        if filename.startswith("<"):
-            verdict = filename.startswith("<frozen")
-        else:
-            real = os.path.realpath(filename)
-            verdict = real.startswith(PACKAGE_DIR) or real.startswith(_LIBRARY_DIRS)
-        _file_verdicts[filename] = verdict
-    return verdict
+from ..core.libraries import is_library_file
 
 
 def _included(fn, include):

@@ -1,10 +1,13 @@
 """Calls, ``print`` and ``assert``.
 
-* A call of a user-level callable, ``helper(x)`` or ``self.step(x)``, becomes
-  ``af.call(helper, x)``: at run time the callee is converted too (lazily,
-  once) unless it is library code; see ``runtime.calls``. Builtins that the
-  function does not rebind, and calls on other attributes (``jnp.sin(x)``,
-  ``x.sum()``), are left as written.
+* A call of a user-level callable, ``helper(x)``, ``self.step(x)``,
+  ``model.step(x)`` or ``mymodule.helper(x)``, becomes ``af.call(helper, x)``:
+  at run time the callee is converted too (lazily, once) unless it is
+  library code; see ``runtime.calls``. Left as written: builtins that the
+  function does not rebind, methods of names bound to library code
+  (``jnp.sin(x)``, ``np.random.rand()``), array and container methods on
+  other names (``x.sum()``, ``d.items()``), and calls on longer attribute
+  chains (``a.b.f(x)``).
 * A function handed to a JAX transformation or ``lax`` loop,
   ``jax.vmap(step)``, ``lax.scan(body, ...)``, is wrapped as
   ``af.converted(step)``, so its own control flow is converted too.
@@ -20,7 +23,7 @@ import builtins
 
 import gast
 
-from ..core.nodes import Transformer
+from ..core.nodes import Transformer, walk
 from ..core.templates import replace, replace_expr
 from .util import stamp
 
@@ -32,12 +35,72 @@ _HIGHER_ORDER = frozenset({
     "linearize", "checkpoint", "remat", "scan", "fori_loop", "while_loop", "cond", "switch",
     "map", "associative_scan", "custom_jvp", "custom_vjp", "shard_map", "jit"})
 
+# Methods of JAX/NumPy arrays and of Python's numbers, strings and containers.
+_VALUE_METHODS = frozenset("""
+    T add addressable_data addressable_shards all any append argmax argmin argpartition argsort
+    as_integer_ratio astype at aval base bit_count bit_length block_until_ready byteswap
+    capitalize casefold center choose clear clip clone committed compress conj conjugate copy
+    copy_to_host_async count ctypes cumprod cumsum data decode delete denominator device
+    devices diagonal difference difference_update discard dot dtype dump dumps encode endswith
+    expandtabs extend fill find flags flat flatten format format_map from_bytes fromhex
+    fromkeys get getfield global_shards hex imag index insert intersection intersection_update
+    is_deleted is_fully_addressable is_fully_replicated is_integer is_ready isalnum isalpha
+    isascii isdecimal isdigit isdisjoint isidentifier islower isnumeric isprintable isspace
+    issubset issuperset istitle isupper item items itemsize join keys ljust lower lstrip mT
+    maketrans max mean min nbytes ndim nonzero numerator partition platform pop popitem prod
+    ptp put ravel real remove removeprefix removesuffix repeat replace reshape resize reverse
+    rfind rindex rjust round rpartition rsplit rstrip searchsorted setdefault setfield
+    setflags shape sharding size sort split splitlines squeeze startswith std strides strip
+    sum swapaxes swapcase symmetric_difference symmetric_difference_update take title
+    to_bytes to_device tobytes tofile tolist trace translate transpose union update upper
+    values var view zfill""".split())
+
 
 class Calls(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
         self.recursive = ctx.options.get("recursive", True)
         self.asserts = ctx.options.get("asserts", True)
+        self.imported = frozenset()
+
+    def run(self, tree):
+        self.imported = self._library_locals(tree)
+        return self.visit(tree)
+
+    def _is_library_name(self, name, known):
+        return (name in known or name in self.ctx.library_names
+                or hasattr(builtins, name) and self.ctx.builtin_available(name))
+
+    def _library_locals(self, tree):
+        """Local names that hold library code or values made by it.
+
+        Modules imported inside the function (`import numpy as np`, not
+        relative imports), and names only ever assigned from an expression
+        rooted at one (`rng = np.random.default_rng(0)`), so that
+        `rng.normal(...)` is left as written.
+        """
+        known = set()
+        roots = {}
+        for n in walk(tree):
+            if isinstance(n, gast.Import) or isinstance(n, gast.ImportFrom) and not n.level:
+                known.update((a.asname or a.name).split(".")[0] for a in n.names)
+            elif isinstance(n, gast.Assign):
+                root = n.value
+                while isinstance(root, (gast.Attribute, gast.Call, gast.Subscript)):
+                    root = root.func if isinstance(root, gast.Call) else root.value
+                for t in n.targets:
+                    if isinstance(t, gast.Name):
+                        roots.setdefault(t.id, set()).add(
+                            root.id if isinstance(root, gast.Name) else None)
+        changed = True
+        while changed:
+            changed = False
+            for name, rs in roots.items():
+                if name not in known and all(r is not None and self._is_library_name(r, known)
+                                             for r in rs):
+                    known.add(name)
+                    changed = True
+        return frozenset(known)
 
     def _runtime_attr(self, attr, anchor):
         node = replace_expr("AF.attr", AF=self.ctx.af)
@@ -57,6 +120,21 @@ class Calls(Transformer):
             return stamp(wrapped, arg)
         return arg
 
+    def _user_method(self, base, method):
+        """Does ``base.method(...)`` call code that should be converted?"""
+        if base in _SELF_NAMES:
+            return True
+        if base == self.ctx.af or base in self.ctx.library_names or base in self.imported:
+            return False
+        if hasattr(builtins, base) and self.ctx.builtin_available(base):
+            return False
+        if base in self.ctx.user_names:
+            return True
+        # A local value, or a global not known here: `x.sum()`, `d.items()`
+        # stay as written; `model.step(x)` goes through `af.call`, which
+        # converts it only if it is the user's code.
+        return method not in _VALUE_METHODS
+
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
@@ -73,7 +151,7 @@ class Calls(Transformer):
             if func.id == self.ctx.af:
                 return node
         elif not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
-                  and func.value.id in _SELF_NAMES):
+                  and self._user_method(func.value.id, func.attr)):
             return node
         if not self.recursive:
             return node

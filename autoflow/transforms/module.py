@@ -10,6 +10,7 @@ added after the module's docstring and ``__future__`` imports.
 from __future__ import annotations
 
 import builtins
+import os
 
 import gast
 
@@ -19,8 +20,10 @@ from . import pipeline
 from .context import Context
 
 
-def _convert_one(node, namer, alias, shadowed, filename):
-    ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename)
+def convert_copy(node, namer, alias, shadowed, filename, imports=(frozenset(), frozenset())):
+    """Convert a copy of the user's ``node`` (its decorators kept on the copy)."""
+    ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename,
+                  library_names=imports[0], user_names=imports[1])
     new = clone(node)
     new.decorator_list = []
     mark_user(new)
@@ -40,6 +43,38 @@ def module_shadowed(tree, reserved):
         elif isinstance(n, gast.alias):
             bound.add((n.asname or n.name).split(".")[0])
     return frozenset(n for n in reserved & bound if hasattr(builtins, n))
+
+
+def import_kinds(tree, filename):
+    """``(library names, user names)`` bound by the module's own imports.
+
+    The file is read, never run, so a module counts as the user's when it is
+    imported relatively or sits next to the file (``helpers.py`` or a
+    ``helpers/`` package); any other import is taken for a library.
+    """
+    here = os.path.dirname(os.path.abspath(filename)) if not filename.startswith("<") else None
+
+    def local(module):
+        top = module.split(".")[0]
+        return here is not None and (os.path.isfile(os.path.join(here, top + ".py"))
+                                     or os.path.isdir(os.path.join(here, top)))
+
+    library, user = set(), set()
+    todo = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, gast.Import):
+            for a in stmt.names:
+                (user if local(a.name) else library).add((a.asname or a.name).split(".")[0])
+        elif isinstance(stmt, gast.ImportFrom):
+            mine = stmt.level > 0 or local(stmt.module or "")
+            for a in stmt.names:
+                if a.name != "*":
+                    (user if mine else library).add(a.asname or a.name)
+        elif not isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                todo += [s for s in getattr(stmt, field, None) or [] if isinstance(s, gast.AST)]
+    return frozenset(library), frozenset(user)
 
 
 def _is_generator(node):
@@ -68,6 +103,7 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
     namer = Namer(reserved)
     alias = namer.reusable("af")
     shadowed = module_shadowed(tree, reserved)
+    imports = import_kinds(tree, filename)
     changed = []
     found = None
 
@@ -82,7 +118,7 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
                 qual = prefix + node.name
                 # A namer per function: editing one function never renames
                 # the generated names of another.
-                new = _convert_one(node, Namer(reserved), alias, shadowed, filename)
+                new = convert_copy(node, Namer(reserved), alias, shadowed, filename, imports)
                 if pipeline.to_source(new) != pipeline.to_source(node):
                     changed.append(qual)
                     edits.append((node, new))

@@ -51,7 +51,7 @@ def _index_assign(tree, ctx):
 
 
 def _calls(tree, ctx):
-    Calls(ctx).visit(tree)
+    Calls(ctx).run(tree)
 
 
 def _lower_exits(tree, ctx):
