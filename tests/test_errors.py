@@ -174,6 +174,20 @@ def test_walrus_in_a_later_operand_with_a_concrete_first_operand_runs():
         assert autoflow.convert(fn)(x) == fn(x)
 
 
+def test_traced_filter_in_a_comprehension():
+    fn = conditions.filter_in_comprehension
+    exc = raises_conversion_error(fn, X3)
+    msg = check_message(exc, fn, mentions=["comprehension", "jnp.where", "`for` loop"],
+                        construct="x > 0")
+    assert "length" in msg
+
+
+def test_concrete_filter_in_a_comprehension_runs():
+    def f(x):
+        return sum([x * k for k in range(5) if k % 2])
+    assert autoflow.jit(f)(2.0) == f(2.0)
+
+
 def test_global_written_under_a_traced_if():
     fn = conditions.global_write_under_traced_if
     exc = raises_conversion_error(fn, 1.0)

@@ -165,14 +165,17 @@ def not_(a):
     return jnp.logical_not(as_pred(a))
 
 
-def python_condition(cond, reason):
-    """The test of an ``if``/``while`` autoflow left as Python: it must be concrete."""
+_GLOBAL_ADVICE = ("Make the condition static, or move the assignment out of the statement "
+                  "(return the value instead of assigning a global/nonlocal).")
+
+
+def python_condition(cond, reason, advice=_GLOBAL_ADVICE):
+    """A test autoflow left as Python (an ``if``/``while``, a comprehension's ``if``):
+    it must be concrete."""
     c = truth(cond, _site)
     if c is None:
-        raise ConversionError(message(
-            user_site(2), f"this condition is traced, but {reason}",
-            "Make the condition static, or move the assignment out of the statement "
-            "(return the value instead of assigning a global/nonlocal)."))
+        raise ConversionError(message(user_site(2), f"this condition is traced, but {reason}",
+                                      advice))
     return c
 
 
@@ -289,6 +292,21 @@ def enumerate(iterable, start=0):  # noqa: A001
 def zip(*iterables, strict=False):  # noqa: A001
     """``zip`` that a staged ``for`` loop can scan."""
     return Zip(iterables, strict)
+
+
+def reversed(seq):  # noqa: A001 - mirrors the builtin
+    """``reversed`` that keeps ranges (traced bounds too) and arrays stageable."""
+    if isinstance(seq, builtins.range):
+        return seq[::-1]
+    if isinstance(seq, TracedRange):
+        start, stop, step = (jnp.asarray(v) for v in (seq.start, seq.stop, seq.step))
+        dtype = jnp.result_type(start, stop, step)
+        start, stop, step = (v.astype(dtype) for v in (start, stop, step))
+        length = jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+        return TracedRange(start + (length - 1) * step, start - step, -step)
+    if isinstance(seq, (jax.Array, np.ndarray)) and np.ndim(seq) >= 1:
+        return seq[::-1]
+    return builtins.reversed(seq)
 
 
 class _Seq:

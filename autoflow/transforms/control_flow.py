@@ -34,7 +34,7 @@ from .util import _SCOPES, contains, contains_return, stamp
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
 # a traced bound or a traced array can become a lax loop.
-_ITERABLE_BUILTINS = ("range", "enumerate", "zip")
+_ITERABLE_BUILTINS = ("range", "enumerate", "zip", "reversed")
 
 
 def _definitely_bound(stmts) -> set:
@@ -247,7 +247,7 @@ class ControlFlow:
             new = replace("AF.attr", AF=self.ctx.af)[0].value
             new.attr = func.id
             it.func = stamp(new, func)
-            if func.id in ("enumerate", "zip"):  # enumerate(zip(xs, ys)): one staged loop
+            if func.id != "range":  # enumerate(zip(xs, ys)), reversed(range(n)): one staged loop
                 it.args = [self._iterable(a) for a in it.args]
         elif (isinstance(func, gast.Attribute) and func.attr in ("unroll", "roll")
               or isinstance(func, gast.Name) and func.id in ("unroll", "roll")) and it.args:

@@ -22,6 +22,10 @@ for ``and``/``or``/``if-else`` the operands that decide are wrapped in
 traced one (whose branches cannot both bind the name)::
 
     a and (y := f(x))  ->  af.python_operand(a, REASON) and (y := f(x))
+
+The ``if`` of a comprehension (``[x for x in xs if x > 0]``) decides the
+result's length, so it must be concrete: it goes through
+``af.python_condition``, which reports a traced test at its line.
 """
 
 from __future__ import annotations
@@ -56,6 +60,12 @@ _OP_NAMES = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.Eq
              gast.NotIn: "not in"}
 
 
+_FILTER_REASON = ("a comprehension's `if` keeps or drops items, so the result's length would "
+                  "depend on a traced value")
+_FILTER_ADVICE = ("Keep every item and mask instead, as in `jnp.where(cond, x, 0)` (then sum), "
+                  "or use a `for` loop, which autoflow converts.")
+
+
 class Logical(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
@@ -74,6 +84,16 @@ class Logical(Transformer):
         return stamp(replace_expr("AF.python_operand(OPERAND, REASON)", AF=self.ctx.af,
                                   OPERAND=operand, REASON=gast.Constant(value=reason, kind=None)),
                      operand)
+
+    def visit_comprehension(self, node):
+        # A filter keeps or drops items: the result's length cannot depend on
+        # a traced value, so each test must be concrete (and is reported if not).
+        self.generic_visit(node)
+        node.ifs = [stamp(replace_expr(
+            "AF.python_condition(TEST, REASON, ADVICE)", AF=self.ctx.af, TEST=test,
+            REASON=gast.Constant(value=_FILTER_REASON, kind=None),
+            ADVICE=gast.Constant(value=_FILTER_ADVICE, kind=None)), test) for test in node.ifs]
+        return node
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)

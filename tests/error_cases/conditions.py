@@ -24,3 +24,7 @@ def global_write_under_traced_if(x):
     if x > 0:  # ERROR
         counter = counter + 1
     return x
+
+
+def filter_in_comprehension(xs):
+    return sum([x * 2 for x in xs if x > 0])  # ERROR
