@@ -46,9 +46,7 @@ def child_fields(cls) -> tuple:
         return _child_fields(cls)
 
 
-def children(node) -> list:
-    """``node``'s child nodes, in field order (``ast.iter_child_nodes`` without contexts)."""
-    out = []
+def _append_children(node, out):
     d = node.__dict__
     for f in child_fields(node.__class__):
         v = d.get(f)
@@ -58,6 +56,12 @@ def children(node) -> list:
                     out.append(x)
         elif isinstance(v, AST):
             out.append(v)
+
+
+def children(node) -> list:
+    """``node``'s child nodes, in field order (``ast.iter_child_nodes`` without contexts)."""
+    out = []
+    _append_children(node, out)
     return out
 
 
@@ -66,15 +70,7 @@ def walk(node) -> list:
     todo = [node]
     i = 0
     while i < len(todo):
-        d = todo[i].__dict__
-        for f in child_fields(todo[i].__class__):
-            v = d.get(f)
-            if v.__class__ is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        todo.append(x)
-            elif isinstance(v, AST):
-                todo.append(v)
+        _append_children(todo[i], todo)
         i += 1
     return todo
 
