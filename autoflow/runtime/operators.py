@@ -251,6 +251,13 @@ class TracedRange:
             user_site(2), "this `range` has a traced bound and cannot be iterated as Python",
             "Use it directly as a `for` loop's iterable in converted code."))
 
+    def parts(self):
+        """``(start, step, length)`` as arrays of one integer dtype."""
+        start, stop, step = (jnp.asarray(v) for v in (self.start, self.stop, self.step))
+        dtype = jnp.result_type(start, stop, step)
+        start, stop, step = (v.astype(dtype) for v in (start, stop, step))
+        return start, step, jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+
 
 def range(*args):  # noqa: A001 - mirrors the builtin
     """``range`` that also accepts traced bounds (for staged ``for`` loops)."""
@@ -299,10 +306,7 @@ def reversed(seq):  # noqa: A001 - mirrors the builtin
     if isinstance(seq, builtins.range):
         return seq[::-1]
     if isinstance(seq, TracedRange):
-        start, stop, step = (jnp.asarray(v) for v in (seq.start, seq.stop, seq.step))
-        dtype = jnp.result_type(start, stop, step)
-        start, stop, step = (v.astype(dtype) for v in (start, stop, step))
-        length = jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+        start, step, length = seq.parts()
         return TracedRange(start + (length - 1) * step, start - step, -step)
     if isinstance(seq, (jax.Array, np.ndarray)) and np.ndim(seq) >= 1:
         return seq[::-1]
@@ -324,11 +328,8 @@ def _as_seq(it):
         r = it
         return _Seq(len(r), lambda k: r.start + k * r.step, r, False)
     if isinstance(it, TracedRange):
-        start, stop, step = (jnp.asarray(v) for v in (it.start, it.stop, it.step))
-        dtype = jnp.result_type(start, stop, step)
-        start, stop, step = (v.astype(dtype) for v in (start, stop, step))
-        length = jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
-        return _Seq(length, lambda k: start + k.astype(dtype) * step, None, True)
+        start, step, length = it.parts()
+        return _Seq(length, lambda k: start + k.astype(start.dtype) * step, None, True)
     if isinstance(it, (jax.Array, np.ndarray)) and np.ndim(it) >= 1:
         arr = it
         return _Seq(np.shape(arr)[0], lambda k: lax.dynamic_index_in_dim(
