@@ -48,7 +48,10 @@ def _scope_reads(node):
                 inner_bound.add(a.id)
     body = node.body if isinstance(node.body, list) else [node.body]
     for stmt in body:
-        inner_bound.update(bound_names([stmt]))
+        if isinstance(stmt, gast.stmt):
+            inner_bound.update(bound_names([stmt]))
+        else:  # a lambda's expression: a walrus in it binds in the lambda
+            inner_bound.update(walrus_targets(stmt))
     for sub in body:
         for n in walk(sub):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
@@ -128,7 +131,7 @@ def _bind(stmt, out, include_nested):
     elif isinstance(stmt, (gast.AugAssign, gast.AnnAssign)):
         if stmt.value is not None:
             _add(out, walrus_targets(stmt.value))
-        _add(out, target_names(stmt.target))
+            _add(out, target_names(stmt.target))  # a bare `y: float` binds nothing
     elif isinstance(stmt, (gast.For, gast.AsyncFor)):
         _add(out, walrus_targets(stmt.iter))
         _add(out, target_names(stmt.target))
@@ -194,3 +197,106 @@ def _walk_scope(node):
             if isinstance(child, SCOPES):
                 continue
             todo.append(child)
+
+
+def nested_free_names(fn) -> set[str]:
+    """Names that scopes nested in function ``fn`` read or declare ``nonlocal``.
+
+    Those of ``fn``'s own variables are *cells*: a closure reads them when it
+    runs, so converted code must keep the shared variable current.
+    """
+    out = set()
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, SCOPES) and getattr(node, "af_user", False):
+            # (The lambdas autoflow makes for `and`/`or` operands run at once.)
+            out.update(_scope_reads(node))
+            for sub in walk(node):
+                if isinstance(sub, gast.Nonlocal):
+                    out.update(sub.names)
+            continue
+        todo.extend(children(node))
+    return out
+
+
+# Methods that change a list, dict or set in place.
+MUTATING_METHODS = frozenset(
+    "append extend insert pop remove clear update setdefault popitem sort reverse add "
+    "discard difference_update intersection_update symmetric_difference_update".split())
+
+
+def _chain(node):
+    """``a.b.c`` -> ``['a', 'b', 'c']`` for a chain of plain attributes on a name."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, gast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+def _root(node):
+    """The name or attribute chain a subscript chain hangs from (``cfg['a'][i]`` -> cfg)."""
+    while isinstance(node, gast.Subscript):
+        node = node.value
+    return node if _chain(node) is not None else None
+
+
+def shared_state(stmts):
+    """What ``stmts`` change besides variables, in order of first appearance.
+
+    Returns ``(attrs, objects)``: ``attrs`` are the attribute targets assigned
+    (``s.x = v``, ``self.n += 1``, ``a.b.c = v``) as attribute nodes;
+    ``objects`` the expressions (a name or an attribute chain) whose list,
+    dict or set contents are changed in place (``out.append(v)``,
+    ``del d[k]``, ``cfg['a']['b'] = v``). Nested scopes are not entered.
+    """
+    attrs, objects, seen = [], [], set()
+
+    def add(kind, node):
+        key = (kind, ".".join(_chain(node)))
+        if key not in seen:
+            seen.add(key)
+            (attrs if kind == "attr" else objects).append(node)
+
+    def target(t):
+        if isinstance(t, (gast.Tuple, gast.List)):
+            for e in t.elts:
+                target(e)
+        elif isinstance(t, gast.Starred):
+            target(t.value)
+        elif isinstance(t, gast.Attribute) and _chain(t) is not None:
+            add("attr", t)
+        elif isinstance(t, gast.Subscript):
+            root = _root(t)
+            if root is not None:
+                add("obj", root)
+
+    for stmt in stmts:
+        todo = [stmt]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, SCOPES):
+                continue
+            if isinstance(n, gast.Assign):
+                for t in n.targets:
+                    target(t)
+            elif isinstance(n, (gast.AugAssign, gast.AnnAssign)):
+                target(n.target)
+            elif isinstance(n, gast.Delete):
+                for t in n.targets:
+                    target(t)
+            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                    and n.func.attr in MUTATING_METHODS:
+                root = _root(n.func.value)
+                if root is not None:
+                    add("obj", root)
+            todo.extend(reversed(list(children(n))))
+    return attrs, objects
+
+
+def chain_text(node) -> str:
+    return ".".join(_chain(node))

@@ -19,6 +19,7 @@ import ast
 import types
 
 FACTORY = "__autoflow_factory__"
+INNER = "__autoflow_function__"
 
 
 def _none_at(node):
@@ -42,6 +43,12 @@ def compile_function(fn_node, filename, freevars, alias):
     Its free variables are among ``freevars`` and ``alias``.
     """
     _strip_evaluated_parts(fn_node)
+    # Compiled under a name of its own: inside the factory, `def f` would bind
+    # `f` there, and the function's own references to `f` (recursion,
+    # `return f`) would become closure reads of the factory's variable
+    # instead of the global the original reads.
+    name = fn_node.name
+    fn_node.name = INNER
     params = [alias] + [v for v in freevars if v != alias]
     factory = ast.FunctionDef(
         name=FACTORY,
@@ -57,8 +64,23 @@ def compile_function(fn_node, filename, freevars, alias):
     module = ast.Module(body=[factory], type_ignores=[])
     code = compile(module, filename, "exec", dont_inherit=True)
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return next(c for c in factory_code.co_consts
-                if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
+    inner = next(c for c in factory_code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name == INNER)
+    fn_node.name = name
+    return _renamed(inner, INNER, name)
+
+
+def _renamed(code, old, new):
+    """``code`` (and the code nested in it) with the function name ``old`` -> ``new``."""
+    consts = tuple(_renamed(c, old, new) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    changes = {"co_consts": consts}
+    if code.co_name == old:
+        changes["co_name"] = new
+    qualname = getattr(code, "co_qualname", None)
+    if qualname is not None:
+        changes["co_qualname"] = qualname.replace(f"{FACTORY}.<locals>.{old}", new, 1)
+    return code.replace(**changes)
 
 
 def make_function(code, original, runtime, alias):

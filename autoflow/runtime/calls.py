@@ -14,7 +14,14 @@ import functools
 import inspect
 import types
 
+import threading
+
 from ..core.libraries import is_library_file
+from ..core.origin import message, user_site
+from ..errors import ConversionError
+from .values import in_staged_block
+
+_depth = threading.local()
 
 
 def _included(fn, include):
@@ -78,5 +85,30 @@ class Runtime(types.ModuleType):
         return self._target(f)
 
     def call(self, f, *args, **kwargs):
-        """``f(*args, **kwargs)`` with ``f`` converted (unless it is library code)."""
-        return self._target(f)(*args, **kwargs)
+        """``f(*args, **kwargs)`` with ``f`` converted (unless it is library code).
+
+        A recursion that never ends while tracing (its depth depends on a
+        traced value: both branches of a staged ``if`` are traced, the
+        recursive one included) is reported at the outermost call, naming
+        the function, instead of as Python's ``RecursionError``.
+        """
+        target = self._target(f)
+        if not in_staged_block():
+            return target(*args, **kwargs)
+        key = getattr(target, "__code__", None) or id(target)
+        depth = _depth.__dict__.setdefault("calls", {})
+        depth[key] = depth.get(key, 0) + 1
+        try:
+            return target(*args, **kwargs)
+        except RecursionError:
+            if depth[key] != 1:
+                raise
+            name = getattr(f, "__qualname__", None) or getattr(f, "__name__", repr(f))
+            raise ConversionError(message(
+                user_site(2), f"`{name}` calls itself without end while autoflow traces it: "
+                "its recursion depth depends on a traced value (both branches of a traced "
+                "`if` are traced, the recursive call included)",
+                f"Rewrite `{name}` as a `while` loop over its arguments, or make the value "
+                "that ends the recursion static.")) from None
+        finally:
+            depth[key] -= 1

@@ -18,7 +18,9 @@ from jax import lax
 from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
-from .values import Tracer, Undefined, as_pred, flatten, is_traced, staging as under_trace, truth
+from .state import Shared
+from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten, is_traced,
+                     staging as under_trace, truth)
 
 log = logging.getLogger("autoflow")
 
@@ -60,11 +62,57 @@ def _unpack(state):
     return tuple(state)
 
 
+def ld(value):
+    """A read of a variable that a converted statement may have left unbound.
+
+    Plain Python: ``value`` itself, where Python would have read the variable;
+    where Python would raise ``UnboundLocalError`` (the variable was never
+    assigned on this path) so does ``ld``.
+    """
+    if type(value) is Undefined:
+        raise UnboundVariableError(message(
+            user_site(2), f"cannot access local variable `{value.name}` where it is not "
+            "associated with a value", f"Assign `{value.name}` on every path that reaches "
+            "this line."))
+    return value
+
+
+def _with_state(names, shared):
+    """``(names, wrap, split)`` for a staged statement that also changes ``shared`` state.
+
+    The state's values travel as extra outputs after the variables: ``wrap``
+    makes a branch or body function reset the state, run, and return the
+    variables plus the state's values; ``split`` takes the result apart and
+    writes the state back in place.
+    """
+    base = ("retval",) if names is None else tuple(names)
+    nb = len(base)
+
+    def parts(out):
+        return [out] if nb == 1 else (list(out) if nb else [])
+
+    def join(ps):
+        return ps[0] if nb == 1 else (tuple(ps) if nb else None)
+
+    def wrap(fn):
+        def run(*args):
+            shared.reset()
+            return tuple(parts(fn(*args))) + shared.values()
+        return run
+
+    def split(result):
+        shared.reset()
+        shared.assign(result[nb:])
+        return join(list(result[:nb]))
+
+    return base + tuple(shared.names()), wrap, split
+
+
 # ---------------------------------------------------------------------------
 # if and conditional expressions
 # ---------------------------------------------------------------------------
 
-def if_stmt(cond, true_fn, false_fn, operands=(), names=None):
+def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
     """``if cond: true_fn(*operands) else: false_fn(*operands)``, returning its result.
 
     Plain Python::
@@ -75,14 +123,30 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None):
     With a traced scalar ``cond`` this is ``lax.cond``: both branches are
     traced, their outputs must have the same structure and shapes (dtypes
     are promoted), and ``names`` (the output variables, or ``None`` for a
-    function's return value) is used to name what does not match.
+    function's return value) is used to name what does not match. ``state``
+    (``af.state(...)``) names the attributes and containers the branches
+    change in place: each staged branch starts from their values before the
+    ``if``, and the chosen values are written back afterwards.
     """
     c = truth(cond, _site)
     if c is not None:
         events.note("if", "python")
         return true_fn(*operands) if c else false_fn(*operands)
     events.note("if", "lax.cond")
-    return staging.cond(cond, true_fn, false_fn, operands, names, _site)
+    return _cond(cond, true_fn, false_fn, operands, names, state)
+
+
+def _cond(cond, true_fn, false_fn, operands, names, shared):
+    """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
+    if not shared:
+        return staging.cond(cond, true_fn, false_fn, operands, names, _site)
+    all_names, wrap, split = _with_state(names, shared.snapshot())
+    try:
+        result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands, all_names, _site)
+    except BaseException:
+        shared.reset()
+        raise
+    return split(result)
 
 
 def if_exp(cond, true_thunk, false_thunk):
@@ -116,6 +180,10 @@ def _logical(kind, a, thunks):
             a = jnp.where(as_pred(a_arr), b_arr, a_arr)
         else:
             a = jnp.where(as_pred(a_arr), a_arr, b_arr)
+        if not (isinstance(b, Tracer) and is_traced(b)) and (kind == "and") != bool(b):
+            # A concrete operand that ends the chain (falsy for `and`, truthy for
+            # `or`): on every path Python stops here, so the rest is never evaluated.
+            return a
     return a
 
 
@@ -193,7 +261,32 @@ def python_operand(value, reason):
 # while
 # ---------------------------------------------------------------------------
 
-def while_stmt(test, body, init, names, *, max_iterations=None):
+def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
+    """``staging.loop``, with ``shared`` state (see ``runtime.state``) carried too."""
+    if not shared:
+        return staging.loop(kind, state, names, _site, step=step, cond_fn=cond_fn, **kwargs)
+    n = len(names)
+    all_names, _, split = _with_state(names, shared.snapshot())
+    init = _pack(state, n) + shared.values()
+
+    def step2(k, s):
+        shared.assign(s[n:])
+        return _pack(step(k, _unpack(s[:n])), n) + shared.values()
+
+    def cond2(s):
+        shared.assign(s[n:])
+        return cond_fn(_unpack(s[:n]))
+
+    try:
+        out = staging.loop(kind, init, all_names, _site, step=step2,
+                           cond_fn=None if cond_fn is None else cond2, **kwargs)
+    except BaseException:
+        shared.reset()
+        raise
+    return split(out)
+
+
+def while_stmt(test, body, init, names, *, max_iterations=None, state=None):
     """Python's ``while`` over explicit carries.
 
     Plain Python::
@@ -210,7 +303,7 @@ def while_stmt(test, body, init, names, *, max_iterations=None):
     return/take the carries positionally; one carry is passed bare.
     """
     n = len(names)
-    state = _loop_state(init)
+    shared, state = state, _loop_state(init)
     while True:
         c = truth(test(*state), _site, what="loop condition")
         if c is None:
@@ -220,10 +313,9 @@ def while_stmt(test, body, init, names, *, max_iterations=None):
             return _unpack(state)
         state = _pack(body(*state), n)
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
-    out = staging.loop("while", _unpack(state), names, _site,
+    return _stage_loop("while", _unpack(state), names, shared,
                        step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
                        cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations)
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -364,7 +456,7 @@ def _has_traced(state):
     return builtins.any(isinstance(x, Tracer) and is_traced(x) for x in flatten(state)[0])
 
 
-def _python_for(items, body, test, state, n, names):
+def _python_for(items, body, test, state, n, names, shared=None):
     """Iterate as Python; a traced ``test`` (after a ``break``) guards the body."""
     for item in items:
         if test is not None:
@@ -372,18 +464,18 @@ def _python_for(items, body, test, state, n, names):
             if c is False:
                 break
             if c is None:
-                t, site = test(*state), _site
+                t = test(*state)
                 if n:
-                    state = _pack(staging.cond(t, lambda *s: body(item, *s), lambda *s: _unpack(s),
-                                               state, names, site), n)
+                    state = _pack(_cond(t, lambda *s: body(item, *s), lambda *s: _unpack(s),
+                                        state, names, shared), n)
                 else:
-                    staging.cond(t, lambda: body(item), lambda: None, (), (), site)
+                    _cond(t, lambda: body(item), lambda: None, (), (), shared)
                 continue
         state = _pack(body(item, *state), n)
     return _unpack(state)
 
 
-def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
+def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, state=None):
     """Python's ``for`` over explicit carries.
 
     Plain Python::
@@ -413,7 +505,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
     unroll=k)`` forces a staged loop and passes ``unroll`` to ``lax``.
     """
     n = len(names)
-    state = _loop_state(init)
+    shared, state = state, _loop_state(init)
     mode, unroll = None, 1
     if isinstance(iterable, LoopOptions):
         mode, unroll, iterable = iterable.mode, iterable.unroll, iterable.iterable
@@ -424,7 +516,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
             "Remove `autoflow.unroll`, or make the bound static."))
     if seq is None:
         events.note("for", "python")
-        return _python_for(iterable, body, test, state, n, names)
+        return _python_for(iterable, body, test, state, n, names, shared)
 
     site = _site
     step = (lambda k, s: _unpack(_pack(body(seq.item(k), *_pack(s, n)), n)))
@@ -432,12 +524,12 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
 
     if not isinstance(seq.length, int):  # traced trip count
         events.note("for", "lax.while_loop")
-        return staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
-                            length=seq.length, unroll=unroll, max_iterations=max_iterations)
+        return _stage_loop("for", _unpack(state), names, shared, step=step, cond_fn=cond_fn,
+                           length=seq.length, unroll=unroll, max_iterations=max_iterations)
     if seq.python is None or (not under_trace() and mode != "roll"):
         events.note("for", "python")
         return _python_for(seq.python if seq.python is not None else iterable,
-                           body, test, state, n, names)
+                           body, test, state, n, names, shared)
 
     # A concrete trip count under a trace: roll the loop once a carry is traced.
     start = 0
@@ -456,14 +548,14 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
             events.note("for", "python")
             rest = iter(seq.python)
             next(rest)
-            return _python_for(rest, body, test, state, n, names)
+            return _python_for(rest, body, test, state, n, names, shared)
     if start >= seq.length:
         events.note("for", "python")
         return _unpack(state)
     try:
-        out = staging.loop("for", _unpack(state), names, site, step=step, cond_fn=cond_fn,
-                           start=start, length=seq.length - start, unroll=unroll,
-                           max_iterations=max_iterations)
+        out = _stage_loop("for", _unpack(state), names, shared, step=step, cond_fn=cond_fn,
+                          start=start, length=seq.length - start, unroll=unroll,
+                          max_iterations=max_iterations)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:
@@ -474,7 +566,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None):
     rest = iter(seq.python)
     for _ in builtins.range(start):
         next(rest)
-    return _python_for(rest, body, test, state, n, names)
+    return _python_for(rest, body, test, state, n, names, shared)
 
 
 def unroll(iterable):

@@ -391,7 +391,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
 
         def test(dyn):
             c = cond_fn(merge(dyn))
-            if np.shape(c) != ():
+            if np.shape(c) != () and np.size(c) != 1:
                 raise ConversionError(message(
                     site(), f"the loop condition is an array of shape {tuple(np.shape(c))}, "
                     "not a scalar", "Reduce it with `.any()` or `.all()`."))

@@ -111,7 +111,7 @@ def truth(x, site_fn, what="condition"):
     (Python's own ``bool`` would fail the same way on a concrete array).
     """
     if isinstance(x, Tracer) and is_traced(x):
-        if np.shape(x) != ():
+        if np.shape(x) != () and np.size(x) != 1:
             site = site_fn()
             raise ConversionError(message(
                 site, f"the {what} is a traced array of shape {tuple(np.shape(x))} "
@@ -125,6 +125,8 @@ def truth(x, site_fn, what="condition"):
 def as_pred(x):
     """A traced scalar as a boolean predicate (Python's truth rule)."""
     x = jnp.asarray(x)
+    if x.ndim and x.size == 1:  # a size-1 array is a valid condition, as in NumPy
+        x = x.reshape(())
     if x.dtype != jnp.bool_:
         x = x != 0
     return x

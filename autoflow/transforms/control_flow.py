@@ -26,10 +26,13 @@ from __future__ import annotations
 import gast
 
 from ..analysis.activity import TRY_TYPES as _TRY
-from ..analysis.activity import bound_names, declared_nonlocal, target_names, walrus_targets
-from ..analysis.liveness import always_returns, annotate
+from ..analysis.activity import (bound_names, chain_text, declared_nonlocal, nested_free_names,
+                                 shared_state, target_names, walrus_targets)
+from ..analysis.liveness import always_returns, defined_block, live_block
+from ..core.nodes import clone, walk
+from ..core.templates import name as name_node
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
-from .util import _SCOPES, contains, contains_return, stamp
+from .util import _SCOPES, contains, contains_return, is_generator, stamp
 
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
@@ -72,27 +75,99 @@ def _params_of(fn):
 class ControlFlow:
     def __init__(self, ctx):
         self.ctx = ctx
+        # The cells of the user function being converted: its variables that a
+        # nested function or lambda reads. Generated functions bind them with
+        # `nonlocal`, so that a closure called inside a branch or loop body
+        # sees the current value (see `_share_cells`).
+        self.cells = frozenset()
+        # Variables some statement may leave unbound (`af.Undefined`): user
+        # reads of them go through `af.ld`, which raises Python's error.
+        self.maybe_unbound = set()
 
     # ---- functions and blocks ---------------------------------------------
     def convert_function(self, fn):
         params = _params_of(fn)
-        annotate(fn.body, live_out=(), params=params)
-        # Generated functions never declare global/nonlocal: only user ones need the walk.
-        outer = declared_nonlocal(fn.body) if getattr(fn, "af_user", False) else set()
-        local = (set(bound_names(fn.body)) | set(params)) - outer
+        user = getattr(fn, "af_user", False)
+        saved = self.cells, self.maybe_unbound
+        if user:
+            self.maybe_unbound = set()
+        declared = declared_nonlocal(fn.body) if user else set(getattr(fn, "af_nonlocal", ()))
+        local = (set(bound_names(fn.body)) | set(params)) - declared
+        if user:
+            self.cells = frozenset(nested_free_names(fn) & local)
+        else:
+            local |= declared & self.cells  # cells of the user function, shared by name
+        live_out = self.cells if not user else ()
+        live_block(fn.body, set(live_out))
+        # Names bound for sure where a generated function is called are bound
+        # in it too; other parameters may hold `af.Undefined`.
+        outer = getattr(fn, "af_outer_defined", set())
+        defined_block(fn.body, set(params), (set(params) - (self.maybe_unbound - outer)) | outer)
         fn.body = self._block(fn.body, local) or [gast.Pass()]
+        self.cells, self.maybe_unbound = saved if user else (self.cells, self.maybe_unbound)
+
+    def _guard(self, stmt):
+        """Reads in ``stmt`` of a variable that may hold ``af.Undefined`` here
+        become ``af.ld(x)``, which raises Python's ``UnboundLocalError``.
+
+        Only ``stmt``'s own expressions: nested statement lists are guarded
+        when their block is converted, nested user scopes have their own
+        variables.
+        """
+        names = self.maybe_unbound - stmt.af_def_before
+        if not names:
+            return
+        todo = [stmt]
+        while todo:
+            n = todo.pop()
+            for field, value in list(n.__dict__.items()):
+                if field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    continue
+                items = value if isinstance(value, list) else [value]
+                for i, v in enumerate(items):
+                    if isinstance(v, gast.Name):
+                        if self._guardable(v, names) and not self._fails_anyway(n, field):
+                            if isinstance(value, list):
+                                value[i] = self._ld(v)
+                            else:
+                                setattr(n, field, self._ld(v))
+                    elif isinstance(v, gast.AST) and not (
+                            isinstance(v, (gast.FunctionDef, gast.AsyncFunctionDef,
+                                           gast.ClassDef, gast.Lambda))
+                            and getattr(v, "af_user", False)):
+                        todo.append(v)
+
+    @staticmethod
+    def _fails_anyway(parent, field):
+        """Does using ``af.Undefined`` in ``parent.field`` raise by itself
+        (arithmetic, indexing, attribute access, a call, a truth test)?"""
+        return (isinstance(parent, (gast.BinOp, gast.UnaryOp))
+                or field == "value" and isinstance(parent, (gast.Subscript, gast.Attribute))
+                or field == "func" and isinstance(parent, gast.Call)
+                or field == "test")
+
+    @staticmethod
+    def _guardable(node, names):
+        return (node.id in names and isinstance(node.ctx, gast.Load)
+                and getattr(node, "af_user", False))
+
+    def _ld(self, node):
+        return stamp(replace_expr("AF.ld(X)", AF=self.ctx.af, X=node), node)
 
     def _block(self, stmts, local):
         out = []
         for s in stmts:
+            if self.maybe_unbound:
+                self._guard(s)
             if isinstance(s, gast.If):
                 out += self._if(s, local)
             elif isinstance(s, gast.While):
                 out += self._while(s, local)
             elif isinstance(s, gast.For):
                 out += self._for(s, local)
-            elif isinstance(s, (gast.FunctionDef,)):
-                self.convert_function(s)
+            elif isinstance(s, gast.FunctionDef):
+                if not is_generator(s):  # a generator's loops run as Python
+                    self.convert_function(s)
                 out.append(s)
             elif isinstance(s, _SCOPES) or isinstance(s, gast.AsyncFunctionDef):
                 out.append(s)
@@ -117,6 +192,7 @@ class ControlFlow:
         out = []
         for n in names:
             if n not in stmt.af_maybe_before:
+                self.maybe_unbound.add(n)
                 out += stamp(replace("NAME = AF.Undefined(TEXT)", NAME=n, AF=self.ctx.af,
                                      TEXT=gast.Constant(value=n, kind=None)), stmt)
         return out
@@ -125,6 +201,7 @@ class ControlFlow:
         """Convert the generated functions' bodies (fresh analysis of each)."""
         for g in generated:
             if isinstance(g, gast.FunctionDef):
+                g.af_outer_defined = stmt.af_def_before
                 self.convert_function(g)
         return generated
 
@@ -157,13 +234,15 @@ class ControlFlow:
         live_out = s.af_live_out
         live_in = _live_in(s.body, live_out) | _live_in(s.orelse, live_out)
         both = _definitely_bound(s.body) & _definitely_bound(s.orelse)
+        cells = self.cells
         if returning:
             outs = None
-            params = self._ordered(modified, local, live_in & s.af_maybe_before)
+            params = self._ordered(modified, local, (live_in & s.af_maybe_before) | cells)
         else:
-            outs = self._ordered(modified, local, live_out)
+            outs = self._ordered(modified, local, live_out | cells)
             params = [n for n in modified if n in local and (n in outs or n in live_in)
-                      and not (n not in s.af_maybe_before and n in both and n not in live_in)]
+                      and (n in cells or not (n not in s.af_maybe_before and n in both
+                                              and n not in live_in))]
         t_name = self.ctx.namer.reusable("if_true")
         f_name = self.ctx.namer.reusable("if_false")
         ret = names_tuple(outs) if outs else None
@@ -180,6 +259,7 @@ class ControlFlow:
             """, TRUE=t_name, FALSE=f_name, PARAMS=params, BODY=body_t,
             ORELSE=body_f, RET=ret), s)
         self._fix_empty(defs)
+        self._share_cells(defs, s)
         call_args = dict(AF=af, TEST=s.test, TRUE=t_name, FALSE=f_name, OPS=operand_tuple(params))
         if returning:
             if params:
@@ -193,6 +273,7 @@ class ControlFlow:
         else:
             call = replace("AF.if_stmt(TEST, TRUE, FALSE, OPS, ())", **call_args)
         call = stamp(call, s)
+        self._state_arg(s.body + s.orelse, s, local, call)
         return self._undefined_inits(params, s) + self._finish(defs, s) + call
 
     @staticmethod
@@ -200,6 +281,73 @@ class ControlFlow:
         for d in defs:
             if isinstance(d, gast.FunctionDef) and not d.body:
                 d.body = [gast.Pass()]
+
+    def _share_cells(self, defs, anchor):
+        """A generated function's parameter that is a cell of the user function
+        (a variable a closure reads) is stored into the shared cell first::
+
+            def loop_body(i_1, total):
+                nonlocal i
+                i = i_1
+
+        so a closure called in the body sees the current value, and a closure
+        made in the body sees later values as Python's late binding does.
+        """
+        for d in defs:
+            if not isinstance(d, gast.FunctionDef):
+                continue
+            shared = [a for a in d.args.args if a.id in self.cells]
+            if not shared:
+                continue
+            names = [a.id for a in shared]
+            prologue = stamp([gast.Nonlocal(names=names)], anchor)
+            for a in shared:
+                fresh = self.ctx.namer.unique(a.id)
+                prologue += stamp(replace("NAME = FRESH", NAME=a.id, FRESH=fresh), anchor)
+                a.id = fresh
+            d.body = prologue + d.body
+            d.af_nonlocal = set(names)
+
+    def _state_arg(self, stmts, s, local, call):
+        """Add ``state=af.state(...)`` to the operator ``call`` when ``stmts``
+        assign attributes or change containers in place (see ``runtime.state``)."""
+        attrs, objects = shared_state(stmts)
+        if not attrs and not objects:
+            return
+
+        def usable(node):
+            base = chain_text(node).split(".")[0]
+            if base == self.ctx.af or base in self.ctx.library_names:
+                return False
+            return base not in local or base in s.af_def_before
+
+        attrs = [a for a in attrs if usable(a.value)]
+        objects = [o for o in objects if usable(o)]
+        if not attrs and not objects:
+            return
+        elts = [gast.Tuple(elts=[self._load(a.value), gast.Constant(value=a.attr, kind=None)],
+                           ctx=gast.Load()) for a in attrs]
+        labels = [chain_text(a) for a in attrs] + [chain_text(o) for o in objects]
+        keywords = []
+        if attrs:
+            keywords.append(gast.keyword(arg="attrs", value=gast.List(elts=elts, ctx=gast.Load())))
+        if objects:
+            keywords.append(gast.keyword(arg="objects", value=gast.List(
+                elts=[self._load(o) for o in objects], ctx=gast.Load())))
+        keywords.append(gast.keyword(arg="labels", value=str_tuple(labels)))
+        value = replace_expr("AF.state()", AF=self.ctx.af)
+        value.keywords = keywords
+        node = call[-1]
+        expr = node.value
+        expr.keywords.append(gast.keyword(arg="state", value=stamp(value, s)))
+
+    @staticmethod
+    def _load(node):
+        new = clone(node)
+        for n in walk(new):
+            if hasattr(n, "ctx"):
+                n.ctx = gast.Load()
+        return new
 
     # ---- while ------------------------------------------------------------
     def _while(self, s, local):
@@ -215,7 +363,7 @@ class ControlFlow:
         if outer:
             return self._as_python(s, local, f"it assigns `{outer[0]}`, declared `global` or "
                                    "`nonlocal`, which a staged loop cannot do")
-        carried = self._ordered(modified, local, s.af_live_head)
+        carried = self._ordered(modified, local, s.af_live_head | self.cells)
         defs = stamp(replace(
             """
             def TEST_FN(CARRIED):
@@ -227,6 +375,7 @@ class ControlFlow:
             BODY_FN=self.ctx.namer.reusable("loop_body"), CARRIED=carried, TEST=s.test,
             BODY=s.body, RET=names_tuple(carried) if carried else None), s)
         self._fix_empty(defs)
+        self._share_cells(defs, s)
         args = dict(AF=af, TEST_FN=defs[0].name, BODY_FN=defs[1].name,
                     OPS=operand_tuple(carried), NAMES=str_tuple(carried))
         if carried:
@@ -234,7 +383,9 @@ class ControlFlow:
                            CARRIED=names_tuple(carried, gast.Store()), **args)
         else:
             call = replace("AF.while_stmt(TEST_FN, BODY_FN, OPS, NAMES)", **args)
-        return self._undefined_inits(carried, s) + self._finish(defs, s) + stamp(call, s)
+        call = stamp(call, s)
+        self._state_arg(s.body, s, local, call)
+        return self._undefined_inits(carried, s) + self._finish(defs, s) + call
 
     # ---- for --------------------------------------------------------------
     def _iterable(self, it):
@@ -261,8 +412,9 @@ class ControlFlow:
         af = self.ctx.af
         tnames = target_names(s.target)
         modified = tnames + [n for n in bound_names(s.body) if n not in tnames]
-        carried = self._ordered(modified, local, s.af_live_head)
-        simple = isinstance(s.target, gast.Name) and s.target.id not in carried
+        carried = self._ordered(modified, local, s.af_live_head | self.cells)
+        simple = isinstance(s.target, gast.Name) and s.target.id not in carried \
+            and s.target.id not in self.cells
         item = s.target.id if simple else self.ctx.namer.reusable("itr")
         body = s.body
         if not simple:
@@ -286,9 +438,12 @@ class ControlFlow:
             args["TEST_FN"] = defs[-1].name
         else:
             template = "AF.for_stmt(ITER, BODY_FN, OPS, NAMES)"
+        self._share_cells(defs, s)
         if carried:
             call = replace("CARRIED = " + template, CARRIED=names_tuple(carried, gast.Store()), **args)
         else:
             call = replace(template, **args)
+        call = stamp(call, s)
+        self._state_arg(s.body, s, local, call)
         inits = self._undefined_inits([c for c in carried if c not in tnames or not simple], s)
-        return inits + self._finish(defs, s) + stamp(call, s)
+        return inits + self._finish(defs, s) + call

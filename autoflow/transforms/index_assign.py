@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gast
 
+from ..analysis.activity import bound_names, declared_nonlocal
 from ..core.nodes import Transformer
 from ..core.templates import replace
 from .util import stamp
@@ -30,11 +31,17 @@ _OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorD
 
 
 class IndexAssign(Transformer):
+    """Only the function's own variables are rewritten: ``log[i] = v`` or
+    ``log.append(v)`` on a global or closure list stays as written (an
+    assignment would make ``log`` local), and changes the list in place."""
+
     def __init__(self, ctx):
         self.ctx = ctx
+        self.local = set()
 
     def _rewrite(self, target, value, op, anchor):
-        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)):
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+                and target.value.id in self.local):
             return None
         name = target.value.id
         index = target.slice
@@ -67,8 +74,13 @@ class IndexAssign(Transformer):
 
     def visit_FunctionDef(self, node):
         saved, self.loop_depth = getattr(self, "loop_depth", 0), 0
+        saved_local = self.local
+        a = node.args
+        params = {x.id for x in a.posonlyargs + a.args + a.kwonlyargs}
+        params |= {x.id for x in (a.vararg, a.kwarg) if x is not None}
+        self.local = (set(bound_names(node.body)) | params) - declared_nonlocal(node.body)
         self.generic_visit(node)
-        self.loop_depth = saved
+        self.loop_depth, self.local = saved, saved_local
         return node
 
     def _loop(self, node):
@@ -83,7 +95,8 @@ class IndexAssign(Transformer):
         call = node.value
         if (getattr(self, "loop_depth", 0) and isinstance(call, gast.Call)
                 and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
-                and isinstance(call.func.value, gast.Name) and len(call.args) == 1
+                and isinstance(call.func.value, gast.Name) and call.func.value.id in self.local
+                and len(call.args) == 1
                 and not call.keywords):
             name = call.func.value.id
             return stamp(replace("X = AF.append(X, VALUE)", AF=self.ctx.af, X=name,

@@ -40,10 +40,12 @@ from .early_exits import EarlyExits
 from .index_assign import IndexAssign
 from .logical import Logical
 from .returns import Returns
+from .util import is_generator
 
 
 def _functions(tree):
-    return [n for n in walk(tree) if isinstance(n, gast.FunctionDef)]
+    """The functions whose statements are lowered (generators run as Python)."""
+    return [n for n in walk(tree) if isinstance(n, gast.FunctionDef) and not is_generator(n)]
 
 
 def _index_assign(tree, ctx):

@@ -63,3 +63,8 @@ def stamp(nodes, anchor):
             n.end_col_offset = (anchor.end_col_offset if same_line and
                                 anchor.end_col_offset is not None else n.col_offset + 1)
     return nodes
+
+
+def is_generator(fn) -> bool:
+    """Does function ``fn`` (a gast def) contain ``yield`` (its own, not a nested scope's)?"""
+    return any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in walk_local(fn))

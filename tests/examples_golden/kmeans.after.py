@@ -88,7 +88,7 @@ def kmeans_reference(points, centroids, max_iter=100):
     def loop_test(it, centroids, assign, broke):
         return af.not_(broke)
     it, centroids, assign, broke = af.for_stmt(af.range(1, max_iter + 1), loop_body, (it, centroids, assign, broke), ('it', 'centroids', 'assign', 'broke'), test=loop_test)
-    return (centroids, assign, it)
+    return (centroids, assign, af.ld(it))
 
 
 def make_data(seed=0):

@@ -1,0 +1,162 @@
+"""State a converted statement changes besides its carried variables.
+
+A converted ``if``/``while``/``for`` passes its variables explicitly, but
+Python code also changes *shared* state: attributes (``s.x = v``,
+``self.n += 1``) and the contents of lists and dicts (``out.append(v)``,
+``cfg["a"]["b"] = v``, ``log.append(v)`` on a module-level list). The
+rewriter names that state at the call site::
+
+    n = af.if_stmt(c, if_true, if_false, (n,), ('n',),
+                   state=af.state(attrs=((s, 'x'),), objects=(out,)))
+
+and the operator uses a ``Shared`` object to give it Python's meaning when
+it stages the statement:
+
+* before each staged branch (and each traced loop iteration) the state is
+  put back to what it was before the statement, so no branch sees what the
+  other one did and nothing leaks from the branch not taken;
+* its values travel through ``lax`` as extra carries (attribute values, and
+  container contents as lists/dicts of their items);
+* afterwards the chosen values are written back *in place*: the same list
+  and dict objects hold the new items (an alias or a global sees them), and
+  an attribute that did not exist before and was not set stays absent.
+
+On concrete values the operators run the branch or loop as Python, which
+changes the state in place as Python does; ``Shared`` is then unused.
+"""
+
+from __future__ import annotations
+
+from .values import Undefined
+
+_CONTAINERS = (list, dict)
+
+
+class _Snap:
+    """A container's contents at one moment, nested containers included."""
+
+    __slots__ = ("obj", "items")
+
+    def __init__(self, obj, memo):
+        self.obj = obj
+        memo[id(obj)] = self
+        if isinstance(obj, list):
+            self.items = [_snap(v, memo) for v in obj]
+        else:
+            self.items = {k: _snap(v, memo) for k, v in obj.items()}
+
+    def restore(self, done):
+        """Put the container (and those inside it) back as it was; return it."""
+        if id(self.obj) in done:
+            return self.obj
+        done.add(id(self.obj))
+        if isinstance(self.obj, list):
+            self.obj[:] = [_restore(v, done) for v in self.items]
+        else:
+            self.obj.clear()
+            self.obj.update({k: _restore(v, done) for k, v in self.items.items()})
+        return self.obj
+
+
+def _snap(value, memo):
+    if type(value) in _CONTAINERS:
+        hit = memo.get(id(value))
+        return hit if hit is not None else _Snap(value, memo)
+    return value
+
+
+def _restore(value, done):
+    return value.restore(done) if isinstance(value, _Snap) else value
+
+
+def contents(value):
+    """``value`` with every list and dict copied (the leaves are shared)."""
+    if type(value) is list:
+        return [contents(v) for v in value]
+    if type(value) is dict:
+        return {k: contents(v) for k, v in value.items()}
+    return value
+
+
+def write(obj, value):
+    """Make container ``obj`` hold ``value`` (same layout), in place; return ``obj``.
+
+    Nested containers of ``obj`` are updated in place too where the layout
+    matches, so references to them stay valid.
+    """
+    if type(obj) is list and type(value) is list:
+        old = list(obj)
+        obj[:] = [write(old[i], v) if i < len(old) else v for i, v in enumerate(value)]
+        return obj
+    if type(obj) is dict and type(value) is dict:
+        old = dict(obj)
+        obj.clear()
+        obj.update({k: write(old[k], v) if k in old else v for k, v in value.items()})
+        return obj
+    return value
+
+
+class Shared:
+    """Attributes and container contents that a staged statement may change.
+
+    ``attrs``: ``(object, attribute name)`` pairs the statement assigns;
+    ``objects``: lists and dicts whose contents it changes in place.
+    """
+
+    def __init__(self, attrs=(), objects=(), labels=()):
+        self.attrs = tuple(attrs)
+        self.objects = tuple(o for o in objects if type(o) in _CONTAINERS)
+        self.labels = tuple(labels)
+        self._snap = None
+
+    def __bool__(self):
+        return bool(self.attrs or self.objects)
+
+    def names(self):
+        """Labels for error messages (``s.x``, ``out``)."""
+        out = list(self.labels[:len(self.attrs)])
+        out += [f"attribute `{n}`" for _, n in self.attrs[len(out):]]
+        out += ["a list or dict"] * (len(self.attrs) + len(self.objects) - len(out))
+        return out
+
+    def snapshot(self):
+        memo = {}
+        attrs = [getattr(o, n, Undefined(n)) for o, n in self.attrs]
+        self._snap = ([_snap(v, memo) for v in attrs], [_snap(o, memo) for o in self.objects])
+        return self
+
+    def reset(self):
+        """Put every attribute and container back as it was at ``snapshot``."""
+        done = set()
+        attrs, objects = self._snap
+        for (o, n), v in zip(self.attrs, attrs):
+            _set(o, n, _restore(v, done))
+        for s in objects:
+            _restore(s, done)
+
+    def values(self):
+        """The current values: attribute values, then container contents."""
+        return tuple([contents(getattr(o, n, Undefined(n))) for o, n in self.attrs]
+                     + [contents(o) for o in self.objects])
+
+    def assign(self, values):
+        """Set every attribute and container to ``values`` (as from ``values()``)."""
+        k = len(self.attrs)
+        for obj, v in zip(self.objects, values[k:]):
+            write(obj, v)
+        for (o, n), v in zip(self.attrs, values[:k]):
+            current = getattr(o, n, None)
+            _set(o, n, write(current, v) if type(current) in _CONTAINERS else v)
+
+
+def _set(obj, name, value):
+    if isinstance(value, Undefined):
+        if hasattr(obj, name):
+            delattr(obj, name)
+        return
+    setattr(obj, name, value)
+
+
+def state(attrs=(), objects=(), labels=()):
+    """The shared state of one converted statement (see ``Shared``)."""
+    return Shared(attrs, objects, labels)
