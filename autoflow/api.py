@@ -292,6 +292,47 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
                                  **jit_kwargs)
     import jax
 
-    return jax.jit(convert(fn, strict=strict, recursive=recursive, include=include,
-                           asserts=asserts, max_loop_iterations=max_loop_iterations),
-                   **jit_kwargs)
+    jitted = jax.jit(convert(fn, strict=strict, recursive=recursive, include=include,
+                             asserts=asserts, max_loop_iterations=max_loop_iterations),
+                     **jit_kwargs)
+    return _Jitted(jitted)
+
+
+class _Jitted:
+    """What ``autoflow.jit`` returns: ``jax.jit``'s function, whose attributes
+    (``lower``, ``trace``, ``eval_shape``...) it passes through, and which
+    re-raises a user's exception from a traced ``raise`` as itself.
+
+    JAX reports an exception raised by a run-time check as ``JaxRuntimeError``
+    with the user's exception at the end of its message; the user's own
+    ``except ValueError`` expects the ``ValueError``.
+    """
+
+    __slots__ = ("_jitted", "__dict__", "__weakref__")
+
+    def __init__(self, jitted):
+        self._jitted = jitted
+        functools.update_wrapper(self, jitted)
+
+    def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
+        try:
+            return self._jitted(*args, **kwargs)
+        except Exception as e:
+            from .runtime.raising import last_user_exception
+
+            user = last_user_exception()
+            if user is None or type(e).__name__ != "JaxRuntimeError" \
+                    or str(user) not in str(e):
+                e.with_traceback(e.__traceback__.tb_next)  # leave this frame out
+                raise
+            raise user.with_traceback(None) from None
+
+    def __getattr__(self, name):
+        return getattr(self._jitted, name)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"autoflow.jit({self._jitted!r})"

@@ -11,7 +11,10 @@ from jax._src import traceback_util as _traceback_util
 from .operators import (and_, compare, enumerate, for_stmt, if_exp, if_stmt, ld, not_, or_,
                         python_condition, python_operand, range, reversed, roll, unroll,
                         while_stmt, zip)
+from .raising import exception, passthrough as _passthrough
 from .state import state
+
+internal_errors = _passthrough()
 from .values import Undefined
 
 # Hide autoflow's own frames from tracebacks that pass through JAX, as JAX
@@ -19,7 +22,7 @@ from .values import Undefined
 _traceback_util.register_exclusion(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
-           "enumerate", "for_stmt", "if_exp", "if_stmt", "ld", "not_", "or_", "print",
+           "enumerate", "exception", "for_stmt", "if_exp", "if_stmt", "internal_errors", "ld", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]
 
 from . import calls as _calls  # noqa: E402

@@ -18,9 +18,9 @@ from jax import lax
 from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
-from .state import Shared
-from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten, is_traced,
-                     staging as under_trace, truth)
+from .raising import StagedRaise
+from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
+                     in_staged_block, is_traced, staging as under_trace, truth)
 
 log = logging.getLogger("autoflow")
 
@@ -138,15 +138,22 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
 
 def _cond(cond, true_fn, false_fn, operands, names, shared):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
-    if not shared:
-        return staging.cond(cond, true_fn, false_fn, operands, names, _site)
-    all_names, wrap, split = _with_state(names, shared.snapshot())
     try:
-        result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands, all_names, _site)
-    except BaseException:
-        shared.reset()
-        raise
-    return split(result)
+        if not shared:
+            return staging.cond(cond, true_fn, false_fn, operands, names, _site)
+        all_names, wrap, split = _with_state(names, shared.snapshot())
+        try:
+            result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands, all_names,
+                                  _site)
+        except BaseException:
+            shared.reset()
+            raise
+        return split(result)
+    except StagedRaise as r:
+        if in_staged_block():
+            raise
+        # Every traced path raises: so does tracing (as Python would, always).
+        raise r.at_trace_time() from None
 
 
 def if_exp(cond, true_thunk, false_thunk):

@@ -25,11 +25,13 @@ from jax._src import core as _core
 
 from ..core.origin import message
 from ..errors import ConversionError
+from . import raising
+from .raising import Signal, StagedRaise
 from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
                      same_static, staged_block, structure, unflatten)
 
 
-class _Restart(Exception):
+class _Restart(Signal):
     """Raised from inside a traced function to retrace with new carry types."""
 
     def __init__(self, changes):
@@ -144,8 +146,11 @@ def cond(pred, true_fn, false_fn, operands, names, site):
 
     def make(key, fn):
         def branch():
-            with staged_block():
-                out = fn(*operands)
+            with staged_block(), raising.on_path(pred if key == "t" else _negate(pred)):
+                try:
+                    out = fn(*operands)
+                except StagedRaise as r:
+                    raise _BranchRaised(key) from None
             if fills:
                 out = _join([_zeros(fills[k]) if k in fills and isinstance(p, Undefined) else p
                              for k, p in enumerate(_parts(out, names))], names)
@@ -205,6 +210,8 @@ def cond(pred, true_fn, false_fn, operands, names, site):
         records.clear()
         try:
             dyn = lax.cond(as_pred(pred), make("t", true_fn), make("f", false_fn))
+        except _BranchRaised as b:
+            return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
         except _Restart as r:
             if isinstance(r.changes, tuple):
                 fills.update(r.changes[1])
@@ -217,6 +224,42 @@ def cond(pred, true_fn, false_fn, operands, names, site):
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
     return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+
+
+class _BranchRaised(Signal):
+    def __init__(self, key):
+        super().__init__("internal: a staged branch raises")
+        self.key = key
+
+
+def _negate(pred):
+    return lambda: jnp.logical_not(as_pred(pred))
+
+
+def _cond_raising(pred, true_fn, false_fn, operands, raiser, site):
+    """A staged ``if`` one of whose branches ends in ``raise`` (see ``raising``).
+
+    That branch does not fall through: it is traced on its own path to stage
+    its run-time checks, and the ``if``'s value is the other branch's. If the
+    other branch raises too, the ``if`` never falls through either:
+    ``StagedRaise`` goes on to the enclosing branch, or, at the top, the
+    user's exception is raised while tracing.
+    """
+    fns = {"t": true_fn, "f": false_fn}
+    paths = {"t": pred, "f": _negate(pred)}
+    other = "f" if raiser == "t" else "t"
+    with staged_block(), raising.on_path(paths[raiser]):
+        try:
+            fns[raiser](*operands)
+        except StagedRaise as r:
+            r.emit()
+    with staged_block(), raising.on_path(paths[other]):
+        try:
+            return fns[other](*operands)
+        except StagedRaise as r:
+            r.emit()
+            both = r
+    raise StagedRaise(None, site, first=both)
 
 
 # ---------------------------------------------------------------------------
@@ -345,7 +388,7 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
     def scan_body(c, _):
         k, dyn = c
         go = full_test(k, dyn)
-        new = lax.cond(go, lambda: body(k, dyn), lambda: dyn)
+        new = lax.cond(go, lambda: body(k, dyn, go), lambda: dyn)
         return (k + go.astype(k.dtype), new), None
 
     (k, dyn), _ = lax.scan(scan_body, (jnp.asarray(start, jnp.int32), init), None,
@@ -386,8 +429,13 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form)
 
-        def body(k, dyn):
-            return full_body(k, dyn)[0]
+        def body(k, dyn, running=None):
+            if running is None:
+                return full_body(k, dyn)[0]
+            # A `raise` staged in the body fires only where the loop still runs
+            # (under vmap a while loop runs its body for finished elements too).
+            with raising.on_path(running):
+                return full_body(k, dyn)[0]
 
         def test(dyn):
             c = cond_fn(merge(dyn))
@@ -417,9 +465,10 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                start, None if length is None else start + length, steps, site)
             elif length is None:
                 uses_while = True
-                _, dyn = lax.while_loop(lambda c: test(c[1]),
-                                        lambda c: (c[0] + 1, body(c[0], c[1])),
-                                        (jnp.int32(start), init))
+                _, dyn = lax.while_loop(
+                    lambda c: test(c[1]),
+                    lambda c: (c[0] + 1, body(c[0], c[1], lambda: test(c[1]))),
+                    (jnp.int32(start), init))
             else:
                 stop = start + length
                 uses_while = True
@@ -427,8 +476,9 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 def full_test(c):
                     more = c[0] < stop
                     return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
-                _, dyn = lax.while_loop(full_test, lambda c: (c[0] + 1, body(c[0], c[1])),
-                                        (jnp.asarray(start, jnp.int32), init))
+                _, dyn = lax.while_loop(
+                    full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
+                    (jnp.asarray(start, jnp.int32), init))
         except _Restart as r:
             kind_of_change, changes = r.changes
             if kind_of_change == "accumulate":

@@ -17,14 +17,15 @@ import jax.numpy as jnp
 from jax._src import core as _core
 
 from ..core.origin import message, user_site
-from ..errors import ConversionError
+from ..errors import AutoflowError, ConversionError
 
 Tracer = jax.core.Tracer
 _ARRAY_SCALARS = (bool, int, float, complex)
 
 
-class UnboundVariableError(ConversionError, UnboundLocalError):
-    """A variable read where Python would raise ``UnboundLocalError``."""
+class UnboundVariableError(AutoflowError, UnboundLocalError):
+    """A variable read where Python would raise ``UnboundLocalError`` (a user's
+    ``except UnboundLocalError``/``except NameError`` catches it, as in Python)."""
 
 
 class Undefined:

@@ -6,6 +6,9 @@ Order matters, and each step relies on the ones before it:
    i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
    become ``af.call(f, ...)``, ``print``/``assert`` become operators. They
    only rewrite simple statements and expressions, so they go first.
+   ``raises``: ``raise EXC`` in a branch or loop becomes ``raise
+   af.exception(lambda: EXC)`` (a check at run time when the path is
+   traced), and each ``try`` lets autoflow's own errors through first.
 1. ``early_exits.lower_loop_returns``: ``return`` inside a loop becomes
    ``retval = ...; returned = True; break`` and one ``if returned: return
    retval`` after the loop, so no ``return`` is left inside a loop.
@@ -39,6 +42,7 @@ from .control_flow import ControlFlow
 from .early_exits import EarlyExits
 from .index_assign import IndexAssign
 from .logical import Logical
+from .raises import Raises
 from .returns import Returns
 from .util import is_generator
 
@@ -54,6 +58,10 @@ def _index_assign(tree, ctx):
 
 def _calls(tree, ctx):
     Calls(ctx).run(tree)
+
+
+def _raises(tree, ctx):
+    Raises(ctx).visit(tree)
 
 
 def _lower_exits(tree, ctx):
@@ -84,6 +92,7 @@ def _control_flow(tree, ctx):
 PASSES = [
     ("index_assign", _index_assign),
     ("calls", _calls),
+    ("raises", _raises),
     ("early_exits", _lower_exits),
     ("returns", _lower_returns),
     ("logical", _logical),

@@ -1,0 +1,208 @@
+"""``raise`` on a traced path: a check that runs with the compiled code.
+
+Both branches of a staged ``if`` are traced, so a ``raise`` in the branch
+that a traced condition selects cannot happen while tracing: the rewriter
+turns ``raise EXC`` (inside an ``if`` or a loop) into
+``raise af.exception(lambda: EXC)``. Plain Python::
+
+    def exception(make):
+        return make()
+
+On a concrete path that is what happens, so the user's own ``raise``
+statement raises. Inside a staged branch or loop body ``exception`` does
+not return: it signals ``StagedRaise`` to the staging code, which then
+
+* treats the branch as one that does not fall through: the ``if`` takes
+  its values from the other branch (``staging.cond``);
+* stages a check with ``jax.debug.callback`` that, when the compiled code
+  runs and the path to the ``raise`` is taken, builds the user's exception
+  from the run-time values (the message is formatted then, not at trace
+  time) and raises it.
+
+The path condition is tracked explicitly (``path``), not left to the
+position of the callback inside ``lax.cond``: under ``jax.vmap`` a cond on
+a batched predicate runs both branches, and a check must still fire only
+for the elements whose path reaches the ``raise``.
+
+JAX reports an exception raised in a callback as ``JaxRuntimeError`` whose
+message ends with the user's exception; ``autoflow.jit`` re-raises the
+user's exception itself (see ``api.jit``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..core.origin import message, user_site
+from ..errors import ConversionError
+from .values import as_pred, in_staged_block
+
+_local = threading.local()
+
+
+class Signal(BaseException):
+    """autoflow's own trace-time signals: never caught by a user's ``except``."""
+
+
+class StagedRaise(Signal):
+    """A ``raise`` reached while tracing a staged branch or loop body."""
+
+    def __init__(self, make, site, first=None):
+        super().__init__("internal: raise on a traced path")
+        # ``make`` is None for an `if` both of whose branches raise: their
+        # checks are staged already, and ``first`` is one branch's signal.
+        self.make, self.site, self.first = make, site, first
+
+    def emit(self):
+        """Stage the run-time check for this ``raise`` in the current trace."""
+        if self.make is not None:
+            emit_check(self.make, self.site)
+
+    def at_trace_time(self):
+        """The user's exception, for a ``raise`` that every traced path reaches."""
+        if self.make is None:
+            return self.first.at_trace_time()
+        try:
+            exc = self.make()
+        except Exception as e:  # building it needed concrete values
+            return e
+        return exc() if isinstance(exc, type) else exc
+
+
+def _path():
+    return getattr(_local, "path", [])
+
+
+class on_path:
+    """Context: the code traced inside runs only where ``pred`` holds."""
+
+    def __init__(self, pred):
+        self.pred = pred
+
+    def __enter__(self):
+        _local.path = _path() + [self.pred]
+
+    def __exit__(self, *exc):
+        _local.path = _local.path[:-1]
+
+
+def path_condition():
+    """The conjunction of the traced conditions leading here (``True`` if none)."""
+    preds = [p() if callable(p) else p for p in _path()]
+    out = True
+    for p in preds:
+        out = jnp.logical_and(out, as_pred(p))
+    return out
+
+
+_last = threading.local()
+
+
+class _QuietChecks(logging.Filter):
+    """JAX logs every exception a debug callback raises; a staged ``raise``
+    is the user's exception, re-raised to them: don't print it twice."""
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and exc is getattr(_last, "exc", None))
+
+
+logging.getLogger("jax._src.debugging").addFilter(_QuietChecks())
+
+
+def last_user_exception():
+    """The user exception a staged check raised last in this thread (then forgotten)."""
+    exc = getattr(_last, "exc", None)
+    _last.exc = None
+    return exc
+
+
+def _cells(fn):
+    return [c.cell_contents if _bound(c) else _UNBOUND for c in (fn.__closure__ or ())]
+
+
+class _Unbound:
+    pass
+
+
+_UNBOUND = _Unbound()
+
+
+def _bound(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def emit_check(make, site):
+    """Stage a callback that raises ``make()`` built from run-time values."""
+    contents = _cells(make)
+    leaves, tree = jax.tree_util.tree_flatten(contents)
+    dynamic = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray))]
+    values = [leaves[i] for i in dynamic]
+    code, globs, name = make.__code__, make.__globals__, make.__name__
+    defaults = make.__defaults__
+
+    def check(pred, *vals):
+        if not bool(np.asarray(pred)):
+            return
+        filled = list(leaves)
+        for i, v in zip(dynamic, vals):
+            filled[i] = np.asarray(v)[()] if np.ndim(v) == 0 else np.asarray(v)
+        cells = tuple(types.CellType() if v is _UNBOUND else types.CellType(v)
+                      for v in jax.tree_util.tree_unflatten(tree, filled))
+        exc = types.FunctionType(code, globs, name, defaults, cells or None)()
+        if isinstance(exc, type):
+            exc = exc()
+        exc.add_note(f"(raised by the `raise` at {site}, checked when the compiled code ran)")
+        _last.exc = exc
+        raise exc
+
+    jax.debug.callback(check, path_condition(), *values)
+
+
+def exception(make, handlers=None):
+    """``make()``, the exception a user's ``raise`` raises (see the module doc).
+
+    ``handlers`` (a thunk) gives the exception types of the ``except`` clauses
+    around the ``raise`` in the same function: a traced ``raise`` they would
+    catch cannot keep Python's meaning, and is an error at trace time.
+    """
+    if not in_staged_block():
+        return make()
+    site = user_site(2)
+    if handlers is not None:
+        try:
+            exc = make()
+            caught = isinstance(exc, handlers()) or isinstance(exc, type) and issubclass(
+                exc, handlers())
+        except Exception:
+            caught = False
+        if caught:
+            raise ConversionError(message(
+                site, "this `raise` is on a path chosen by a traced condition, and an "
+                "`except` around it would catch it; a staged `raise` happens when the "
+                "compiled code runs, where `except` cannot catch it",
+                "Compute the fallback value without an exception (e.g. "
+                "`jnp.where(b == 0, 0.0, a / b)`), or make the condition static."))
+    raise StagedRaise(make, site)
+
+
+def passthrough():
+    """Exception types a user's ``except`` must not catch: autoflow's trace-time
+    signals and errors, and JAX's errors about traced values."""
+    return _PASSTHROUGH
+
+
+_PASSTHROUGH = (Signal, ConversionError, jax.errors.ConcretizationTypeError,
+                jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError,
+                jax.errors.TracerArrayConversionError, jax.errors.UnexpectedTracerError)
+
