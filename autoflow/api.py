@@ -64,14 +64,19 @@ def _global_names(code):
 
 def _global_kinds(fn):
     """``(builtins the module rebinds, names bound to library code, names bound
-    to the user's code)`` among the global and closure names ``fn`` uses."""
-    rebound, library, user = set(), set(), set()
+    to the user's code, names bound to modules, classes and functions)`` among
+    the global and closure names ``fn`` uses."""
+    rebound, library, user, modules = set(), set(), set(), set()
     namespace = fn.__globals__
     for n in _global_names(fn.__code__):
         if n in namespace:
             if hasattr(builtins, n):
                 rebound.add(n)
-            (library if is_library_value(namespace[n]) else user).add(n)
+            value = namespace[n]
+            (library if is_library_value(value) else user).add(n)
+            if isinstance(value, (types.ModuleType, type, types.FunctionType,
+                                  types.BuiltinFunctionType)):
+                modules.add(n)
     # Closure variables too (`np` imported in an enclosing function).
     for n, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:
@@ -79,7 +84,9 @@ def _global_kinds(fn):
         except ValueError:  # not assigned yet
             continue
         (library if is_library_value(value) else user).add(n)
-    return frozenset(rebound), frozenset(library), frozenset(user)
+        if isinstance(value, (types.ModuleType, type, types.FunctionType)):
+            modules.add(n)
+    return frozenset(rebound), frozenset(library), frozenset(user), frozenset(modules)
 
 
 class _Converted:
@@ -127,7 +134,8 @@ def _transform_uncached(fn, options, kinds) -> _Converted:
                          and (n in fn.__globals__ or n in fn.__code__.co_freevars
                               or n in fn.__code__.co_varnames))
     ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename,
-                  options=dict(options), library_names=kinds[1], user_names=kinds[2])
+                  options=dict(options), library_names=kinds[1], user_names=kinds[2],
+                  module_names=kinds[3])
     pipeline.run(node, ctx)
     tree = pipeline.to_ast(node)
     return _Converted(fn.__code__, alias, ast.unparse(tree), tree, filename)

@@ -407,7 +407,7 @@ def test_explain_follows_helpers_and_fallbacks(tmp_path):
     lowerings, _ = _lowering_lines(proc.out)
     assert lowerings == (
         "  m.py:8:5: while -> lax.while_loop\n"
-        "  m.py:11:9: if -> python, not converted: it returns from inside a `try` or `with` block\n"
+        "  m.py:11:9: if -> python\n"
         "  m.py:2:5: if -> lax.cond (in helper)\n")
 
 

@@ -181,6 +181,8 @@ def declared_nonlocal(stmts) -> set[str]:
     """Names declared ``global`` or ``nonlocal`` in this scope."""
     out = set()
     for stmt in stmts:
+        if isinstance(stmt, SCOPES):  # a nested def's declarations are its own
+            continue
         for n in _walk_scope(stmt):
             if isinstance(n, (gast.Global, gast.Nonlocal)):
                 out.update(n.names)
@@ -197,6 +199,22 @@ def _walk_scope(node):
             if isinstance(child, SCOPES):
                 continue
             todo.append(child)
+
+
+def nested_nonlocal_names(fn) -> set[str]:
+    """Names that functions nested in ``fn`` declare ``nonlocal`` (they may
+    rebind ``fn``'s variables whenever they are called)."""
+    out = set()
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, SCOPES) and getattr(node, "af_user", False):
+            for sub in walk(node):
+                if isinstance(sub, gast.Nonlocal):
+                    out.update(sub.names)
+            continue
+        todo.extend(children(node))
+    return out
 
 
 def nested_free_names(fn) -> set[str]:
@@ -253,6 +271,9 @@ def shared_state(stmts):
     ``objects`` the expressions (a name or an attribute chain) whose list,
     dict or set contents are changed in place (``out.append(v)``,
     ``del d[k]``, ``cfg['a']['b'] = v``). Nested scopes are not entered.
+    (``x[k] = v`` on a local ``x`` reaches here as ``x = af.setitem(x, k, v)``:
+    ``x`` is a carried variable, and ``af.setitem`` copies a list or dict
+    inside a staged branch unless the statement manages it.)
     """
     attrs, objects, seen = [], [], set()
 
@@ -289,6 +310,13 @@ def shared_state(stmts):
             elif isinstance(n, gast.Delete):
                 for t in n.targets:
                     target(t)
+            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
+                    and n.func.id in ("setattr", "delattr") and len(n.args) >= 2 \
+                    and isinstance(n.args[1], gast.Constant) and isinstance(n.args[1].value, str) \
+                    and _chain(n.args[0]) is not None:
+                # setattr(obj, "x", v): the attribute `obj.x`
+                add("attr", gast.Attribute(value=n.args[0], attr=n.args[1].value,
+                                           ctx=gast.Store()))
             elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
                     and n.func.attr in MUTATING_METHODS:
                 root = _root(n.func.value)

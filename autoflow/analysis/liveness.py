@@ -205,6 +205,10 @@ def defined_block(stmts, maybe, definitely):
             for case in s.cases:
                 defined_block(case.body, maybe | allb, definitely)
             maybe = maybe | allb
+        elif isinstance(s, gast.Delete):
+            gone = {n for t in s.targets for n in target_names(t)}
+            if gone & definitely:
+                definitely = definitely - gone
         else:
             b = set(bound_names([s], include_nested=False))
             if not b <= maybe:

@@ -14,6 +14,7 @@ import functools
 import inspect
 import types
 
+import builtins
 import threading
 
 from ..core.libraries import is_library_file
@@ -22,6 +23,10 @@ from ..errors import ConversionError
 from .values import in_staged_block
 
 _depth = threading.local()
+# Builtins that, reached under another name, still go to the runtime's
+# versions (a traced `range` bound must stage a loop, not fail in `range`).
+_ITERABLES = {id(getattr(builtins, n)): (getattr(builtins, n), n)
+              for n in ("range", "enumerate", "zip", "reversed")}
 
 
 def _included(fn, include):
@@ -92,6 +97,9 @@ class Runtime(types.ModuleType):
         recursive one included) is reported at the outermost call, naming
         the function, instead of as Python's ``RecursionError``.
         """
+        target = _ITERABLES.get(id(f))
+        if target is not None and target[0] is f:  # `r = range; for i in r(n)`
+            return getattr(self._base, target[1])(*args, **kwargs)
         target = self._target(f)
         if not in_staged_block():
             return target(*args, **kwargs)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
+from .state import managed
 from .values import Tracer, in_staged_block, is_traced, truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -31,9 +32,10 @@ def setitem(x, index, value, op=None):
 
     A JAX array is immutable: the result is ``x.at[index].set(value)`` (or
     ``.add``/``.multiply``/... for ``+=``, ``*=``...), a new array. Lists,
-    dicts and NumPy arrays are updated in place as Python would, except that
-    inside a staged branch or loop body a list or dict is copied first, so that
-    the two branches of a staged ``if`` cannot see each other's writes.
+    dicts and NumPy arrays are updated in place as Python would. Inside a
+    staged branch or loop body a list or dict is changed in place only when
+    the statement restores it for each branch (``runtime.state``); otherwise
+    it is copied first, so that two branches cannot see each other's writes.
     """
     if isinstance(x, jax.Array):
         ref = x.at[index]
@@ -43,7 +45,7 @@ def setitem(x, index, value, op=None):
         if method is not None:
             return getattr(ref, method)(value)
         return ref.set(_BINOPS[op](x[index], value))
-    if in_staged_block() and isinstance(x, (list, dict)):
+    if in_staged_block() and isinstance(x, (list, dict)) and not managed(x):
         x = x.copy()
     if op is None:
         x[index] = value

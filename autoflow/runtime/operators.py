@@ -102,6 +102,8 @@ def _with_state(names, shared):
 
     def split(result):
         shared.reset()
+        shared.release()
+        shared.check_escapes(result[nb:], _site)
         shared.assign(result[nb:])
         return join(list(result[:nb]))
 
@@ -147,6 +149,7 @@ def _cond(cond, true_fn, false_fn, operands, names, shared):
                                   _site)
         except BaseException:
             shared.reset()
+            shared.release()
             raise
         return split(result)
     except StagedRaise as r:
@@ -175,12 +178,13 @@ def _logical(kind, a, thunks):
             a = thunk()
             continue
         b = thunk()
-        if np.shape(b) != ():
+        if np.shape(b) != () and np.size(b) != 1:
             raise ConversionError(message(
                 user_site(3), f"the right operand of `{kind}` is an array of shape "
                 f"{tuple(np.shape(b))} while the left one is traced",
                 f"Use `jnp.logical_{kind}` for elementwise logic."))
         a_arr, b_arr = jnp.asarray(a), jnp.asarray(b)
+        a_arr, b_arr = (v.reshape(()) if v.ndim and v.size == 1 else v for v in (a_arr, b_arr))
         if a_arr.dtype == jnp.bool_ and b_arr.dtype == jnp.bool_:
             a = jnp.logical_and(a_arr, b_arr) if kind == "and" else jnp.logical_or(a_arr, b_arr)
         elif kind == "and":
@@ -289,6 +293,7 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
                            cond_fn=None if cond_fn is None else cond2, **kwargs)
     except BaseException:
         shared.reset()
+        shared.release()
         raise
     return split(out)
 

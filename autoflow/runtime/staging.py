@@ -290,7 +290,8 @@ def _loop_error(site, kind, label, before, after):
 def _appended(before, after):
     """``after`` is ``before`` with one item appended (``ys.append(v)``)."""
     return (isinstance(before, list) and isinstance(after, list)
-            and len(after) == len(before) + 1 and all(a is b for a, b in zip(before, after)))
+            and len(after) == len(before) + 1 and all(a is b for a, b in zip(before, after))
+            and _spec(after[-1]) is not None)  # arrays can be stacked; functions cannot
 
 
 def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,

@@ -27,9 +27,31 @@ changes the state in place as Python does; ``Shared`` is then unused.
 
 from __future__ import annotations
 
-from .values import Undefined
+import threading
+
+import jax
+
+from ..core.origin import message
+from ..errors import ConversionError
+from .values import Tracer, Undefined, in_staged_block, is_traced
 
 _CONTAINERS = (list, dict)
+_local = threading.local()
+
+
+def managed(obj) -> bool:
+    """Is container ``obj`` state that a staged statement restores per branch?
+
+    ``af.setitem`` then changes it in place, as Python does; other containers
+    are copied first inside a staged branch, so no branch sees another's write.
+    """
+    return getattr(_local, "ids", {}).get(id(obj), 0) > 0
+
+
+def _manage(ids, delta):
+    table = _local.__dict__.setdefault("ids", {})
+    for i in ids:
+        table[i] = table.get(i, 0) + delta
 
 
 class _Snap:
@@ -69,6 +91,16 @@ def _restore(value, done):
     return value.restore(done) if isinstance(value, _Snap) else value
 
 
+def _restore_copy(value):
+    """The recorded contents of a snapshot as plain lists and dicts."""
+    if isinstance(value, _Snap):
+        items = value.items
+        if isinstance(items, list):
+            return [_restore_copy(v) for v in items]
+        return {k: _restore_copy(v) for k, v in items.items()}
+    return value
+
+
 def contents(value):
     """``value`` with every list and dict copied (the leaves are shared)."""
     if type(value) is list:
@@ -103,27 +135,60 @@ class Shared:
     ``objects``: lists and dicts whose contents it changes in place.
     """
 
-    def __init__(self, attrs=(), objects=(), labels=()):
+    def __init__(self, attrs=(), objects=(), labels=(), escapes=()):
+        # ``escapes``: indices (attributes first, then objects) of state that
+        # outlives the function (module-level objects, closure variables).
+        self.escapes = tuple(escapes)
         self.attrs = tuple(attrs)
-        self.objects = tuple(o for o in objects if type(o) in _CONTAINERS)
-        self.labels = tuple(labels)
+        labels = tuple(labels) + (None,) * (len(self.attrs) + len(objects) - len(labels))
+        k = len(self.attrs)
+        kept = [(o, lb, k + i in self.escapes)
+                for i, (o, lb) in enumerate(zip(objects, labels[k:])) if type(o) in _CONTAINERS]
+        self.escapes = tuple(i for i in self.escapes if i < k) + tuple(
+            k + j for j, (_, _, e) in enumerate(kept) if e)
+        self.objects = tuple(o for o, _, _ in kept)
+        self.labels = labels[:len(self.attrs)] + tuple(lb for _, lb, _ in kept)
         self._snap = None
+        self._ids = ()
 
     def __bool__(self):
         return bool(self.attrs or self.objects)
 
     def names(self):
         """Labels for error messages (``s.x``, ``out``)."""
-        out = list(self.labels[:len(self.attrs)])
-        out += [f"attribute `{n}`" for _, n in self.attrs[len(out):]]
-        out += ["a list or dict"] * (len(self.attrs) + len(self.objects) - len(out))
-        return out
+        out = [lb or n for lb, (_, n) in zip(self.labels, self.attrs)]
+        return out + [lb or "a list or dict" for lb in self.labels[len(self.attrs):]]
 
     def snapshot(self):
+        """Record the state as it is now; until ``release`` its containers are
+        restored per branch (see ``managed``)."""
         memo = {}
         attrs = [getattr(o, n, Undefined(n)) for o, n in self.attrs]
         self._snap = ([_snap(v, memo) for v in attrs], [_snap(o, memo) for o in self.objects])
+        self._ids = tuple(memo)
+        _manage(self._ids, 1)
         return self
+
+    def release(self):
+        _manage(self._ids, -1)
+        self._ids = ()
+
+    def check_escapes(self, values, site):
+        """State that outlives the function must not be left holding a traced value."""
+        if in_staged_block() or not self.escapes:
+            return
+        before = self._snap[0] + self._snap[1]
+        for i in self.escapes:
+            old = {id(x) for x in jax.tree_util.tree_leaves(_restore_copy(before[i]))}
+            for leaf in jax.tree_util.tree_leaves(values[i]):
+                if isinstance(leaf, Tracer) and is_traced(leaf) and id(leaf) not in old:
+                    label = self.names()[i]
+                    raise ConversionError(message(
+                        site(), f"`{label}` outlives this function (module-level or "
+                        "closure state), and this traced statement would leave a traced "
+                        "value in it, which is not valid once the compiled function returns",
+                        f"Return the value instead of storing it in `{label}`, or make the "
+                        "condition or loop bound static."))
 
     def reset(self):
         """Put every attribute and container back as it was at ``snapshot``."""
@@ -157,6 +222,6 @@ def _set(obj, name, value):
     setattr(obj, name, value)
 
 
-def state(attrs=(), objects=(), labels=()):
+def state(attrs=(), objects=(), labels=(), escapes=()):
     """The shared state of one converted statement (see ``Shared``)."""
-    return Shared(attrs, objects, labels)
+    return Shared(attrs, objects, labels, escapes)

@@ -62,10 +62,29 @@ class Calls(Transformer):
         self.recursive = ctx.options.get("recursive", True)
         self.asserts = ctx.options.get("asserts", True)
         self.imported = frozenset()
+        self.user_objects = frozenset()
 
     def run(self, tree):
         self.imported = self._library_locals(tree)
+        self.user_objects = self._user_objects(tree)
         return self.visit(tree)
+
+    def _user_objects(self, tree):
+        """Local names only ever assigned an instance of a user class
+        (``a = Acc()`` with ``class Acc`` defined here or in the user's code):
+        their methods are the user's, whatever they are called (``a.add(x)``)."""
+        classes = {n.name for n in walk(tree) if isinstance(n, gast.ClassDef)}
+        classes |= set(self.ctx.user_names)
+        made = {}
+        for n in walk(tree):
+            if isinstance(n, gast.Assign):
+                v = n.value
+                is_user = (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
+                           and v.func.id in classes)
+                for t in n.targets:
+                    if isinstance(t, gast.Name):
+                        made[t.id] = made.get(t.id, True) and is_user
+        return frozenset(name for name, ok in made.items() if ok)
 
     def _is_library_name(self, name, known):
         return (name in known or name in self.ctx.library_names
@@ -128,7 +147,7 @@ class Calls(Transformer):
             return False
         if hasattr(builtins, base) and self.ctx.builtin_available(base):
             return False
-        if base in self.ctx.user_names:
+        if base in self.ctx.user_names or base in self.user_objects:
             return True
         # A local value, or a global not known here: `x.sum()`, `d.items()`
         # stay as written; `model.step(x)` goes through `af.call`, which
@@ -138,6 +157,10 @@ class Calls(Transformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, gast.Name) and func.id == "super" and not node.args \
+                and not node.keywords:
+            self._explicit_super(node)
+            return node
         if (self.recursive and isinstance(func, gast.Attribute) and func.attr in _HIGHER_ORDER
                 and isinstance(func.value, (gast.Name, gast.Attribute))):
             node.args = [self._function_arg(a) for a in node.args]
@@ -150,8 +173,10 @@ class Calls(Transformer):
                 return node
             if func.id == self.ctx.af:
                 return node
-        elif not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
-                  and self._user_method(func.value.id, func.attr)):
+        elif not (isinstance(func, gast.Attribute) and (
+                isinstance(func.value, gast.Name) and self._user_method(func.value.id, func.attr)
+                or isinstance(func.value, gast.Call) and func.attr not in _VALUE_METHODS)):
+            # (`super().step(x)`, `Model().step(x)`: a method of a made object.)
             return node
         if not self.recursive:
             return node
@@ -174,5 +199,22 @@ class Calls(Transformer):
         call = replace("AF.assert_(TEST, MSG)", AF=self.ctx.af, TEST=node.test, MSG=msg)
         return stamp(call, node)
 
-    # Nested function and class definitions are converted with their parent:
-    # visiting them is the default behaviour.
+    # Nested function and class definitions are converted with their parent.
+    def visit_FunctionDef(self, node):
+        a = node.args
+        first = (a.posonlyargs + a.args)[:1]
+        saved = getattr(self, "first_param", None)
+        self.first_param = first[0].id if first else None
+        self.generic_visit(node)
+        self.first_param = saved
+        return node
+
+    def _explicit_super(self, node):
+        """``super()`` -> ``super(__class__, self)``: converted code runs the
+        method's branches and loop bodies in functions of their own, where the
+        zero-argument form cannot find the method's class and instance."""
+        first = getattr(self, "first_param", None)
+        if first is None or not self.ctx.builtin_available("super"):
+            return
+        node.args = [stamp(replace_expr("__class__", ), node),
+                     stamp(replace_expr("SELF", SELF=first), node)]

@@ -19,6 +19,14 @@ class Context:
     # which `name.method(...)` calls go through `af.call`.
     library_names: frozenset = frozenset()
     user_names: frozenset = frozenset()
+    # Global names bound to modules, classes and functions (not to objects):
+    # `jnp.sort(x)` does not change `jnp`, while `LOG.append(v)` changes LOG.
+    # None: not known (the command line), then `library_names` stands in.
+    module_names: frozenset | None = None
+
+    def is_module_name(self, name: str) -> bool:
+        known = self.library_names if self.module_names is None else self.module_names
+        return name in known
 
     def builtin_available(self, name: str) -> bool:
         """Does ``name`` in the user's code mean the builtin?"""

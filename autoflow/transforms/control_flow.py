@@ -27,7 +27,8 @@ import gast
 
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import (bound_names, chain_text, declared_nonlocal, nested_free_names,
-                                 shared_state, target_names, walrus_targets)
+                                 nested_nonlocal_names, shared_state, target_names,
+                                 walrus_targets)
 from ..analysis.liveness import always_returns, defined_block, live_block
 from ..core.nodes import clone, walk
 from ..core.templates import name as name_node
@@ -80,6 +81,9 @@ class ControlFlow:
         # `nonlocal`, so that a closure called inside a branch or loop body
         # sees the current value (see `_share_cells`).
         self.cells = frozenset()
+        self.called_cells = frozenset()  # cells that nested functions rebind (`nonlocal`)
+        self.generated = False  # converting a function autoflow made (a branch, a body)
+        self.user_local = set()  # the user function's own variables
         # Variables some statement may leave unbound (`af.Undefined`): user
         # reads of them go through `af.ld`, which raises Python's error.
         self.maybe_unbound = set()
@@ -88,13 +92,17 @@ class ControlFlow:
     def convert_function(self, fn):
         params = _params_of(fn)
         user = getattr(fn, "af_user", False)
-        saved = self.cells, self.maybe_unbound
+        saved = (self.cells, self.maybe_unbound, self.called_cells, self.generated,
+                 self.user_local)
+        self.generated = not user
         if user:
             self.maybe_unbound = set()
         declared = declared_nonlocal(fn.body) if user else set(getattr(fn, "af_nonlocal", ()))
         local = (set(bound_names(fn.body)) | set(params)) - declared
         if user:
+            self.user_local = local
             self.cells = frozenset(nested_free_names(fn) & local)
+            self.called_cells = frozenset(nested_nonlocal_names(fn) & local)
         else:
             local |= declared & self.cells  # cells of the user function, shared by name
         live_out = self.cells if not user else ()
@@ -104,7 +112,11 @@ class ControlFlow:
         outer = getattr(fn, "af_outer_defined", set())
         defined_block(fn.body, set(params), (set(params) - (self.maybe_unbound - outer)) | outer)
         fn.body = self._block(fn.body, local) or [gast.Pass()]
-        self.cells, self.maybe_unbound = saved if user else (self.cells, self.maybe_unbound)
+        if user:
+            (self.cells, self.maybe_unbound, self.called_cells, self.generated,
+             self.user_local) = saved
+        else:
+            self.generated = saved[3]
 
     def _guard(self, stmt):
         """Reads in ``stmt`` of a variable that may hold ``af.Undefined`` here
@@ -171,6 +183,9 @@ class ControlFlow:
                 out.append(s)
             elif isinstance(s, _SCOPES) or isinstance(s, gast.AsyncFunctionDef):
                 out.append(s)
+            elif isinstance(s, gast.Delete) and self.generated and all(
+                    isinstance(t, gast.Name) and t.id in local for t in s.targets):
+                out += self._unbind(s)
             else:
                 for field in ("body", "orelse", "finalbody"):
                     val = getattr(s, field, None)
@@ -190,10 +205,12 @@ class ControlFlow:
 
     def _undefined_inits(self, names, stmt):
         out = []
+        template = ("NAME = AF.Undefined(TEXT, guarded=True)" if getattr(stmt, "af_exit_guard", False)
+                    else "NAME = AF.Undefined(TEXT)")
         for n in names:
             if n not in stmt.af_maybe_before:
                 self.maybe_unbound.add(n)
-                out += stamp(replace("NAME = AF.Undefined(TEXT)", NAME=n, AF=self.ctx.af,
+                out += stamp(replace(template, NAME=n, AF=self.ctx.af,
                                      TEXT=gast.Constant(value=n, kind=None)), stmt)
         return out
 
@@ -221,6 +238,7 @@ class ControlFlow:
     def _if(self, s, local):
         returning = contains_return(s)
         modified = bound_names(s.body + s.orelse)
+        modified += [n for n in self._called(s) if n not in modified]
         outer = [n for n in modified if n not in local]
         if returning and not (always_returns(s.body) and always_returns(s.orelse)):
             # A return the earlier passes could not shape (inside try/with).
@@ -276,6 +294,23 @@ class ControlFlow:
         self._state_arg(s.body + s.orelse, s, local, call)
         return self._undefined_inits(params, s) + self._finish(defs, s) + call
 
+    def _unbind(self, s):
+        """``del y`` in a branch or loop body: ``y`` is carried, so it becomes
+        ``af.Undefined('y')`` (a later read raises Python's error; a traced
+        branch that leaves it unbound is reported, naming it)."""
+        out = []
+        for t in s.targets:
+            self.maybe_unbound.add(t.id)
+            out += stamp(replace("NAME = AF.Undefined(TEXT)", NAME=t.id, AF=self.ctx.af,
+                                 TEXT=gast.Constant(value=t.id, kind=None)), s)
+        return out
+
+    def _called(self, s):
+        """Cells a nested function may rebind (``nonlocal``) when ``s`` calls it."""
+        if not self.called_cells or not contains(s, gast.Call):
+            return []
+        return [n for n in self.called_cells if n in s.af_maybe_before]
+
     @staticmethod
     def _fix_empty(defs):
         for d in defs:
@@ -317,7 +352,7 @@ class ControlFlow:
 
         def usable(node):
             base = chain_text(node).split(".")[0]
-            if base == self.ctx.af or base in self.ctx.library_names:
+            if base == self.ctx.af or self.ctx.is_module_name(base):
                 return False
             return base not in local or base in s.af_def_before
 
@@ -335,6 +370,12 @@ class ControlFlow:
             keywords.append(gast.keyword(arg="objects", value=gast.List(
                 elts=[self._load(o) for o in objects], ctx=gast.Load())))
         keywords.append(gast.keyword(arg="labels", value=str_tuple(labels)))
+        bases = [a.value for a in attrs] + objects
+        escapes = [i for i, b in enumerate(bases)
+                   if chain_text(b).split(".")[0] not in self.user_local]
+        if escapes:
+            keywords.append(gast.keyword(arg="escapes", value=gast.Tuple(
+                elts=[gast.Constant(value=i, kind=None) for i in escapes], ctx=gast.Load())))
         value = replace_expr("AF.state()", AF=self.ctx.af)
         value.keywords = keywords
         node = call[-1]
@@ -356,6 +397,7 @@ class ControlFlow:
             return [s]
         af = self.ctx.af
         modified = bound_names(s.body)
+        modified += [n for n in self._called(s) if n not in modified]
         for t in walrus_targets(s.test):
             if t not in modified:
                 modified.append(t)
@@ -393,6 +435,10 @@ class ControlFlow:
         if not isinstance(it, gast.Call):
             return it
         func = it.func
+        if isinstance(func, gast.Attribute) and func.attr in _ITERABLE_BUILTINS \
+                and isinstance(func.value, gast.Name) and func.value.id == "builtins":
+            func = gast.Name(id=func.attr, ctx=gast.Load(), annotation=None, type_comment=None)
+            it.func = stamp(func, it.func)
         if isinstance(func, gast.Name) and func.id in _ITERABLE_BUILTINS \
                 and self.ctx.builtin_available(func.id):
             new = replace("AF.attr", AF=self.ctx.af)[0].value
@@ -412,6 +458,11 @@ class ControlFlow:
         af = self.ctx.af
         tnames = target_names(s.target)
         modified = tnames + [n for n in bound_names(s.body) if n not in tnames]
+        modified += [n for n in self._called(s) if n not in modified]
+        outer = [n for n in modified if n not in local]
+        if outer:  # a `global`/`nonlocal` name: the loop runs as Python
+            s.body = self._block(s.body, local)
+            return [s]
         carried = self._ordered(modified, local, s.af_live_head | self.cells)
         simple = isinstance(s.target, gast.Name) and s.target.id not in carried \
             and s.target.id not in self.cells

@@ -37,10 +37,16 @@ from __future__ import annotations
 import gast
 
 from ..core.nodes import children, walk
+from ..core.nodes import clone as nodes_clone
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
+from ..analysis.liveness import always_returns
 from .util import _LOOPS, _SCOPES, contains_return, stamp
 
+
+
+class _Exit(gast.Break):
+    """Where a lowered ``return``/``raise`` leaves a ``with``/``try`` block."""
 
 
 def _has(node_or_list, types):
@@ -158,6 +164,161 @@ class EarlyExits:
         loop.body = block(loop.body)
         if loop.orelse and nested:
             loop.orelse = block(loop.orelse)
+
+    # ---- return / caught raise inside try and with ---------------------
+    def lower_block_exits(self, body):
+        """``return`` inside ``with``/``try``, and a ``raise`` that the ``try``'s own
+        ``except`` catches, become flags; the jump happens after the statement.
+
+        ::
+
+            with cm:                          returned = False; left = False
+                if c:                         with cm:
+                    return a          ->          if c:
+                b = f()                               retval = a
+            return b                                  returned = True
+                                                      left = True
+                                                  if not left:
+                                                      b = f()
+                                              if returned:
+                                                  return retval
+                                              return b
+
+        The context manager's exit and a ``finally`` still run on every path,
+        as in Python (they run before the jump, as Python's do). A ``raise
+        E(...)`` in a ``try`` body whose first matching clause is ``except
+        E:`` (matched by name, no ``as``, no ``finally``) sets ``caught`` and
+        the clause's body runs after the ``try``. A traced ``if`` around either
+        then converts like any other.
+        """
+        out = []
+        for s in body:
+            if isinstance(s, _SCOPES):
+                out.append(s)
+                continue
+            for owner, field in _blocks(s):
+                setattr(owner, field, self.lower_block_exits(getattr(owner, field)))
+            if isinstance(s, (gast.With, gast.AsyncWith)) or (_TRY and isinstance(s, _TRY)):
+                out += self._block_exits(s)
+            else:
+                out.append(s)
+        return out
+
+    def _block_exits(self, s):
+        is_try = _TRY and isinstance(s, _TRY)
+        if is_try and any(contains_return(x) for x in s.finalbody):
+            return [s]  # a return in `finally` overrides: leave it to Python
+        caught = self._caught_raises(s) if is_try else {}
+        if not caught and not any(contains_return(x) for x in s.body) and not (
+                is_try and any(contains_return(x) for h in s.handlers for x in h.body)
+                or is_try and any(contains_return(x) for x in s.orelse)):
+            return [s]
+        # Does every path through the statement end in `return` (or a raise its
+        # own `except` turns into a handler that returns)? Then the jump after
+        # it is unconditional, and no path seems to fall off the function.
+        always = always_returns(s.body) and (not is_try or all(
+            always_returns(h.body) for h in s.handlers))
+        left = self.ctx.namer.unique("left")
+        before = stamp(replace("LEFT = False", LEFT=left), s)
+        after = []
+        handler_copies = {}
+        for index, flag in caught.values():
+            handler_copies[index] = nodes_clone(s.handlers[index].body)
+        uses_return = False
+
+        def mark(stmts):
+            nonlocal uses_return
+            new = []
+            for x in stmts:
+                if isinstance(x, gast.Return):
+                    uses_return = True
+                    returned, retval = self._flags()
+                    value = x.value if x.value is not None else gast.Constant(value=None, kind=None)
+                    new += stamp(replace("RETVAL = VALUE\nRETURNED = True",
+                                         RETVAL=retval, VALUE=value, RETURNED=returned), x)
+                    new.append(stamp(_Exit(), x))
+                    break
+                if isinstance(x, gast.Raise) and id(x) in caught:
+                    index, flag = caught[id(x)]
+                    new += stamp(replace("FLAG = True", FLAG=flag), x)
+                    new.append(stamp(_Exit(), x))
+                    break
+                if not isinstance(x, _SCOPES + _LOOPS) and not (_TRY and isinstance(x, _TRY)):
+                    for owner, field in _blocks(x):
+                        setattr(owner, field, mark(getattr(owner, field)))
+                new.append(x)
+            return new
+
+        s.body = self._guard(mark(s.body), _Exit, left)
+        if not caught:
+            # Code under `if not left:` runs only on the paths that reach the end
+            # of the block, and what it binds is read only there (after the
+            # statement, the jump is taken first): a traced `if` may fill such
+            # a variable with zeros on the path that left (see Undefined.guarded).
+            for n in walk(gast.Module(body=s.body, type_ignores=[])):
+                if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
+                        and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
+                    n.af_exit_guard = True
+        if is_try:
+            for h in s.handlers:
+                h.body = self._guard(mark(h.body), _Exit, left) or [gast.Pass()]
+            if s.orelse:
+                s.orelse = stamp(replace("if not LEFT:\n    ORELSE", LEFT=left,
+                                         ORELSE=self._guard(mark(s.orelse), _Exit, left)), s)
+        if not s.body:
+            s.body = [gast.Pass()]
+        for index, flag in sorted(set(caught.values())):
+            before += stamp(replace("FLAG = False", FLAG=flag), s)
+            after += stamp(replace("if FLAG:\n    HANDLER", FLAG=flag,
+                                   HANDLER=self.lower_block_exits(handler_copies[index])), s)
+        if uses_return:
+            returned, retval = self._flags()
+            before = stamp(replace(
+                "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
+                RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
+                RETVAL_NAME=gast.Constant(value=retval, kind=None)), s) + before
+            if always:
+                after += stamp(replace("return RETVAL", RETVAL=retval), s)
+            else:
+                after += stamp(replace("if RETURNED:\n    return RETVAL",
+                                       RETURNED=returned, RETVAL=retval), s)
+        return before + [s] + after
+
+    def _caught_raises(self, s):
+        """``raise E(...)`` statements of the ``try`` body that its first matching
+        ``except E:`` catches: ``{id(raise): (handler index, flag name)}``."""
+        if s.finalbody or type(s).__name__ != "Try":
+            return {}
+        names = []
+        for h in s.handlers:
+            if h.name is not None:
+                names.append(None)
+            elif isinstance(h.type, gast.Name):
+                names.append({h.type.id})
+            elif isinstance(h.type, gast.Tuple) and all(isinstance(e, gast.Name) for e in h.type.elts):
+                names.append({e.id for e in h.type.elts})
+            else:
+                names.append(None)  # `except:` or a computed type: not matched by name
+        out, flags = {}, {}
+        todo = list(s.body)
+        while todo:
+            x = todo.pop()
+            if isinstance(x, _SCOPES + _LOOPS) or (_TRY and isinstance(x, _TRY)):
+                continue
+            if isinstance(x, gast.Raise) and x.exc is not None and x.cause is None:
+                exc = x.exc.func if isinstance(x.exc, gast.Call) else x.exc
+                if isinstance(exc, gast.Name):
+                    for index, ns in enumerate(names):
+                        if ns is None:
+                            break  # an earlier clause might catch it: leave it
+                        if exc.id in ns:
+                            if index not in flags:
+                                flags[index] = self.ctx.namer.unique("caught")
+                            out[id(x)] = (index, flags[index])
+                            break
+                continue
+            todo.extend(children(x))
+        return out
 
     # ---- break / continue -----------------------------------------------
     def lower_jumps(self, stmts):

@@ -6,15 +6,19 @@ Order matters, and each step relies on the ones before it:
    i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
    become ``af.call(f, ...)``, ``print``/``assert`` become operators. They
    only rewrite simple statements and expressions, so they go first.
-   ``raises``: ``raise EXC`` in a branch or loop becomes ``raise
-   af.exception(lambda: EXC)`` (a check at run time when the path is
-   traced), and each ``try`` lets autoflow's own errors through first.
 1. ``early_exits.lower_loop_returns``: ``return`` inside a loop becomes
    ``retval = ...; returned = True; break`` and one ``if returned: return
    retval`` after the loop, so no ``return`` is left inside a loop.
+   ``early_exits.lower_block_exits``: likewise ``return`` inside ``with``/
+   ``try`` (the jump happens after the statement, so its exit and
+   ``finally`` run first) and a ``raise`` the ``try``'s own ``except`` catches.
 2. ``early_exits.lower_jumps``: ``break``/``continue`` (including the ones
    step 1 made) become boolean flags; a loop ``else`` becomes ``if not
    broke:``. Loops are now plain loops.
+   ``raises`` (after the above, which turned the ``raise`` statements a
+   ``try`` catches itself into flags): ``raise EXC`` in a branch or loop
+   becomes ``raise af.exception(lambda: EXC)`` (a check at run time when the
+   path is traced), and each ``try`` lets autoflow's own errors through first.
 3. ``returns``: the code after an ``if`` that returns moves into the branches
    that fall through, so every returning ``if`` returns on both paths and a
    traced one can become one ``lax.cond`` whose value is returned.
@@ -68,6 +72,7 @@ def _lower_exits(tree, ctx):
     for fn in _functions(tree):
         exits = EarlyExits(ctx)
         fn.body = exits.lower_loop_returns(fn.body)
+        fn.body = exits.lower_block_exits(fn.body)
         fn.body = exits.lower_jumps(fn.body)
 
 
@@ -92,8 +97,8 @@ def _control_flow(tree, ctx):
 PASSES = [
     ("index_assign", _index_assign),
     ("calls", _calls),
-    ("raises", _raises),
     ("early_exits", _lower_exits),
+    ("raises", _raises),
     ("returns", _lower_returns),
     ("logical", _logical),
     ("control_flow", _control_flow),

@@ -27,6 +27,8 @@ def contains(node_or_list, types, stop_at_loops=False):
     for node in nodes:
         if isinstance(node, types):
             return True
+        if isinstance(node, _SCOPES):  # a nested def's `return` is its own
+            continue
         for n in walk_local(node, stop_at_loops=stop_at_loops):
             if isinstance(n, types):
                 return True

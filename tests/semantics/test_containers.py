@@ -1,0 +1,473 @@
+"""List and dict mutation inside converted control flow, as Python does it.
+
+Each branch of a traced ``if`` must see the container as it was before the ``if``
+(mutations are isolated per branch). When both paths leave the container with the same
+structure the program works; when the structure differs (a key on one path only,
+different lengths) under a traced condition, autoflow must refuse with a
+``ConversionError`` naming the container, while concrete conditions still run as Python.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from .oracle import F, I, check, check_cases, check_error
+
+CASES = [(F(2.0),), (F(-3.0),)]
+
+
+# ---- same structure on both paths: works -----------------------------------------------
+
+def list_append_per_branch(x):
+    l = [x]  # noqa: E741
+    if x > 0:
+        l.append(x * 2.0)
+    else:
+        l.append(x - 1.0)
+    return l
+
+
+def test_list_append_per_branch():
+    check_cases(list_append_per_branch, CASES, vmap=[(F(1.0),)])
+
+
+def list_extend_per_branch(x):
+    l = [x]  # noqa: E741
+    if x > 0:
+        l.extend([x, x + 1.0])
+    else:
+        l.extend([-x, 0.0 * x])
+    return l
+
+
+def test_list_extend_per_branch():
+    check_cases(list_extend_per_branch, CASES)
+
+
+def list_insert_per_branch(x):
+    l = [1.0, 2.0]  # noqa: E741
+    if x > 0:
+        l.insert(0, x)
+    else:
+        l.insert(2, -x)
+    return l
+
+
+def test_list_insert_per_branch():
+    check_cases(list_insert_per_branch, CASES)
+
+
+def list_pop_per_branch(x):
+    l = [x, x + 1.0, x + 2.0]  # noqa: E741
+    if x > 0:
+        v = l.pop()
+    else:
+        v = l.pop(0)
+    return l, v
+
+
+def test_list_pop_per_branch():
+    check_cases(list_pop_per_branch, CASES)
+
+
+def list_remove_per_branch(x):
+    l = [1.0, 2.0, 3.0]  # noqa: E741
+    if x > 0:
+        l.remove(2.0)
+        l.append(x)
+    else:
+        l.remove(3.0)
+        l.append(-x)
+    return l
+
+
+def test_list_remove_per_branch():
+    check_cases(list_remove_per_branch, CASES)
+
+
+def list_clear_per_branch(x):
+    l = [x, x]  # noqa: E741
+    if x > 0:
+        l.clear()
+        l.append(x * 3.0)
+    else:
+        del l[1:]
+    return l
+
+
+def test_list_clear_per_branch():
+    check_cases(list_clear_per_branch, CASES)
+
+
+def list_mutated_in_one_branch_is_isolated(x):
+    l = [x, 1.0]  # noqa: E741
+    if x > 0:
+        l[1] = 5.0
+        y = l[1] + x
+    else:
+        y = l[1] - x
+    return y, l
+
+
+def test_list_mutated_in_one_branch_is_isolated():
+    check_cases(list_mutated_in_one_branch_is_isolated, CASES)
+
+
+def list_alias_sees_branch_mutation(x):
+    a = [x]
+    b = a
+    if x > 0:
+        a.append(1.0)
+    else:
+        a.append(2.0)
+    return b
+
+
+def test_list_alias_sees_branch_mutation():
+    # `b` is `a`: Python sees the appended element through both names.
+    check_cases(list_alias_sees_branch_mutation, CASES)
+
+
+def list_iadd_and_del_per_branch(x):
+    l = [x, 2.0 * x]  # noqa: E741
+    if x > 0:
+        l += [x]
+        del l[0]
+    else:
+        del l[1]
+        l += [-x]
+    return l
+
+
+def test_list_iadd_and_del_per_branch():
+    check_cases(list_iadd_and_del_per_branch, CASES)
+
+
+def dict_update_per_branch(x):
+    d = {"a": x, "b": 1.0}
+    if x > 0:
+        d.update(a=x * 2.0)
+    else:
+        d.update({"b": x})
+    return d
+
+
+def test_dict_update_per_branch():
+    check_cases(dict_update_per_branch, CASES, vmap=[(F(1.0),)])
+
+
+def dict_setdefault_per_branch(x):
+    d = {"a": x}
+    if x > 0:
+        v = d.setdefault("a", 5.0)
+        w = d.setdefault("b", x)
+    else:
+        v = d.setdefault("a", 6.0)
+        w = d.setdefault("b", 7.0)
+    return d, v, w
+
+
+def test_dict_setdefault_per_branch():
+    check_cases(dict_setdefault_per_branch, CASES)
+
+
+def dict_item_assign_and_del_per_branch(x):
+    d = {"a": x, "b": 2.0, "c": 3.0}
+    if x > 0:
+        d["a"] = x + 1.0
+        del d["b"]
+    else:
+        d["a"] = x - 1.0
+        del d["b"]
+        d["c"] = x
+    return d
+
+
+def test_dict_item_assign_and_del_per_branch():
+    check_cases(dict_item_assign_and_del_per_branch, CASES)
+
+
+def dict_clear_then_refill_per_branch(x):
+    d = {"a": x, "z": 0.0}
+    if x > 0:
+        d.clear()
+        d["a"] = 2.0 * x
+    else:
+        d.pop("z")
+        d["a"] = 3.0 * x
+    return d
+
+
+def test_dict_clear_then_refill_per_branch():
+    check_cases(dict_clear_then_refill_per_branch, CASES)
+
+
+def nested_dict_assign_per_branch(x):
+    cfg = {"a": {"b": 0.0}, "c": 1.0}
+    if x > 0:
+        cfg["a"]["b"] = x
+    else:
+        cfg["a"]["b"] = -x
+    return cfg
+
+
+def test_nested_dict_assign_per_branch():
+    check_cases(nested_dict_assign_per_branch, CASES, vmap=[(F(1.0),)])
+
+
+def nested_dict_alias_sees_branch_mutation(x):
+    inner = {"b": 0.0}
+    cfg = {"a": inner}
+    if x > 0:
+        cfg["a"]["b"] = x
+    else:
+        cfg["a"]["b"] = 2.0 * x
+    return inner["b"]
+
+
+def test_nested_dict_alias_sees_branch_mutation():
+    check_cases(nested_dict_alias_sees_branch_mutation, CASES)
+
+
+def dict_setdefault_list_append_per_branch(x):
+    d = {}
+    if x > 0:
+        d.setdefault("xs", []).append(x)
+    else:
+        d.setdefault("xs", []).append(-x)
+    return d
+
+
+def test_dict_setdefault_list_append_per_branch():
+    check_cases(dict_setdefault_list_append_per_branch, CASES)
+
+
+def list_in_traced_while_same_structure(x):
+    l = [x, 0.0]  # noqa: E741
+    while l[0] < 5.0:
+        l[0] = l[0] * 2.0
+        l[1] = l[1] + 1.0
+    return l
+
+
+def test_list_in_traced_while_same_structure():
+    check_cases(list_in_traced_while_same_structure, [(F(1.0),), (F(6.0),)])
+
+
+# ---- module-level containers ------------------------------------------------------------------
+
+REGISTRY = {"scale": 1.0}
+
+
+def module_dict_assigned_per_branch(x):
+    REGISTRY["scale"] = 1.0
+    if x > 0:
+        REGISTRY["scale"] = 2.0
+    else:
+        REGISTRY["scale"] = 3.0
+    return x * REGISTRY["scale"]
+
+
+@pytest.mark.parametrize("x", [2.0, -2.0])
+def test_module_dict_assigned_per_branch(x):
+    check(module_dict_assigned_per_branch, F(x), may_refuse=["REGISTRY"])
+    assert not isinstance(REGISTRY["scale"], jax.core.Tracer), REGISTRY
+
+
+LOG = []
+
+
+def global_list_appended_in_static_loop(x):
+    del LOG[:]
+    for i in range(3):
+        LOG.append(i)
+        x = x + 1.0
+    return x, len(LOG), LOG[-1]
+
+
+@pytest.mark.parametrize("mode", ["concrete", "traced"])
+def test_global_list_appended_in_static_loop(mode):
+    check(global_list_appended_in_static_loop, F(0.5), concrete=mode == "concrete",
+          traced=mode == "traced")
+    assert LOG == [0, 1, 2] and all(type(v) is int for v in LOG), LOG
+
+
+def global_list_appended_in_python_loop(x):
+    del LOG[:]
+    for name in ["a", "b", "c"]:
+        LOG.append(name)
+        x = x * 2.0
+    return x, "".join(LOG)
+
+
+def test_global_list_appended_in_python_loop():
+    check(global_list_appended_in_python_loop, F(0.25))
+    assert LOG == ["a", "b", "c"]
+
+
+# ---- append over a static range, then jnp.stack -------------------------------------------------
+
+def stack_appended_static_range(x):
+    y = x
+    ys = [y]
+    for i in range(4):
+        y = y * 0.5 + i
+        ys.append(y)
+    return jnp.stack(ys)
+
+
+def test_stack_appended_static_range():
+    check(stack_appended_static_range, F(1.0), vmap=[(F(-2.0),)])
+
+
+def stacked_sum(x):
+    ys = [x * 0.0]
+    for i in range(3):
+        ys.append(jnp.sin(x) * i + ys[-1])
+    return jnp.stack(ys).sum()
+
+
+def test_stacked_sum_grad():
+    check(stacked_sum, F(0.5), grad=True)
+
+
+def append_in_static_range_with_traced_if(x):
+    ys = []
+    for i in range(3):
+        if x > i:
+            ys.append(x - i)
+        else:
+            ys.append(x + i)
+    return jnp.stack(ys)
+
+
+def test_append_in_static_range_with_traced_if():
+    check_cases(append_in_static_range_with_traced_if, [(F(1.5),), (F(-1.0),)])
+
+
+# ---- a dict key first set inside a loop -----------------------------------------------------------
+
+def dict_key_first_set_in_traced_while(x):
+    d = {}
+    while x < 5.0:
+        d["last"] = x
+        x = x + 1.0
+    return d["last"]
+
+
+def test_dict_key_first_set_in_traced_while():
+    check(dict_key_first_set_in_traced_while, F(1.5), may_refuse=["d"])
+    check(dict_key_first_set_in_traced_while, F(7.0), traced=False, expect_raise=KeyError)
+
+
+def dict_key_first_set_in_static_for(x):
+    d = {"x": x}
+    for i in range(3):
+        d["k"] = d["x"] * i
+        d["x"] = d["x"] + 1.0
+    return d
+
+
+def test_dict_key_first_set_in_static_for():
+    check(dict_key_first_set_in_static_for, F(1.5))
+
+
+# ---- differing structure under a traced condition: refused, naming the container ----------------
+
+def dict_key_on_one_path(x):
+    d = {"a": x}
+    if x > 0:
+        d["b"] = x
+    return len(d)
+
+
+def test_dict_key_on_one_path():
+    check_error(dict_key_on_one_path, F(2.0), names=["d"])
+    check(dict_key_on_one_path, F(-2.0), traced=False)
+
+
+def setdefault_on_one_path(x):
+    d = {}
+    if x > 0:
+        d.setdefault("a", x)
+    else:
+        d.setdefault("b", x)
+    return d
+
+
+def test_setdefault_on_one_path():
+    check_error(setdefault_on_one_path, F(2.0), names=["d"])
+
+
+def list_lengths_differ(x):
+    l = [x]  # noqa: E741
+    if x > 0:
+        l.append(x)
+    return l
+
+
+def test_list_lengths_differ():
+    check_error(list_lengths_differ, F(2.0), names=["l"])
+    check(list_lengths_differ, F(-2.0), traced=False)
+
+
+def list_extend_lengths_differ(x):
+    l = []  # noqa: E741
+    if x > 0:
+        l.extend([x, x])
+    else:
+        l.extend([x])
+    return sum(l)
+
+
+def test_list_extend_lengths_differ():
+    check_error(list_extend_lengths_differ, F(-1.0), names=["l"])
+
+
+def list_cleared_on_one_path(x):
+    l = [x, x]  # noqa: E741
+    if x > 0:
+        l.clear()
+    return l
+
+
+def test_list_cleared_on_one_path():
+    check_error(list_cleared_on_one_path, F(2.0), names=["l"])
+
+
+def list_pop_in_traced_while(x):
+    l = [1.0, 1.0, 1.0, 1.0]  # noqa: E741
+    s = x
+    while s < 3.0:
+        s = s + l.pop()
+    return s
+
+
+def test_list_pop_in_traced_while():
+    check_error(list_pop_in_traced_while, F(0.5), names=["l"])
+
+
+def list_append_in_traced_while(x):
+    l = []  # noqa: E741
+    while x < 4.0:
+        l.append(x)
+        x = x + 1.0
+    return x
+
+
+def test_list_append_in_traced_while():
+    check_error(list_append_in_traced_while, F(1.0), names=["l"])
+
+
+def dict_key_on_one_path_concrete(x, flag):
+    d = {"a": x}
+    if flag:
+        d["b"] = 2.0 * x
+    return d
+
+
+def test_dict_key_on_one_path_concrete_condition():
+    check(dict_key_on_one_path_concrete, F(2.0), True, static_argnums=(1,))
+    check(dict_key_on_one_path_concrete, F(2.0), False, static_argnums=(1,))
