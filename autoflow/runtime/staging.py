@@ -287,6 +287,33 @@ def _loop_error(site, kind, label, before, after):
         f"`{label}.at[i].set(...)`), or make the loop bound static so the loop runs as Python."))
 
 
+class _Appended(list):
+    """The list a staged loop appends to, as its body sees it: appending is all
+    it can do (the appended values become the scan's stacked outputs, after the
+    items the list held before the loop). Reading it would see none of them,
+    so a read is an error that makes a static loop run as Python instead."""
+
+    def _read(self, *args, **kwargs):
+        raise ConversionError("internal: a list appended to in a staged loop is read")
+
+    __getitem__ = __len__ = __iter__ = __contains__ = __reversed__ = _read
+    index = count = copy = __eq__ = __ne__ = __bool__ = _read
+    __hash__ = None
+
+    def __add__(self, other):
+        return list(other)
+
+
+def _added_keys(before, after):
+    """Keys a loop body adds to a dict carry (holding arrays), as ``{key: spec}``."""
+    if not (type(before) is dict and type(after) is dict) or not set(before) < set(after):
+        return None
+    if flatten({k: after[k] for k in before})[1] != flatten(before)[1]:
+        return None
+    added = {k: _spec(after[k]) for k in after if k not in before}
+    return added if all(v is not None for v in added.values()) else None
+
+
 def _appended(before, after):
     """``after`` is ``before`` with one item appended (``ys.append(v)``)."""
     return (isinstance(before, list) and isinstance(after, list)
@@ -308,28 +335,35 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
         return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
 
     def body(k, dyn):
+        merged = merge(dyn)
         with staged_block():
-            new = step(k, merge(dyn))
+            new = step(k, merged)
         outs = []
         if accum or can_accumulate:
             parts = _parts(new, names)
             grown = {}
-            for j, (a, b) in enumerate(zip(_parts(state, names), parts)):
+            for j, (a, b) in enumerate(zip(_parts(merged, names), parts)):
                 if j in accum:
-                    if not (isinstance(b, list) and len(b) == 1):
+                    if not (isinstance(b, list) and len(b) == 1 and type(b) is list):
                         raise ConversionError(message(
                             site(), f"`{names[j]}` gets values appended in this loop, but not "
                             "exactly one per iteration (or it is also used in other ways)",
                             f"Append to `{names[j]}` once per iteration, unconditionally, or "
                             "make the loop run as Python with `autoflow.unroll`."))
                     outs.append(b[0])
-                    parts[j] = []
+                    parts[j] = a  # the same placeholder, every iteration
                 elif can_accumulate and _appended(a, b):
                     grown[j] = True
             if grown:
                 raise _Restart(("accumulate", grown))
             new = _join(parts, names)
-        defines = {}
+        defines, keys = {}, {}
+        for j, (a, b) in enumerate(zip(_parts(state, names), _parts(new, names))):
+            added = _added_keys(a, b)
+            if added:
+                keys[j] = added
+        if keys:
+            raise _Restart(("keys", keys))
         for j, (a, b) in enumerate(zip(_parts(state, names), _parts(new, names))):
             if isinstance(a, Undefined) and _spec(b) is not None:
                 defines[j] = _spec(b)
@@ -419,8 +453,8 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
     scan_form = cond_fn is None and isinstance(length, int)
     for _ in range(16):
         if accum:
-            state = _join([[] if j in accum else p for j, p in enumerate(_parts(state, names))],
-                          names)
+            state = _join([_Appended() if j in accum else p
+                           for j, p in enumerate(_parts(state, names))], names)
         leaves, tree = flatten(state)
         labels = leaf_labels(state, names)
         mask = [is_array_like(x) for x in leaves]
@@ -484,6 +518,16 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
             kind_of_change, changes = r.changes
             if kind_of_change == "accumulate":
                 accum.update({j: _parts(state, names)[j] for j in changes})
+            elif kind_of_change == "keys":
+                # A dict key first set inside the loop is carried from the start,
+                # zeros before its first assignment (like a variable first bound
+                # in a loop).
+                parts = _parts(state, names)
+                for j, added in changes.items():
+                    parts[j] = dict(parts[j], **{k: _zeros(v) for k, v in added.items()}) \
+                        if all(isinstance(k, str) for k in added) else {
+                            **parts[j], **{k: _zeros(v) for k, v in added.items()}}
+                state = _join(parts, names)
             elif kind_of_change == "define":
                 state = _join([_zeros(changes[k]) if k in changes else p
                                for k, p in enumerate(_parts(state, names))], names)

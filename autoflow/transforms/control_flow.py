@@ -205,11 +205,12 @@ class ControlFlow:
 
     def _undefined_inits(self, names, stmt):
         out = []
-        template = ("NAME = AF.Undefined(TEXT, guarded=True)" if getattr(stmt, "af_exit_guard", False)
-                    else "NAME = AF.Undefined(TEXT)")
+        guard = getattr(stmt, "af_exit_guard", ())  # see early_exits.lower_block_exits
         for n in names:
             if n not in stmt.af_maybe_before:
                 self.maybe_unbound.add(n)
+                template = ("NAME = AF.Undefined(TEXT, guarded=True)"
+                            if guard is True or n in guard else "NAME = AF.Undefined(TEXT)")
                 out += stamp(replace(template, NAME=n, AF=self.ctx.af,
                                      TEXT=gast.Constant(value=n, kind=None)), stmt)
         return out

@@ -40,6 +40,7 @@ from ..core.nodes import children, walk
 from ..core.nodes import clone as nodes_clone
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
+from ..analysis.activity import bound_names
 from ..analysis.liveness import always_returns
 from .util import _LOOPS, _SCOPES, contains_return, stamp
 
@@ -250,15 +251,22 @@ class EarlyExits:
             return new
 
         s.body = self._guard(mark(s.body), _Exit, left)
-        if not caught:
-            # Code under `if not left:` runs only on the paths that reach the end
-            # of the block, and what it binds is read only there (after the
-            # statement, the jump is taken first): a traced `if` may fill such
-            # a variable with zeros on the path that left (see Undefined.guarded).
-            for n in walk(gast.Module(body=s.body, type_ignores=[])):
-                if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
-                        and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
-                    n.af_exit_guard = True
+        # Code under `if not left:` runs only on the paths that reach the end of
+        # the block. What it binds is read only there: after the statement a
+        # `return` jumps first, and a caught raise runs its handler first. So a
+        # traced `if` may fill such a variable with zeros on the path that left
+        # (see Undefined.guarded), if every handler that may run instead binds
+        # it or returns.
+        safe = True
+        for index in {i for i, _ in caught.values()}:
+            h = handler_copies[index]
+            if not always_returns(h):
+                bound = set(bound_names(h))
+                safe = bound if safe is True else safe & bound
+        for n in walk(gast.Module(body=s.body, type_ignores=[])):
+            if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
+                    and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
+                n.af_exit_guard = safe
         if is_try:
             for h in s.handlers:
                 h.body = self._guard(mark(h.body), _Exit, left) or [gast.Pass()]
