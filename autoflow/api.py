@@ -240,8 +240,6 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) \
             or inspect.isasyncgenfunction(fn):
         return fn  # generators and coroutines run as they are
-    if fn.__code__.co_name == "<lambda>":
-        return fn  # a lambda holds no statements; its expressions run as Python
     with _lock:
         cached = _by_function.get(fn)
         if cached is not None:
@@ -252,12 +250,25 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
             code, alias, _ = _convert_code(fn, _transform_options(options))
         except SourceUnavailable as e:
             return _fallback(fn, str(e), kw["strict"])
+        if kw["asserts"] and _uses_no_runtime(code, alias):
+            # Nothing to convert (no control flow, no user calls): the original
+            # runs exactly the same, without a second function object.
+            _by_function.setdefault(fn, {})[options] = (fn.__code__, fn)
+            return fn
         from . import runtime
         new = make_function(code, fn, runtime.bound(options), alias)
         functools.update_wrapper(new, fn)
         setattr(new, _CONVERTED, True)
         _by_function.setdefault(fn, {})[options] = (fn.__code__, new)
         return new
+
+
+def _uses_no_runtime(code, alias) -> bool:
+    """Does no code in ``code`` (nested functions included) reach the runtime?"""
+    if alias in code.co_freevars or alias in code.co_cellvars:
+        return False
+    return all(_uses_no_runtime(c, alias) for c in code.co_consts
+               if isinstance(c, types.CodeType))
 
 
 def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:

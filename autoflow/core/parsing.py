@@ -44,14 +44,51 @@ def _from_module(code):
             if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)):
                 first = min([n.lineno] + [d.lineno for d in n.decorator_list])
                 index[(first, n.name)] = n
+            elif isinstance(n, gast.Lambda):
+                index.setdefault((n.lineno, "<lambda>"), []).append(n)
         hit = _modules[filename] = (lines, index)
     node = hit[1].get((code.co_firstlineno, code.co_name))
+    if isinstance(node, list):
+        node = _the_lambda(node, code)
     if node is None:
         return None
     if not hasattr(node, "af_names"):
         node.af_names = frozenset(referenced_names(node))
     node = clone(node)
     node.decorator_list = []
+    return node
+
+
+def _the_lambda(candidates, code):
+    """Which of the lambdas on one line compiled to ``code``, as a ``def``.
+
+    Told apart by their parameter names, then by the source positions of
+    ``code``'s instructions (the innermost lambda whose body holds them).
+    """
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    matches = [c for c in candidates if tuple(a.id for a in c.args.posonlyargs + c.args.args
+                                              + c.args.kwonlyargs) == names]
+    spots = [(p[0], p[2]) for p in code.co_positions()
+             if p[0] is not None and p[2] is not None and p[3] is not None and p[3] > p[2]]
+    if len(matches) > 1 and spots:
+        def holds(c):
+            b = c.body
+            return all((b.lineno, b.col_offset) <= spot <= (b.end_lineno, b.end_col_offset)
+                       for spot in spots[:1])
+        matches = sorted((c for c in matches if holds(c)),
+                         key=lambda c: (c.body.end_lineno - c.body.lineno,
+                                        c.body.end_col_offset - c.body.col_offset))[:1]
+    if len(matches) != 1:
+        return None
+    lam = matches[0]
+    node = gast.FunctionDef(name="<lambda>", args=clone(lam.args), body=[gast.Return(
+        value=clone(lam.body))], decorator_list=[], returns=None, type_comment=None,
+        type_params=[])
+    gast.copy_location(node, lam)
+    gast.copy_location(node.body[0], lam.body)
+    node.af_user = True
+    node.body[0].af_user = True
+    node.af_lambda = True
     return node
 
 
@@ -67,11 +104,12 @@ def parse_function(fn):
     code = getattr(fn, "__code__", None)
     if code is None:
         raise SourceUnavailable("it is not a Python function")
-    if code.co_name == "<lambda>":
-        raise SourceUnavailable("it is a lambda (lambdas hold no statements to convert)")
     node = _from_module(code)
     if node is not None:
         return node, code.co_filename, code.co_firstlineno
+    if code.co_name == "<lambda>":
+        raise SourceUnavailable("it is a lambda whose source autoflow cannot single out "
+                                "(not in a file, or several alike on one line)")
     try:
         # The code object, not the function: `functools.wraps` sets `__wrapped__`,
         # which inspect would follow to the wrapped function's source.

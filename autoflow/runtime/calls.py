@@ -64,8 +64,7 @@ class Runtime(types.ModuleType):
             return f if inner is f.__func__ else types.MethodType(inner, f.__self__)
         if inspect.isfunction(f):
             code = f.__code__
-            if code.co_name == "<lambda>" or (is_library_file(code.co_filename)
-                                              and not _included(f, self._include)):
+            if is_library_file(code.co_filename) and not _included(f, self._include):
                 return f
             return self._convert(f, **dict(self._options))
         if isinstance(f, type) or not callable(f):
