@@ -231,11 +231,14 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
         return type(fn)(convert(fn.__func__, **kw), fn.__self__)
     if isinstance(fn, (staticmethod, classmethod)):
         return type(fn)(convert(fn.__func__, **kw))
+    rebuilt = _through_wrapper(fn, kw)
+    if rebuilt is not None:
+        return rebuilt
     if not inspect.isfunction(fn):
         call = getattr(type(fn), "__call__", None)
         if callable(fn) and inspect.isfunction(call):
-            converted = convert(call, **kw)
-            return functools.wraps(call)(functools.partial(converted, fn))
+            # A bound method: its signature is the call the user makes (no `self`).
+            return types.MethodType(convert(call, **kw), fn)
         return _fallback(fn, "it is not a Python function", kw["strict"])
     if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) \
             or inspect.isasyncgenfunction(fn):
@@ -261,6 +264,101 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
         setattr(new, _CONVERTED, True)
         _by_function.setdefault(fn, {})[options] = (fn.__code__, new)
         return new
+
+
+def _through_wrapper(fn, kw):
+    """The same wrapper around the converted function, for a wrapper made by a
+    library: JAX's ``custom_jvp``/``custom_vjp`` (their rules converted too) and
+    any closure-based wrapper with ``__wrapped__`` (``jax.checkpoint``,
+    ``functools.wraps`` decorators of libraries): the wrapper's own code and
+    settings (remat policy, type checks) are kept, only the function it wraps
+    is swapped. ``None`` when ``fn`` is not such a wrapper.
+    """
+    jax = sys.modules.get("jax")
+    with _lock:
+        cached = _by_function.get(fn) if _weakrefable(fn) else None
+        hit = cached.get(("wrapper", kw_key(kw))) if cached else None
+    if hit is not None:
+        return hit
+    new = None
+    if jax is not None and isinstance(fn, jax.custom_jvp):
+        new = jax.custom_jvp(convert(fn.fun, **kw), nondiff_argnums=fn.nondiff_argnums)
+        if fn.jvp is not None:
+            new.defjvp(convert(fn.jvp, **kw), symbolic_zeros=fn.symbolic_zeros)
+    elif jax is not None and isinstance(fn, jax.custom_vjp):
+        new = jax.custom_vjp(convert(fn.fun, **kw), nondiff_argnums=fn.nondiff_argnums)
+        if fn.fwd is not None:
+            extra = {"optimize_remat": fn.optimize_remat} if hasattr(fn, "optimize_remat") else {}
+            new.defvjp(convert(fn.fwd, **kw), convert(fn.bwd, **kw),
+                       symbolic_zeros=fn.symbolic_zeros, **extra)
+    elif inspect.isfunction(fn) and hasattr(fn, "__wrapped__") and fn.__closure__ \
+            and is_library_value(fn):
+        inner = inspect.unwrap(fn)
+        if inner is fn or not inspect.isfunction(inner):
+            return None
+        converted = convert(inner, **kw)
+        if converted is inner:
+            return fn
+        new = _swap_in_closure(fn, inner, converted, depth=4)
+    if new is None:
+        return None
+    if _weakrefable(fn):
+        with _lock:
+            _by_function.setdefault(fn, {})[("wrapper", kw_key(kw))] = new
+    return new
+
+
+def _swap_in_closure(fn, old, new, depth):
+    """A copy of function ``fn`` whose closure holds ``new`` where it held ``old``,
+    looking through the closures of the library functions it holds (``jax.checkpoint``
+    wraps its remat function in another wrapper). ``None`` if ``old`` is not there."""
+    if depth == 0 or not inspect.isfunction(fn) or not fn.__closure__:
+        return None
+    cells, found = list(fn.__closure__), False
+    for i, c in enumerate(cells):
+        value = _cell_value(c)
+        if value is old:
+            cells[i], found = types.CellType(new), True
+        elif inspect.isfunction(value) and value is not fn and is_library_value(value):
+            swapped = _swap_in_closure(value, old, new, depth - 1)
+            if swapped is not None:
+                cells[i], found = types.CellType(swapped), True
+    if not found:
+        return None
+    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                             tuple(cells))
+    out.__kwdefaults__ = fn.__kwdefaults__
+    out.__dict__.update(fn.__dict__)
+    for attr in ("__qualname__", "__doc__", "__module__"):
+        setattr(out, attr, getattr(fn, attr))
+    if getattr(fn, "__wrapped__", None) is old:
+        out.__wrapped__ = new
+    return out
+
+
+def kw_key(kw):
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kw.items()))
+
+
+def _weakrefable(obj):
+    try:
+        weakref.ref(obj)
+        return True
+    except TypeError:
+        return False
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def is_jax_wrapper(f) -> bool:
+    """Is ``f`` one of JAX's wrapper objects that ``convert`` sees through?"""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(f, (jax.custom_jvp, jax.custom_vjp))
 
 
 def _uses_no_runtime(code, alias) -> bool:

@@ -23,6 +23,11 @@ from ..errors import ConversionError
 from .values import in_staged_block
 
 _depth = threading.local()
+
+
+def _is_jax_wrapper(f):
+    from ..api import is_jax_wrapper
+    return is_jax_wrapper(f)
 # Builtins that, reached under another name, still go to the runtime's
 # versions (a traced `range` bound must stage a loop, not fail in `range`).
 _ITERABLES = {id(getattr(builtins, n)): (getattr(builtins, n), n)
@@ -48,7 +53,15 @@ class Runtime(types.ModuleType):
         self._options = options
         self._include = tuple(dict(options).get("include", ()))
 
+    def __reduce__(self):
+        # Pickled by reference to the options (cloudpickle ships converted
+        # functions to other processes: Ray, Dask, joblib).
+        from . import bound
+        return bound, (self._options,)
+
     def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
         value = getattr(self._base, name)
         setattr(self, name, value)  # cache for the next lookup
         return value
@@ -65,10 +78,14 @@ class Runtime(types.ModuleType):
         if inspect.isfunction(f):
             code = f.__code__
             if is_library_file(code.co_filename) and not _included(f, self._include):
+                if hasattr(f, "__wrapped__"):  # a library's wrapper around user code
+                    return self._convert(f, **dict(self._options))
                 return f
             return self._convert(f, **dict(self._options))
         if isinstance(f, type) or not callable(f):
             return f
+        if _is_jax_wrapper(f):  # custom_jvp/custom_vjp around user code
+            return self._convert(f, **dict(self._options))
         call = getattr(type(f), "__call__", None)
         if inspect.isfunction(call) and not is_library_file(call.__code__.co_filename):
             converted = self._convert(call, **dict(self._options))
