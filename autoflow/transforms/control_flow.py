@@ -62,6 +62,33 @@ def _definitely_bound(stmts) -> set:
     return out
 
 
+def _drop_annotations(stmts, names):
+    """``x: T = v`` -> ``x = v`` for ``names`` (a ``nonlocal`` name cannot be
+    annotated; a local's annotation is never evaluated, so nothing changes)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.AnnAssign) and isinstance(s.target, gast.Name) \
+                and s.target.id in names:
+            if s.value is None:
+                continue
+            new = gast.Assign(targets=[s.target], value=s.value, type_comment=None)
+            gast.copy_location(new, s)
+            new.af_user = getattr(s, "af_user", False)
+            out.append(new)
+            continue
+        if not isinstance(s, _SCOPES):
+            for field in ("body", "orelse", "finalbody"):
+                val = getattr(s, field, None)
+                if isinstance(val, list) and val and isinstance(val[0], gast.stmt):
+                    setattr(s, field, _drop_annotations(val, names) or [gast.Pass()])
+            for h in getattr(s, "handlers", None) or []:
+                h.body = _drop_annotations(h.body, names) or [gast.Pass()]
+            for c in getattr(s, "cases", None) or []:
+                c.body = _drop_annotations(c.body, names) or [gast.Pass()]
+        out.append(s)
+    return out
+
+
 def _live_in(block, live_out):
     return set(block[0].af_live_in) if block else set(live_out)
 
@@ -341,7 +368,7 @@ class ControlFlow:
                 fresh = self.ctx.namer.unique(a.id)
                 prologue += stamp(replace("NAME = FRESH", NAME=a.id, FRESH=fresh), anchor)
                 a.id = fresh
-            d.body = prologue + d.body
+            d.body = prologue + _drop_annotations(d.body, set(names))
             d.af_nonlocal = set(names)
 
     def _state_arg(self, stmts, s, local, call):
