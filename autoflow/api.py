@@ -216,6 +216,8 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     * ``debug``: print the source after each pass of the rewriter.
 
     Conversion is cached per function (code object, closure) and options.
+    Applied to a class (``@autoflow.convert`` on ``class Model(eqx.Module)``), it
+    converts the methods the class defines, in place, and returns the class.
     """
     if fn is None:
         return functools.partial(convert, strict=strict, recursive=recursive, include=include,
@@ -231,6 +233,8 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
         return type(fn)(convert(fn.__func__, **kw), fn.__self__)
     if isinstance(fn, (staticmethod, classmethod)):
         return type(fn)(convert(fn.__func__, **kw))
+    if isinstance(fn, type):
+        return _convert_class(fn, kw)
     rebuilt = _through_wrapper(fn, kw)
     if rebuilt is not None:
         return rebuilt
@@ -266,6 +270,32 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
         return new
 
 
+def _convert_class(cls, kw):
+    """Convert the methods a class defines (in place; the class stays the same
+    object, so a pytree registration, an Equinox or Flax module stays one)."""
+    def user_code(f):
+        # Methods made by `dataclasses`/Equinox (`__init__`, `__eq__`...) come from
+        # exec'd text, not the user's file: they are not the user's code.
+        f = getattr(f, "__func__", f)
+        code = getattr(f, "__code__", None)
+        return code is not None and not code.co_filename.startswith("<") \
+            and not is_library_value(f)
+
+    for name, value in list(vars(cls).items()):
+        if not (isinstance(value, property) or user_code(value)):
+            continue
+        if isinstance(value, property):
+            new = property(*(convert(f, **kw) if f is not None else None
+                             for f in (value.fget, value.fset, value.fdel)), value.__doc__)
+        elif inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod)):
+            new = convert(value, **kw)
+        else:
+            continue
+        if new is not value:
+            setattr(cls, name, new)
+    return cls
+
+
 def _through_wrapper(fn, kw):
     """The same wrapper around the converted function, for a wrapper made by a
     library: JAX's ``custom_jvp``/``custom_vjp`` (their rules converted too) and
@@ -276,7 +306,7 @@ def _through_wrapper(fn, kw):
     """
     jax = sys.modules.get("jax")
     with _lock:
-        cached = _by_function.get(fn) if _weakrefable(fn) else None
+        cached = _by_function.get(fn) if _cacheable(fn) else None
         hit = cached.get(("wrapper", kw_key(kw))) if cached else None
     if hit is not None:
         return hit
@@ -302,7 +332,7 @@ def _through_wrapper(fn, kw):
         new = _swap_in_closure(fn, inner, converted, depth=4)
     if new is None:
         return None
-    if _weakrefable(fn):
+    if _cacheable(fn):
         with _lock:
             _by_function.setdefault(fn, {})[("wrapper", kw_key(kw))] = new
     return new
@@ -340,9 +370,13 @@ def kw_key(kw):
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kw.items()))
 
 
-def _weakrefable(obj):
+def _cacheable(obj):
+    """Can ``obj`` key the weak cache (weak-referenceable and hashable)?"""
+    if not (inspect.isfunction(obj) or is_jax_wrapper(obj)):
+        return False
     try:
         weakref.ref(obj)
+        hash(obj)
         return True
     except TypeError:
         return False

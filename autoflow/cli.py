@@ -464,7 +464,41 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--hlo", action="store_true",
                      help="also print the lowered StableHLO text")
     exp.set_defaults(handler=cmd_explain)
+
+    run_p = sub.add_parser(
+        "run", allow_abbrev=False,
+        help="run SCRIPT with its functions, and the modules next to it, converted",
+        description="Run SCRIPT as `python SCRIPT ARGS...` would, with every function of the "
+                    "script and of the modules in its directory converted when they are "
+                    "imported (like `python -m cProfile`): library code that calls them "
+                    "(Equinox, Flax, diffrax, optax) then runs converted code.")
+    run_p.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    run_p.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS",
+                       help="arguments passed to SCRIPT")
+    run_p.add_argument("--strict", action="store_true",
+                       help="every fallback to unconverted code is an error")
+    run_p.set_defaults(handler=cmd_run)
     return parser
+
+
+def cmd_run(args) -> int:
+    """``autoflow run SCRIPT ARGS...``: the script's own errors print as Python's would."""
+    import traceback
+
+    from .hooks import run_script
+
+    if not os.path.isfile(args.script):
+        _error(f"autoflow: {args.script}: no such file")
+        return EXIT_INPUT
+    options = {"strict": True} if args.strict else {}
+    try:
+        run_script(args.script, args.script_args, **options)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Exception:  # the user's program failed: its traceback, as Python prints it
+        traceback.print_exc()
+        return EXIT_INPUT
+    return EXIT_OK
 
 
 def _main(argv) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import builtins
 import os
 
+import sys
+
 import gast
 
 from ..core.naming import Namer, referenced_names
@@ -98,6 +100,19 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
     result is just that function (``Class.method`` names a method); a
     ``LookupError`` says when there is no such function.
     """
+    # The tree walks recurse once per nesting level, a few frames a level:
+    # Python compiles a 250-term `a + a + ...` that the default limit would
+    # refuse here. (Frames of Python functions do not use the C stack.)
+    limit = sys.getrecursionlimit()
+    if limit < 20000:
+        sys.setrecursionlimit(20000)
+    try:
+        return _convert_module(source, filename, only)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _convert_module(source, filename, only):
     tree = gast.parse(source)
     reserved = referenced_names(tree)
     namer = Namer(reserved)

@@ -1,0 +1,1 @@
+"""User code for the import-hook tests: imported only through autoflow's hook."""

@@ -1,0 +1,136 @@
+"""Real library code (Equinox, Flax, optax, diffrax) calling user code with
+traced control flow, converted by autoflow.jit and by the import hook; each
+result against the eager one."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+
+eqx = pytest.importorskip("equinox")
+
+
+@pytest.fixture(scope="module")
+def hooked_models():
+    sys.modules.pop("tests.eco_pkg.models", None)
+    with autoflow.install_import_hook("tests.eco_pkg"):
+        models = importlib.import_module("tests.eco_pkg.models")
+    yield models
+    sys.modules.pop("tests.eco_pkg.models", None)
+
+
+@pytest.fixture(scope="module")
+def plain_models():
+    sys.modules.pop("tests.eco_pkg.models", None)
+    models = importlib.import_module("tests.eco_pkg.models")
+    sys.modules.pop("tests.eco_pkg.models", None)
+    return models
+
+
+@pytest.mark.parametrize("scale", [0.1, 2.0])
+def test_equinox_module_under_filter_jit_and_vmap(hooked_models, plain_models, scale):
+    x = jnp.ones(3, jnp.float32) * scale
+    eager = plain_models.Clipped(jnp.arange(3.0))(x)
+    model = hooked_models.Clipped(jnp.arange(3.0))
+    np.testing.assert_allclose(eqx.filter_jit(model)(x), eager, rtol=1e-6)
+    batched = eqx.filter_vmap(model)(jnp.stack([x, 2 * x]))
+    np.testing.assert_allclose(batched[0], eager, rtol=1e-6)
+    # Without the hook the same module fails under jit: the hook is what made it work.
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        eqx.filter_jit(plain_models.Clipped(jnp.arange(3.0)))(x)
+
+
+def test_equinox_module_through_autoflow_convert(plain_models):
+    model = plain_models.Clipped(jnp.arange(3.0))
+    x = jnp.ones(3, jnp.float32) * 2.0
+    np.testing.assert_allclose(eqx.filter_jit(autoflow.convert(model))(x), model(x), rtol=1e-6)
+    np.testing.assert_allclose(autoflow.jit(model)(x), model(x), rtol=1e-6)
+
+
+def test_equinox_sequential_of_user_modules(hooked_models, plain_models):
+    x = jnp.ones(3, jnp.float32)
+    seq = eqx.nn.Sequential([hooked_models.Clipped(jnp.arange(3.0)),
+                             hooked_models.Clipped(jnp.ones(3), limit=0.5)])
+    eager = eqx.nn.Sequential([plain_models.Clipped(jnp.arange(3.0)),
+                               plain_models.Clipped(jnp.ones(3), limit=0.5)])(x)
+    np.testing.assert_allclose(eqx.filter_jit(seq)(x), eager, rtol=1e-6)
+
+
+def test_diffrax_vector_field(hooked_models, plain_models):
+    diffrax = pytest.importorskip("diffrax")
+
+    def solve(field, y0):
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(field), diffrax.Euler(), t0=0.0, t1=1.0,
+                                  dt0=0.1, y0=y0)
+        return sol.ys[-1]
+
+    y0 = jnp.float32(1.0)
+    expected = 1.0
+    for k in range(10):   # Euler by hand: the eager answer
+        t = 0.1 * k
+        expected = expected + 0.1 * (-expected if t < 0.5 else -2.0 * expected)
+    np.testing.assert_allclose(jax.jit(solve, static_argnums=0)(hooked_models.vector_field, y0),
+                               expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        jax.jit(solve, static_argnums=0)(autoflow.convert(plain_models.vector_field), y0),
+        expected, rtol=1e-5)
+
+
+def test_optax_transform_with_user_loop(hooked_models):
+    optax = pytest.importorskip("optax")
+    g = jnp.array([3.0, 4.0], jnp.float32)
+    tx = optax.chain(optax.scale(1.0), optax.stateless(
+        lambda updates, params: jax.tree_util.tree_map(
+            lambda u: hooked_models.damped(0.1, u), updates)))
+    state = tx.init(g)
+    updates, _ = jax.jit(tx.update)(g, state)
+    expected = g
+    while float(jnp.linalg.norm(expected)) > 1.0:
+        expected = expected * 0.5
+    np.testing.assert_allclose(updates, expected * 0.1, rtol=1e-6)
+
+
+def test_flax_linen_module_call(plain_models):
+    nn = pytest.importorskip("flax.linen")
+
+    class Gate(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            w = self.param("w", lambda k: jnp.ones(3))
+            y = x * w
+            if y.sum() > 1.0:
+                y = y / y.sum()
+            return y
+
+    model = Gate()
+    x = jnp.ones(3, jnp.float32) * 2.0
+    params = model.init(jax.random.PRNGKey(0), jnp.zeros(3))
+    apply = autoflow.jit(lambda p, v: model.apply(p, v))
+    np.testing.assert_allclose(apply(params, x), jnp.ones(3) / 3.0, rtol=1e-6)
+
+
+def test_convert_applied_to_an_equinox_class():
+    @autoflow.convert
+    class Halver(eqx.Module):
+        limit: float = 1.0
+
+        def __call__(self, x):
+            while jnp.max(x) > self.limit:
+                x = x / 2.0
+            return x
+
+        @property
+        def doubled(self):
+            return self.limit * 2 if self.limit > 0 else 0.0
+
+    x = jnp.array([5.0, 1.0], jnp.float32)
+    model = Halver()
+    np.testing.assert_allclose(eqx.filter_jit(model)(x), [0.625, 0.125])
+    assert jax.tree_util.tree_leaves(model) == [1.0] and model.doubled == 2.0
