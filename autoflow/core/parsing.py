@@ -26,10 +26,13 @@ def _from_module(code):
     cannot be read or parsed (then ``inspect`` finds the source instead).
     """
     filename = code.co_filename
-    if filename.startswith("<"):
+    if filename == "<string>":
+        lines = _command_line_source()  # `python -c '...'`: the text is in sys.orig_argv
+    elif filename.startswith("<"):
         return None
-    linecache.checkcache(filename)
-    lines = linecache.getlines(filename)
+    else:
+        linecache.checkcache(filename)
+        lines = linecache.getlines(filename)
     if not lines:
         return None
     hit = _modules.get(filename)
@@ -57,6 +60,17 @@ def _from_module(code):
     node = clone(node)
     node.decorator_list = []
     return node
+
+
+def _command_line_source():
+    """The program text of ``python -c TEXT``, as lines (empty when not run so)."""
+    import sys
+
+    argv = getattr(sys, "orig_argv", [])
+    if "-c" in argv[:-1] and sys.argv[:1] == ["-c"]:
+        text = argv[argv.index("-c") + 1]
+        return [line + "\n" for line in text.split("\n")]
+    return []
 
 
 def _the_lambda(candidates, code):
@@ -92,6 +106,30 @@ def _the_lambda(candidates, code):
     return node
 
 
+def _why_no_source(code) -> str:
+    """The true reason ``code``'s source cannot be read, and what to do."""
+    name = code.co_filename
+    if name == "<stdin>":
+        return ("it was typed at the interactive prompt or read from standard input, whose "
+                "source Python does not keep; put it in a file and import it")
+    if name == "<string>":
+        return ("it was made by `exec`/`eval` or `python -c`, whose source Python does not "
+                "keep; put it in a file, or exec it from one (compile(text, path, 'exec') "
+                "with its lines registered in `linecache`)")
+    if name in ("<timed exec>", "<timed eval>"):
+        return ("it was defined in an IPython `%%time`/`%time` cell, whose source IPython "
+                "does not keep; define it in a cell of its own")
+    if name.startswith("<ipython-input-") or "ipykernel" in name:
+        return ("it was defined in a notebook cell whose source is no longer in IPython's "
+                "cache; run that cell again")
+    if name.startswith("<"):
+        return f"it was compiled from `{name}`, which is not a file; define it in a file"
+    import os
+    if not os.path.exists(name):
+        return f"its file `{name}` is not there any more"
+    return f"its source could not be read from `{name}`"
+
+
 def parse_function(fn):
     """Return ``(FunctionDef node, filename, first line)`` for ``fn``.
 
@@ -115,8 +153,7 @@ def parse_function(fn):
         # which inspect would follow to the wrapped function's source.
         lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError):
-        raise SourceUnavailable("its source code is not available "
-                                "(made by exec/eval, in a notebook cell, or a builtin)") from None
+        raise SourceUnavailable(_why_no_source(code)) from None
     source = "".join(lines)
     # Parse the indented source inside an `if 1:` so that columns stay the
     # file's own (no dedent, which also breaks on unindented string lines).

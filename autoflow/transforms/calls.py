@@ -63,10 +63,13 @@ class Calls(Transformer):
         self.asserts = ctx.options.get("asserts", True)
         self.imported = frozenset()
         self.user_objects = frozenset()
+        self.local_defs = frozenset()
 
     def run(self, tree):
         self.imported = self._library_locals(tree)
         self.user_objects = self._user_objects(tree)
+        self.local_defs = frozenset(n.name for n in walk(tree)
+                                    if isinstance(n, gast.FunctionDef) and n is not tree)
         return self.visit(tree)
 
     def _user_objects(self, tree):
@@ -139,6 +142,27 @@ class Calls(Transformer):
             return stamp(wrapped, arg)
         return arg
 
+    def _library_callee(self, func):
+        """Is ``func`` library code (a builtin, or rooted at a library name)?"""
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if not isinstance(root, gast.Name) or root.id == self.ctx.af:
+            return False
+        if root is func:
+            return hasattr(builtins, root.id) and self.ctx.builtin_available(root.id) \
+                and root.id not in ("print", "super", "isinstance", "getattr", "setattr",
+                                    "hasattr", "len", "type", "id", "repr", "str")
+        return root.id in self.ctx.library_names or root.id in self.imported
+
+    def _user_function_arg(self, arg):
+        """``f`` -> ``af.converted(f)`` where ``f`` names a function of the user's
+        (a ``def`` in this function, or a global function or class of theirs)."""
+        if isinstance(arg, gast.Name) and (arg.id in self.local_defs or (
+                arg.id in self.ctx.user_names and self.ctx.is_module_name(arg.id))):
+            return stamp(replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg), arg)
+        return arg
+
     def _user_method(self, base, method):
         """Does ``base.method(...)`` call code that should be converted?"""
         if base in _SELF_NAMES:
@@ -165,6 +189,12 @@ class Calls(Transformer):
                 and isinstance(func.value, (gast.Name, gast.Attribute))):
             node.args = [self._function_arg(a) for a in node.args]
             return node
+        if self.recursive and self._library_callee(func):
+            # A user function handed to library code (`diffrax.ODETerm(field)`,
+            # `map(f, xs)`, `sorted(xs, key=f)`) is handed over converted.
+            node.args = [self._user_function_arg(a) for a in node.args]
+            for k in node.keywords:
+                k.value = self._user_function_arg(k.value)
         if isinstance(func, gast.Name):
             if func.id == "print" and self.ctx.builtin_available("print"):
                 node.func = self._runtime_attr("print", func)
