@@ -25,6 +25,20 @@ from .values import in_staged_block
 _depth = threading.local()
 
 
+def _converted(f, options):
+    """``f`` converted with ``options``, if that was done already (the fast path)."""
+    from ..api import _by_function
+    try:
+        hit = _by_function.get(f)
+    except TypeError:
+        return None
+    if hit:
+        hit = hit.get(options)
+        if hit is not None and hit[0] is f.__code__:
+            return hit[1]
+    return None
+
+
 def _is_jax_wrapper(f):
     from ..api import is_jax_wrapper
     return is_jax_wrapper(f)
@@ -76,6 +90,9 @@ class Runtime(types.ModuleType):
             inner = self._target(f.__func__)
             return f if inner is f.__func__ else types.MethodType(inner, f.__self__)
         if inspect.isfunction(f):
+            done = _converted(f, self._options)
+            if done is not None:
+                return done
             code = f.__code__
             if is_library_file(code.co_filename) and not _included(f, self._include):
                 if hasattr(f, "__wrapped__"):  # a library's wrapper around user code

@@ -17,7 +17,7 @@ import threading
 from ..core.origin import user_site
 
 _state = threading.local()
-
+_recording = 0  # how many threads are recording: `note` is free when none is
 
 @dataclasses.dataclass
 class Event:
@@ -27,6 +27,8 @@ class Event:
 
 
 def note(statement, lowered):
+    if not _recording:
+        return
     log = getattr(_state, "log", None)
     if log is not None:
         log.append(Event(user_site(2), statement, lowered))
@@ -34,9 +36,12 @@ def note(statement, lowered):
 
 @contextlib.contextmanager
 def recording():
+    global _recording
     previous = getattr(_state, "log", None)
     _state.log = log = []
+    _recording += 1
     try:
         yield log
     finally:
+        _recording -= 1
         _state.log = previous

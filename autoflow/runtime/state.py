@@ -136,6 +136,14 @@ class Shared:
     """
 
     def __init__(self, attrs=(), objects=(), labels=(), escapes=()):
+        # Made at every run of the statement, used only when it is staged:
+        # the work is done in `_setup`, on first use.
+        self._args = (attrs, objects, labels, escapes)
+        self._ready = False
+
+    def _setup(self):
+        attrs, objects, labels, escapes = self._args
+        self._ready = True
         # ``escapes``: indices (attributes first, then objects) of state that
         # outlives the function (module-level objects, closure variables).
         self.escapes = tuple(escapes)
@@ -152,6 +160,8 @@ class Shared:
         self._ids = ()
 
     def __bool__(self):
+        if not self._ready:
+            self._setup()
         return bool(self.attrs or self.objects)
 
     def names(self):

@@ -21,6 +21,7 @@ from ..errors import AutoflowError, ConversionError
 
 Tracer = jax.core.Tracer
 _ARRAY_SCALARS = (bool, int, float, complex)
+_PLAIN = frozenset((bool, int, float, str, type(None), list, tuple, dict))
 
 
 class UnboundVariableError(AutoflowError, UnboundLocalError):
@@ -82,21 +83,25 @@ def staging() -> bool:
     return not _core.trace_ctx.is_top_level()
 
 
-_local = threading.local()
+class _Local(threading.local):
+    depth = 0
+
+
+_local = _Local()
 
 
 class staged_block:
     """Context: Python code is being traced as a branch or loop body of ``lax``."""
 
     def __enter__(self):
-        _local.depth = getattr(_local, "depth", 0) + 1
+        _local.depth += 1
 
     def __exit__(self, *exc):
         _local.depth -= 1
 
 
 def in_staged_block() -> bool:
-    return getattr(_local, "depth", 0) > 0
+    return _local.depth > 0
 
 
 def is_array_like(x) -> bool:
@@ -111,6 +116,8 @@ def truth(x, site_fn, what="condition"):
     A traced ``x`` must be a scalar; otherwise a ConversionError explains
     (Python's own ``bool`` would fail the same way on a concrete array).
     """
+    if x.__class__ in _PLAIN:
+        return bool(x)
     if isinstance(x, Tracer) and is_traced(x):
         if np.shape(x) != () and np.size(x) != 1:
             site = site_fn()

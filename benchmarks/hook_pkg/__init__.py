@@ -1,0 +1,1 @@
+"""Plain Python with control flow on concrete values, for benchmarks/hook_overhead.py."""
