@@ -28,6 +28,8 @@ def _from_module(code):
     filename = code.co_filename
     if filename == "<string>":
         lines = _command_line_source()  # `python -c '...'`: the text is in sys.orig_argv
+    elif filename in ("<timed exec>", "<timed eval>"):
+        lines = _timed_cell_source(code)  # IPython `%%time`: the cell is in its history
     elif filename.startswith("<"):
         return None
     else:
@@ -36,7 +38,7 @@ def _from_module(code):
     if not lines:
         return None
     hit = _modules.get(filename)
-    if hit is None or hit[0] is not lines:
+    if hit is None or hit[0] is not lines and hit[0] != lines:
         try:
             tree = gast.parse("".join(lines))
         except (SyntaxError, ValueError):
@@ -70,6 +72,27 @@ def _command_line_source():
     if "-c" in argv[:-1] and sys.argv[:1] == ["-c"]:
         text = argv[argv.index("-c") + 1]
         return [line + "\n" for line in text.split("\n")]
+    return []
+
+
+def _timed_cell_source(code):
+    """The body of the IPython ``%%time`` cell that defined ``code``, as lines."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return []
+    manager = getattr(shell, "history_manager", None)
+    history = getattr(manager, "input_hist_raw", None) or shell.user_ns.get("_ih") or []
+    for text in reversed(history[-20:]):
+        first, _, body = text.partition("\n")
+        if first.strip().startswith("%%time"):
+            lines = [line + "\n" for line in body.split("\n")]
+            if len(lines) >= code.co_firstlineno and (
+                    code.co_name in lines[code.co_firstlineno - 1] or "lambda" in
+                    lines[code.co_firstlineno - 1]):
+                return lines
     return []
 
 
