@@ -19,6 +19,7 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
 from .raising import StagedRaise
+from .state import MoreState, Shared, recording
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
 
@@ -85,6 +86,17 @@ def _with_state(names, shared):
     variables plus the state's values; ``split`` takes the result apart and
     writes the state back in place.
     """
+    if not shared:  # no state named: only watch for state a call changes
+        def watch(fn):
+            def run(*args):
+                with recording() as rec:
+                    out = fn(*args)
+                more = rec.missing(shared)
+                if more is not None:
+                    raise more
+                return out
+            return run
+        return names, watch, lambda result: result
     base = ("retval",) if names is None else tuple(names)
     nb = len(base)
 
@@ -97,7 +109,12 @@ def _with_state(names, shared):
     def wrap(fn):
         def run(*args):
             shared.reset()
-            return tuple(parts(fn(*args))) + shared.values()
+            with recording() as rec:
+                out = fn(*args)
+            more = rec.missing(shared)
+            if more is not None:  # a call changed state this statement does not carry
+                raise more
+            return tuple(parts(out)) + shared.values()
         return run
 
     def split(result):
@@ -105,6 +122,7 @@ def _with_state(names, shared):
         shared.release()
         shared.check_escapes(result[nb:], _site)
         shared.assign(result[nb:])
+        shared.record_writes()
         return join(list(result[:nb]))
 
     return base + tuple(shared.names()), wrap, split
@@ -140,18 +158,28 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
 
 def _cond(cond, true_fn, false_fn, operands, names, shared):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
+    shared = shared if shared is not None else Shared()
     try:
-        if not shared:
-            return staging.cond(cond, true_fn, false_fn, operands, names, _site)
-        all_names, wrap, split = _with_state(names, shared.snapshot())
-        try:
-            result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands, all_names,
-                                  _site)
-        except BaseException:
-            shared.reset()
-            shared.release()
-            raise
-        return split(result)
+        for _ in range(8):
+            active = bool(shared)
+            all_names, wrap, split = _with_state(names, shared.snapshot() if active else shared)
+            try:
+                result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands,
+                                      all_names, _site)
+            except MoreState as m:
+                m.undo()
+                if active:
+                    shared.reset()
+                    shared.release()
+                shared.extend(m.attrs, m.objects)
+                continue
+            except BaseException:
+                if active:
+                    shared.reset()
+                    shared.release()
+                raise
+            return split(result)
+        raise ConversionError(message(_site(), "the state this `if` changes never settles"))
     except StagedRaise as r:
         if in_staged_block():
             raise
@@ -273,29 +301,57 @@ def python_operand(value, reason):
 # ---------------------------------------------------------------------------
 
 def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
-    """``staging.loop``, with ``shared`` state (see ``runtime.state``) carried too."""
-    if not shared:
-        return staging.loop(kind, state, names, _site, step=step, cond_fn=cond_fn, **kwargs)
+    """``staging.loop``, with ``shared`` state (see ``runtime.state``) carried too.
+
+    State that a call in the body changes (found while tracing it) is added
+    to ``shared``, and the loop is traced again.
+    """
+    shared = shared if shared is not None else Shared()
     n = len(names)
-    all_names, _, split = _with_state(names, shared.snapshot())
-    init = _pack(state, n) + shared.values()
+    for _ in range(8):
+        active = bool(shared)
+        if active:
+            shared.snapshot()
 
-    def step2(k, s):
-        shared.assign(s[n:])
-        return _pack(step(k, _unpack(s[:n])), n) + shared.values()
+        def checked(k, s):
+            with recording() as rec:
+                out = step(k, s)
+            more = rec.missing(shared)
+            if more is not None:  # a call changed state this loop does not carry
+                raise more
+            return out
 
-    def cond2(s):
-        shared.assign(s[n:])
-        return cond_fn(_unpack(s[:n]))
+        try:
+            if not active:
+                return staging.loop(kind, state, names, _site, step=checked, cond_fn=cond_fn,
+                                    **kwargs)
+            all_names, _, split = _with_state(names, shared)
+            init = _pack(state, n) + shared.values()
 
-    try:
-        out = staging.loop(kind, init, all_names, _site, step=step2,
-                           cond_fn=None if cond_fn is None else cond2, **kwargs)
-    except BaseException:
-        shared.reset()
-        shared.release()
-        raise
-    return split(out)
+            def step2(k, s):
+                shared.assign(s[n:])
+                return _pack(checked(k, _unpack(s[:n])), n) + shared.values()
+
+            def cond2(s):
+                shared.assign(s[n:])
+                return cond_fn(_unpack(s[:n]))
+
+            out = staging.loop(kind, init, all_names, _site, step=step2,
+                               cond_fn=None if cond_fn is None else cond2, **kwargs)
+        except MoreState as m:
+            m.undo()
+            if active:
+                shared.reset()
+                shared.release()
+            shared.extend(m.attrs, m.objects)
+            continue
+        except BaseException:
+            if active:
+                shared.reset()
+                shared.release()
+            raise
+        return split(out)
+    raise ConversionError(message(_site(), "the state this loop changes never settles"))
 
 
 def while_stmt(test, body, init, names, *, max_iterations=None, state=None):

@@ -33,6 +33,7 @@ import jax
 
 from ..core.origin import message
 from ..errors import ConversionError
+from .raising import Signal
 from .values import Tracer, Undefined, in_staged_block, is_traced
 
 _CONTAINERS = (list, dict)
@@ -164,6 +165,28 @@ class Shared:
             self._setup()
         return bool(self.attrs or self.objects)
 
+    def extend(self, attrs, objects):
+        """Also carry ``attrs``/``objects`` (found changed by a call in the body)."""
+        if not self._ready:
+            self._setup()
+        known_attrs = {(id(o), n) for o, n in self.attrs}
+        new_attrs = [(o, n) for o, n in attrs if (id(o), n) not in known_attrs]
+        known = {id(o) for o in self.objects}
+        new_objects = [o for o in objects if id(o) not in known and type(o) in _CONTAINERS]
+        k = len(self.attrs)
+        self.escapes = tuple(i for i in self.escapes if i < k) + tuple(
+            i + len(new_attrs) for i in self.escapes if i >= k)
+        self.labels = (self.labels[:k] + tuple(f"{type(o).__name__}.{n}" for o, n in new_attrs)
+                       + self.labels[k:] + ("a list or dict",) * len(new_objects))
+        self.attrs = self.attrs + tuple(new_attrs)
+        self.objects = self.objects + tuple(new_objects)
+
+    def record_writes(self):
+        """Tell the staged statement being traced around this one what it changed."""
+        recorders = _recorders()
+        if recorders and (self.attrs or self.objects):
+            recorders[-1].append(self)
+
     def names(self):
         """Labels for error messages (``s.x``, ``out``)."""
         out = [lb or n for lb, (_, n) in zip(self.labels, self.attrs)]
@@ -222,6 +245,55 @@ class Shared:
         for (o, n), v in zip(self.attrs, values[:k]):
             current = getattr(o, n, None)
             _set(o, n, write(current, v) if type(current) in _CONTAINERS else v)
+
+
+def _recorders():
+    return _local.__dict__.setdefault("recorders", [])
+
+
+class recording:
+    """Context: collect the state that staged statements inside change.
+
+    A call in a staged branch or loop body may run a converted function whose
+    own staged ``if`` sets an attribute (``self.n += 1`` in a method): the
+    enclosing statement must carry that attribute too, or the object would
+    keep a value of the inner trace. ``found`` lists ``(attrs, objects)``.
+    """
+
+    def __enter__(self):
+        self.found = []
+        _recorders().append(self.found)
+        return self
+
+    def __exit__(self, *exc):
+        _recorders().pop()
+
+    def missing(self, shared):
+        """What was changed inside that ``shared`` does not carry, as ``MoreState``
+        (or None): its ``undo`` puts that state back as it was before."""
+        have_attrs = {(id(o), n) for o, n in shared.attrs} if shared else set()
+        have_objects = {id(o) for o in shared.objects} if shared else set()
+        attrs, objects = [], []
+        for inner in self.found:
+            attrs += [(o, n) for o, n in inner.attrs if (id(o), n) not in have_attrs]
+            objects += [o for o in inner.objects if id(o) not in have_objects]
+        if not attrs and not objects:
+            return None
+        return MoreState(attrs, objects, self.found)
+
+
+class MoreState(Signal):
+    """Internal: retrace a staged statement carrying more state."""
+
+    def __init__(self, attrs, objects, inner=()):
+        super().__init__("internal: more state to carry")
+        self.attrs, self.objects, self.inner = attrs, objects, list(inner)
+
+    def undo(self):
+        """Put back what the inner statements wrote (they wrote values of the
+        trace that is being abandoned)."""
+        for inner in reversed(self.inner):
+            inner.reset()
 
 
 def _set(obj, name, value):
