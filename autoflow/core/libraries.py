@@ -59,7 +59,15 @@ def defining_file(value):
         return code.co_filename
     cls = value if isinstance(value, type) else type(value)
     module = sys.modules.get(getattr(cls, "__module__", None) or "")
-    return getattr(module, "__file__", None)
+    filename = getattr(module, "__file__", None)
+    if filename is None and module is None:
+        # A class from a module that is not in sys.modules (loaded from a
+        # spec by hand): its methods know their file.
+        for attr in vars(cls).values():
+            code = getattr(getattr(attr, "__func__", attr), "__code__", None)
+            if isinstance(code, types.CodeType):
+                return code.co_filename
+    return filename
 
 
 def is_library_value(value) -> bool:

@@ -12,7 +12,7 @@ from .operators import (and_, compare, enumerate, for_stmt, if_exp, if_stmt, ld,
                         python_condition, python_operand, range, reversed, roll, unroll,
                         while_stmt, zip)
 from .raising import exception, passthrough as _passthrough
-from .state import state
+from .state import mutates, state
 
 internal_errors = _passthrough()
 from .values import Undefined
@@ -22,7 +22,7 @@ from .values import Undefined
 _traceback_util.register_exclusion(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
-           "enumerate", "exception", "for_stmt", "if_exp", "if_stmt", "internal_errors", "ld", "not_", "or_", "print",
+           "enumerate", "exception", "for_stmt", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]
 
 from . import calls as _calls  # noqa: E402

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from .state import managed
+from .state import mutates
 from .values import Tracer, in_staged_block, is_traced, truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -32,10 +32,10 @@ def setitem(x, index, value, op=None):
 
     A JAX array is immutable: the result is ``x.at[index].set(value)`` (or
     ``.add``/``.multiply``/... for ``+=``, ``*=``...), a new array. Lists,
-    dicts and NumPy arrays are updated in place as Python would. Inside a
-    staged branch or loop body a list or dict is changed in place only when
-    the statement restores it for each branch (``runtime.state``); otherwise
-    it is copied first, so that two branches cannot see each other's writes.
+    dicts and NumPy arrays are updated in place as Python would, inside
+    staged branches and loop bodies too: the enclosing staged statement is
+    told, and restores the container for each branch and carries it
+    (``runtime.state``), so two branches cannot see each other's writes.
     """
     if isinstance(x, jax.Array):
         ref = x.at[index]
@@ -45,8 +45,11 @@ def setitem(x, index, value, op=None):
         if method is not None:
             return getattr(ref, method)(value)
         return ref.set(_BINOPS[op](x[index], value))
-    if in_staged_block() and isinstance(x, (list, dict)) and not managed(x):
-        x = x.copy()
+    if in_staged_block() and isinstance(x, (list, dict)):
+        # Changed in place, as Python does; the innermost enclosing staged
+        # statement is told (and then restores it for each branch and carries
+        # it) when the container existed before it (see runtime.state).
+        mutates(x)
     if op is None:
         x[index] = value
     else:

@@ -19,7 +19,7 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
 from .raising import StagedRaise
-from .state import MoreState, Shared, recording
+from .state import MoreState, Shared, names_of, reachable, recording
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
 
@@ -78,6 +78,24 @@ def ld(value):
     return value
 
 
+def _free_names(*fns):
+    """``{id(value): name}`` for the closure variables of ``fns`` (and of the
+    functions they close over, one level down)."""
+    out = {}
+    for fn in fns:
+        code = getattr(fn, "__code__", None)
+        for name, cell in zip(code.co_freevars if code else (), fn.__closure__ or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            out.setdefault(id(value), name)
+            if callable(value) and getattr(value, "__closure__", None):
+                for k, v in _free_names(value).items():
+                    out.setdefault(k, v)
+    return out
+
+
 def _with_state(names, shared):
     """``(names, wrap, split)`` for a staged statement that also changes ``shared`` state.
 
@@ -91,7 +109,7 @@ def _with_state(names, shared):
             def run(*args):
                 with recording() as rec:
                     out = fn(*args)
-                more = rec.missing(shared)
+                more = rec.missing(shared, rec.found and reachable([fn], args))
                 if more is not None:
                     raise more
                 return out
@@ -111,7 +129,7 @@ def _with_state(names, shared):
             shared.reset()
             with recording() as rec:
                 out = fn(*args)
-            more = rec.missing(shared)
+            more = rec.missing(shared, rec.found and reachable([fn], args))
             if more is not None:  # a call changed state this statement does not carry
                 raise more
             return tuple(parts(out)) + shared.values()
@@ -119,7 +137,6 @@ def _with_state(names, shared):
 
     def split(result):
         shared.reset()
-        shared.release()
         shared.check_escapes(result[nb:], _site)
         shared.assign(result[nb:])
         shared.record_writes()
@@ -170,13 +187,12 @@ def _cond(cond, true_fn, false_fn, operands, names, shared):
                 m.undo()
                 if active:
                     shared.reset()
-                    shared.release()
-                shared.extend(m.attrs, m.objects)
+                shared.extend(m.attrs, m.objects, names_of(names, operands) | _free_names(
+                    true_fn, false_fn))
                 continue
             except BaseException:
                 if active:
                     shared.reset()
-                    shared.release()
                 raise
             return split(result)
         raise ConversionError(message(_site(), "the state this `if` changes never settles"))
@@ -308,6 +324,7 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
     """
     shared = shared if shared is not None else Shared()
     n = len(names)
+    fns = [f for f in (step, cond_fn) if f is not None]
     for _ in range(8):
         active = bool(shared)
         if active:
@@ -316,7 +333,9 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
         def checked(k, s):
             with recording() as rec:
                 out = step(k, s)
-            more = rec.missing(shared)
+            # (Carries come fresh from `lax` each trace: what existed before the
+            # loop is what the initial state and the functions' closures reach.)
+            more = rec.missing(shared, rec.found and reachable(fns, (state,)))
             if more is not None:  # a call changed state this loop does not carry
                 raise more
             return out
@@ -342,13 +361,12 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
             m.undo()
             if active:
                 shared.reset()
-                shared.release()
-            shared.extend(m.attrs, m.objects)
+            shared.extend(m.attrs, m.objects,
+                          names_of(names, _pack(state, n)) | _free_names(*fns))
             continue
         except BaseException:
             if active:
                 shared.reset()
-                shared.release()
             raise
         return split(out)
     raise ConversionError(message(_site(), "the state this loop changes never settles"))

@@ -40,21 +40,6 @@ _CONTAINERS = (list, dict)
 _local = threading.local()
 
 
-def managed(obj) -> bool:
-    """Is container ``obj`` state that a staged statement restores per branch?
-
-    ``af.setitem`` then changes it in place, as Python does; other containers
-    are copied first inside a staged branch, so no branch sees another's write.
-    """
-    return getattr(_local, "ids", {}).get(id(obj), 0) > 0
-
-
-def _manage(ids, delta):
-    table = _local.__dict__.setdefault("ids", {})
-    for i in ids:
-        table[i] = table.get(i, 0) + delta
-
-
 class _Snap:
     """A container's contents at one moment, nested containers included."""
 
@@ -158,26 +143,28 @@ class Shared:
         self.objects = tuple(o for o, _, _ in kept)
         self.labels = labels[:len(self.attrs)] + tuple(lb for _, lb, _ in kept)
         self._snap = None
-        self._ids = ()
 
     def __bool__(self):
         if not self._ready:
             self._setup()
         return bool(self.attrs or self.objects)
 
-    def extend(self, attrs, objects):
-        """Also carry ``attrs``/``objects`` (found changed by a call in the body)."""
+    def extend(self, attrs, objects, known=None):
+        """Also carry ``attrs``/``objects`` (found changed by a call in the body);
+        ``known`` maps ids of the statement's variables' values to their names."""
+        known = known or {}
         if not self._ready:
             self._setup()
         known_attrs = {(id(o), n) for o, n in self.attrs}
         new_attrs = [(o, n) for o, n in attrs if (id(o), n) not in known_attrs]
-        known = {id(o) for o in self.objects}
-        new_objects = [o for o in objects if id(o) not in known and type(o) in _CONTAINERS]
+        have = {id(o) for o in self.objects}
+        new_objects = [o for o in objects if id(o) not in have and type(o) in _CONTAINERS]
         k = len(self.attrs)
         self.escapes = tuple(i for i in self.escapes if i < k) + tuple(
             i + len(new_attrs) for i in self.escapes if i >= k)
-        self.labels = (self.labels[:k] + tuple(f"{type(o).__name__}.{n}" for o, n in new_attrs)
-                       + self.labels[k:] + ("a list or dict",) * len(new_objects))
+        self.labels = (self.labels[:k] + tuple(
+            f"{known.get(id(o), type(o).__name__)}.{n}" for o, n in new_attrs)
+            + self.labels[k:] + tuple(known.get(id(o), "a list or dict") for o in new_objects))
         self.attrs = self.attrs + tuple(new_attrs)
         self.objects = self.objects + tuple(new_objects)
 
@@ -193,18 +180,11 @@ class Shared:
         return out + [lb or "a list or dict" for lb in self.labels[len(self.attrs):]]
 
     def snapshot(self):
-        """Record the state as it is now; until ``release`` its containers are
-        restored per branch (see ``managed``)."""
+        """Record the state as it is now (``reset`` puts it back)."""
         memo = {}
         attrs = [getattr(o, n, Undefined(n)) for o, n in self.attrs]
         self._snap = ([_snap(v, memo) for v in attrs], [_snap(o, memo) for o in self.objects])
-        self._ids = tuple(memo)
-        _manage(self._ids, 1)
         return self
-
-    def release(self):
-        _manage(self._ids, -1)
-        self._ids = ()
 
     def check_escapes(self, values, site):
         """State that outlives the function must not be left holding a traced value."""
@@ -247,6 +227,40 @@ class Shared:
             _set(o, n, write(current, v) if type(current) in _CONTAINERS else v)
 
 
+class _Write:
+    """One plain write made while a staged body was traced (see ``mutates``)."""
+
+    def __init__(self, obj, name):
+        self.objects, self.attrs = (), ()
+        if name is None:
+            self.objects = (obj,)
+            self._snap = _snap(obj, {})
+        else:
+            self.attrs = ((obj, name),)
+            self._old = getattr(obj, name, Undefined(name))
+
+    def reset(self):
+        if self.attrs:
+            (obj, name), = self.attrs
+            _set(obj, name, self._old)
+        else:
+            self._snap.restore(set())
+
+
+def mutates(obj, name=None):
+    """Marker before a write to ``obj.name`` (or, without ``name``, to container
+    ``obj`` in place) that may outlive the call.
+
+    Plain Python: nothing. While a staged branch or loop body is traced, the
+    enclosing staged statement is told, so that it carries that state too.
+    """
+    if not in_staged_block():
+        return
+    recorders = _recorders()
+    if recorders and (name is not None or type(obj) in _CONTAINERS):
+        recorders[-1].append(_Write(obj, name))
+
+
 def _recorders():
     return _local.__dict__.setdefault("recorders", [])
 
@@ -268,15 +282,20 @@ class recording:
     def __exit__(self, *exc):
         _recorders().pop()
 
-    def missing(self, shared):
+    def missing(self, shared, outside=None):
         """What was changed inside that ``shared`` does not carry, as ``MoreState``
-        (or None): its ``undo`` puts that state back as it was before."""
+        (or None): its ``undo`` puts that state back as it was before.
+
+        ``outside``: ids of the objects that exist outside the statement (only
+        their state needs carrying; objects made inside are new every time)."""
         have_attrs = {(id(o), n) for o, n in shared.attrs} if shared else set()
         have_objects = {id(o) for o in shared.objects} if shared else set()
         attrs, objects = [], []
         for inner in self.found:
-            attrs += [(o, n) for o, n in inner.attrs if (id(o), n) not in have_attrs]
-            objects += [o for o in inner.objects if id(o) not in have_objects]
+            attrs += [(o, n) for o, n in inner.attrs if (id(o), n) not in have_attrs
+                      and (outside is None or id(o) in outside)]
+            objects += [o for o in inner.objects if id(o) not in have_objects
+                        and (outside is None or id(o) in outside)]
         if not attrs and not objects:
             return None
         return MoreState(attrs, objects, self.found)
@@ -294,6 +313,52 @@ class MoreState(Signal):
         trace that is being abandoned)."""
         for inner in reversed(self.inner):
             inner.reset()
+
+
+def names_of(names, values):
+    """``{id(value): name}`` for the statement's variables (``names``) and the
+    closure variables of its functions."""
+    out = {}
+    if names and len(names) == len(values):
+        for n, v in zip(names, values):
+            out.setdefault(id(v), n)
+    return out
+
+
+def reachable(fns, values):
+    """Ids of the objects a staged statement can see from outside: the values
+    and closure variables of its functions, and what they hold (three levels
+    of attributes and items)."""
+    todo = list(values)
+    for fn in fns:
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                todo.append(cell.cell_contents)
+            except ValueError:
+                pass
+    seen = set()
+    for _ in range(4):
+        nxt = []
+        for v in todo:
+            if id(v) in seen or isinstance(v, (int, float, str, bytes, bool, type(None))):
+                continue
+            seen.add(id(v))
+            if type(v) in (list, tuple):
+                nxt.extend(v)
+            elif type(v) is dict:
+                nxt.extend(v.values())
+            elif callable(v) and getattr(v, "__closure__", None):
+                for cell in v.__closure__:
+                    try:
+                        nxt.append(cell.cell_contents)
+                    except ValueError:
+                        pass
+            else:
+                d = getattr(v, "__dict__", None)
+                if isinstance(d, dict):
+                    nxt.extend(d.values())
+        todo = nxt
+    return seen
 
 
 def _set(obj, name, value):

@@ -30,7 +30,7 @@ from ..analysis.activity import (bound_names, chain_text, declared_nonlocal, nes
                                  nested_nonlocal_names, shared_state, target_names,
                                  walrus_targets)
 from ..analysis.liveness import always_returns, defined_block, live_block
-from ..core.nodes import children, clone, walk
+from ..core.nodes import clone, walk
 from ..core.templates import name as name_node
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
 from .util import _SCOPES, contains, contains_return, is_generator, stamp
@@ -59,27 +59,6 @@ def _definitely_bound(stmts) -> set:
             out |= _definitely_bound(s.body)
         else:
             out |= set(bound_names([s], include_nested=False))
-    return out
-
-
-def walk_local_stmts(node):
-    """``node`` and everything in it, not entering nested user scopes."""
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        if isinstance(n, _SCOPES) and getattr(n, "af_user", False) and n is not node:
-            continue
-        todo.extend(children(n))
-
-
-def _aliased_names(fn):
-    """Names in ``a = b`` assignments of ``fn`` (either side): one object, two names."""
-    out = set()
-    for n in walk_local_stmts(fn):
-        if isinstance(n, gast.Assign) and isinstance(n.value, gast.Name):
-            out.add(n.value.id)
-            out.update(t.id for t in n.targets if isinstance(t, gast.Name))
     return out
 
 
@@ -132,7 +111,6 @@ class ControlFlow:
         self.called_cells = frozenset()  # cells that nested functions rebind (`nonlocal`)
         self.generated = False  # converting a function autoflow made (a branch, a body)
         self.user_local = set()  # the user function's own variables
-        self.aliased = set()  # variables bound to another's object (`b = a`)
         # Variables some statement may leave unbound (`af.Undefined`): user
         # reads of them go through `af.ld`, which raises Python's error.
         self.maybe_unbound = set()
@@ -142,7 +120,7 @@ class ControlFlow:
         params = _params_of(fn)
         user = getattr(fn, "af_user", False)
         saved = (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-                 self.user_local, self.aliased)
+                 self.user_local)
         self.generated = not user
         if user:
             self.maybe_unbound = set()
@@ -150,7 +128,6 @@ class ControlFlow:
         local = (set(bound_names(fn.body)) | set(params)) - declared
         if user:
             self.user_local = local
-            self.aliased = _aliased_names(fn)
             self.cells = frozenset(nested_free_names(fn) & local)
             self.called_cells = frozenset(nested_nonlocal_names(fn) & local)
         else:
@@ -164,7 +141,7 @@ class ControlFlow:
         fn.body = self._block(fn.body, local) or [gast.Pass()]
         if user:
             (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-             self.user_local, self.aliased) = saved
+             self.user_local) = saved
         else:
             self.generated = saved[3]
 
@@ -398,7 +375,6 @@ class ControlFlow:
         """Add ``state=af.state(...)`` to the operator ``call`` when ``stmts``
         assign attributes or change containers in place (see ``runtime.state``)."""
         attrs, objects = shared_state(stmts)
-        objects += self._aliased_setitems(stmts, {chain_text(o) for o in objects})
         if not attrs and not objects:
             return
 
@@ -433,26 +409,6 @@ class ControlFlow:
         node = call[-1]
         expr = node.value
         expr.keywords.append(gast.keyword(arg="state", value=stamp(value, s)))
-
-    def _aliased_setitems(self, stmts, known):
-        """``x = af.setitem(x, k, v)`` where ``x`` has another name (``b = a``): the
-        list or dict itself must change, so the statement manages it in place."""
-        if not self.aliased:
-            return []
-        out = []
-        for st in stmts:
-            for n in walk_local_stmts(st):
-                if isinstance(n, gast.Assign) and isinstance(n.value, gast.Call) \
-                        and isinstance(n.value.func, gast.Attribute) \
-                        and n.value.func.attr == "setitem" \
-                        and isinstance(n.value.func.value, gast.Name) \
-                        and n.value.func.value.id == self.ctx.af and n.value.args \
-                        and isinstance(n.value.args[0], gast.Name) \
-                        and n.value.args[0].id in self.aliased \
-                        and n.value.args[0].id not in known:
-                    known.add(n.value.args[0].id)
-                    out.append(name_node(n.value.args[0].id))
-        return out
 
     @staticmethod
     def _load(node):

@@ -6,6 +6,9 @@ Order matters, and each step relies on the ones before it:
    i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
    become ``af.call(f, ...)``, ``print``/``assert`` become operators. They
    only rewrite simple statements and expressions, so they go first.
+   ``writes``: ``af.mutates(obj, 'a')`` before a write to state that outlives
+   the call (an attribute of a parameter or a global, a container changed in
+   place), so that a caller's staged statement can carry it.
 1. ``early_exits.lower_loop_returns``: ``return`` inside a loop becomes
    ``retval = ...; returned = True; break`` and one ``if returned: return
    retval`` after the loop, so no ``return`` is left inside a loop.
@@ -49,6 +52,7 @@ from .logical import Logical
 from .raises import Raises
 from .returns import Returns
 from .util import is_generator
+from .writes import Writes
 
 
 def _functions(tree):
@@ -62,6 +66,11 @@ def _index_assign(tree, ctx):
 
 def _calls(tree, ctx):
     Calls(ctx).run(tree)
+
+
+def _writes(tree, ctx):
+    for fn in _functions(tree):
+        Writes(ctx).run(fn)
 
 
 def _raises(tree, ctx):
@@ -97,6 +106,7 @@ def _control_flow(tree, ctx):
 PASSES = [
     ("index_assign", _index_assign),
     ("calls", _calls),
+    ("writes", _writes),
     ("early_exits", _lower_exits),
     ("raises", _raises),
     ("returns", _lower_returns),

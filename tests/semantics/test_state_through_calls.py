@@ -127,3 +127,48 @@ def tuple_assign_attributes(x):
 def test_tuple_assignment_to_attributes():
     check(tuple_assign_attributes, F(1.0))
     check(tuple_assign_attributes, F(-1.0))
+
+
+@dataclasses.dataclass
+class Nudged:
+    a: float = 0.0
+    k: int = 0
+
+    def nudge(self, v):
+        self.a = self.a * 0.5 + v     # a plain write, no `if` of its own
+        self.k += 1
+
+
+def plain_method_writes_in_traced_while(x):
+    st = Nudged(a=0.0, k=1)
+    w = 0
+    while w < 4 and x > 1:
+        w += 1
+        st.nudge(0.25)
+        x = x / 2
+    return st.a, st.k, x
+
+
+def test_plain_writes_by_a_method_in_a_traced_while():
+    # Python runs the loop 0, 1 or 4 times: the object must show exactly that.
+    check(plain_method_writes_in_traced_while, F(0.5))
+    check(plain_method_writes_in_traced_while, F(3.0))
+    check(plain_method_writes_in_traced_while, F(100.0))
+
+
+def plain_container_write_in_static_loop(xs):
+    hist = {"n": 0}
+
+    def bump(d):
+        d["n"] = d["n"] + 1
+
+    acc = xs[0] * 0
+    for v in xs:
+        if v > 0:
+            bump(hist)
+        acc = acc + v
+    return acc, hist["n"]
+
+
+def test_container_changed_by_a_call_under_a_traced_if():
+    check(plain_container_write_in_static_loop, jnp.array([1.0, -2.0, 3.0], jnp.float32))
