@@ -19,7 +19,7 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
 from .raising import StagedRaise
-from .state import MoreState, Shared, names_of, reachable, recording
+from .state import MoreState, Shared, entry_values, names_of, reachable, recording
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
 
@@ -106,10 +106,12 @@ def _with_state(names, shared):
     """
     if not shared:  # no state named: only watch for state a call changes
         def watch(fn):
+            entry = entry_values([fn], ())
+
             def run(*args):
                 with recording() as rec:
                     out = fn(*args)
-                more = rec.missing(shared, rec.found and reachable([fn], args))
+                more = rec.missing(shared, rec.found and reachable(entry + list(args)))
                 if more is not None:
                     raise more
                 return out
@@ -125,11 +127,13 @@ def _with_state(names, shared):
         return ps[0] if nb == 1 else (tuple(ps) if nb else None)
 
     def wrap(fn):
+        entry = entry_values([fn], ())
+
         def run(*args):
             shared.reset()
             with recording() as rec:
                 out = fn(*args)
-            more = rec.missing(shared, rec.found and reachable([fn], args))
+            more = rec.missing(shared, rec.found and reachable(entry + list(args)))
             if more is not None:  # a call changed state this statement does not carry
                 raise more
             return tuple(parts(out)) + shared.values()
@@ -326,6 +330,7 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
     n = len(names)
     fns = [f for f in (step, cond_fn) if f is not None]
     for _ in range(8):
+        entry = entry_values(fns, (state,))
         active = bool(shared)
         if active:
             shared.snapshot()
@@ -335,7 +340,7 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
                 out = step(k, s)
             # (Carries come fresh from `lax` each trace: what existed before the
             # loop is what the initial state and the functions' closures reach.)
-            more = rec.missing(shared, rec.found and reachable(fns, (state,)))
+            more = rec.missing(shared, rec.found and reachable(entry))
             if more is not None:  # a call changed state this loop does not carry
                 raise more
             return out

@@ -28,6 +28,7 @@ changes the state in place as Python does; ``Shared`` is then unused.
 from __future__ import annotations
 
 import threading
+import types
 
 import jax
 
@@ -325,34 +326,46 @@ def names_of(names, values):
     return out
 
 
-def reachable(fns, values):
-    """Ids of the objects a staged statement can see from outside: the values
-    and closure variables of its functions, and what they hold (three levels
-    of attributes and items)."""
-    todo = list(values)
-    for fn in fns:
-        for cell in getattr(fn, "__closure__", None) or ():
-            try:
-                todo.append(cell.cell_contents)
-            except ValueError:
-                pass
+def entry_values(fns, values):
+    """What a staged statement sees from outside as it starts: ``values`` and
+    the closure variables of ``fns`` (taken now: tracing rebinds cells)."""
+    todo, seen = list(values), set()
+    fns = list(fns)
+    for _ in range(3):  # the functions these close over, too (taken now as well)
+        more = []
+        for fn in fns:
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            for cell in getattr(fn, "__closure__", None) or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                todo.append(value)
+                if callable(value) and getattr(value, "__closure__", None):
+                    more.append(value)
+        fns = more
+    return todo
+
+
+def reachable(todo):
+    """Ids of the objects reachable from ``todo`` (``entry_values``): what they
+    hold, three levels of attributes, items and closures down."""
     seen = set()
     for _ in range(4):
         nxt = []
         for v in todo:
-            if id(v) in seen or isinstance(v, (int, float, str, bytes, bool, type(None))):
+            if id(v) in seen or isinstance(v, (int, float, str, bytes, bool, type(None),
+                                                 types.ModuleType, type)):
                 continue
             seen.add(id(v))
             if type(v) in (list, tuple):
                 nxt.extend(v)
             elif type(v) is dict:
                 nxt.extend(v.values())
-            elif callable(v) and getattr(v, "__closure__", None):
-                for cell in v.__closure__:
-                    try:
-                        nxt.append(cell.cell_contents)
-                    except ValueError:
-                        pass
+            elif callable(v):
+                continue  # closures were taken at entry (tracing rebinds cells)
             else:
                 d = getattr(v, "__dict__", None)
                 if isinstance(d, dict):

@@ -83,10 +83,26 @@ class Writes:
         """Markers for the writes ``s`` itself makes (not its nested blocks)."""
         targets = []
         if isinstance(s, gast.Assign):
-            targets = [t for t in s.targets if isinstance(t, gast.Attribute)]
-        elif isinstance(s, (gast.AugAssign, gast.AnnAssign)) and isinstance(s.target, gast.Attribute):
+            targets = [t for t in s.targets if isinstance(t, (gast.Attribute, gast.Subscript))]
+        elif isinstance(s, (gast.AugAssign, gast.AnnAssign)) and isinstance(
+                s.target, (gast.Attribute, gast.Subscript)):
             targets = [s.target]
+        elif isinstance(s, gast.Delete):
+            targets = [t for t in s.targets if isinstance(t, gast.Subscript)]
         out, seen = [], set()
+        for t in [t for t in targets if isinstance(t, gast.Subscript)]:
+            # `d[k] = v` on a closure's or a global's container (not rewritten to
+            # af.setitem, which would make `d` local): the container changes.
+            obj = t.value
+            while isinstance(obj, gast.Subscript):
+                obj = obj.value
+            root = _root_chain(obj)
+            if root is not None and root.id != self.ctx.af and self.outside(root.id) \
+                    and isinstance(obj, (gast.Name, gast.Attribute)) \
+                    and chain_text(obj) not in seen:
+                seen.add(chain_text(obj))
+                out += stamp(replace("AF.mutates(OBJ)", AF=self.ctx.af, OBJ=_load(obj)), s)
+        targets = [t for t in targets if isinstance(t, gast.Attribute)]
         for t in targets:
             root = _root_chain(t.value)
             if root is not None and self.outside(root.id) and root.id != self.ctx.af:
