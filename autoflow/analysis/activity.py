@@ -201,20 +201,28 @@ def _walk_scope(node):
             todo.append(child)
 
 
-def nested_nonlocal_names(fn) -> set[str]:
-    """Names that functions nested in ``fn`` declare ``nonlocal`` (they may
-    rebind ``fn``'s variables whenever they are called)."""
-    out = set()
+def _nested_scopes(fn):
+    """The user's scopes (def/lambda/class) directly nested in function ``fn``.
+
+    (The lambdas autoflow makes for `and`/`or` operands run at once: not these.)
+    """
     todo = list(fn.body)
     while todo:
         node = todo.pop()
         if isinstance(node, SCOPES) and getattr(node, "af_user", False):
-            for sub in walk(node):
-                if isinstance(sub, gast.Nonlocal):
-                    out.update(sub.names)
+            yield node
             continue
         todo.extend(children(node))
-    return out
+
+
+def _nonlocals(scope):
+    return {n for sub in walk(scope) if isinstance(sub, gast.Nonlocal) for n in sub.names}
+
+
+def nested_nonlocal_names(fn) -> set[str]:
+    """Names that functions nested in ``fn`` declare ``nonlocal`` (they may
+    rebind ``fn``'s variables whenever they are called)."""
+    return set().union(*(_nonlocals(s) for s in _nested_scopes(fn)))
 
 
 def nested_free_names(fn) -> set[str]:
@@ -223,19 +231,7 @@ def nested_free_names(fn) -> set[str]:
     Those of ``fn``'s own variables are *cells*: a closure reads them when it
     runs, so converted code must keep the shared variable current.
     """
-    out = set()
-    todo = list(fn.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, SCOPES) and getattr(node, "af_user", False):
-            # (The lambdas autoflow makes for `and`/`or` operands run at once.)
-            out.update(_scope_reads(node))
-            for sub in walk(node):
-                if isinstance(sub, gast.Nonlocal):
-                    out.update(sub.names)
-            continue
-        todo.extend(children(node))
-    return out
+    return set().union(*(set(_scope_reads(s)) | _nonlocals(s) for s in _nested_scopes(fn)))
 
 
 # Methods that change a list, dict or set in place.
