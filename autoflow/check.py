@@ -31,6 +31,7 @@ from .analysis.activity import bound_names
 from .core.naming import Namer, referenced_names
 from .transforms.module import convert_copy, import_kinds, module_shadowed
 from .analysis.activity import TRY_TYPES as _TRY
+from .core.nodes import walk
 from .transforms.util import walk_local
 
 _MATCH = getattr(gast, "Match", None)
@@ -317,10 +318,27 @@ class _Reader:
                 return s
         return None
 
+    def _caught_raise(self, block, k, call):
+        """A branch's ``raise`` that an ``except`` around it could catch (the
+        rewriter passed the clauses' types: ``af.exception(make, types)``)."""
+        for fn_name in call.args[1:3]:
+            fn = self._def_before(block, k, fn_name)
+            for n in walk(fn) if fn is not None else ():
+                if isinstance(n, gast.Raise) and _is_call_to(n.exc, self.alias, "exception") \
+                        and len(n.exc.args) > 1:
+                    return n
+        return None
+
     def _read_if(self, key, call, stmt, block, k):
         returning = isinstance(stmt, gast.Return) and stmt.value is call
         names = _str_tuple(call.args[4]) if len(call.args) > 4 else None
         operands = _name_tuple(call.args[3]) if len(call.args) > 3 else ()
+        if self._caught_raise(block, k, call) is not None:
+            self._add(key, status=FAILS, becomes="lax.cond", carries=operands if names is None
+                      else names, reason="a `raise` in it may be caught by an `except` around "
+                      "it, which a traced `raise` (checked when the compiled code runs) cannot "
+                      "be; it works when the condition is concrete")
+            return
         if returning or names is None:
             self._add(key, status=CONVERTS, becomes="lax.cond", carries=operands,
                       note="returns the function's result")

@@ -436,3 +436,28 @@ def test_explain_api():
     # The same function under autoflow.jit, and a concrete argument: Python all the way.
     concrete = explain(collatz.collatz_jit, 6)
     assert [low.lowered for low in concrete.lowerings] == [("python",), ("python",)]
+
+
+def test_check_reports_a_traced_raise_an_except_would_catch(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def safe(a, b):\n"
+        "    try:\n"
+        "        if b == 0:\n"
+        "            raise ZeroDivisionError('zero')\n"
+        "        return a / b\n"
+        "    except Exception:\n"
+        "        return 0.0\n"
+        "\n"
+        "\n"
+        "def lowered(a, b):\n"
+        "    try:\n"
+        "        if b == 0:\n"
+        "            raise ZeroDivisionError('zero')\n"
+        "        return a / b\n"
+        "    except ZeroDivisionError:\n"
+        "        return 0.0\n")
+    proc = run("check", "m.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.out.splitlines()
+    assert lines[0].startswith("m.py:3:9: safe: if -> lax.cond") and "may be caught" in lines[0]
+    assert lines[1].startswith("m.py:12:9: lowered: if -> lax.cond") and "fails" not in lines[1]
