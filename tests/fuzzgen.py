@@ -61,6 +61,53 @@ _FLOAT_CMP = ("<", "<=", ">", ">=")
 _FLOAT_LITS = ("0.0", "0.25", "0.5", "-0.5", "1.0", "-1.0", "1.5", "-0.25", "2.0")
 _FLOAT_THRESH = ("0.0", "0.25", "0.5", "-0.5", "1.0", "-1.0")
 
+# Shared state a program may set up at the top (chosen per seed by its own
+# `random.Random`, so a program with none of them is the same as before they
+# existed):
+# * "closure":  `def g(): ...` / `h = lambda z: ...` reading variables the body
+#   rebinds, called anywhere (also in `return`); closures defined inside loop
+#   bodies (and branches) reading the loop's target, called in that block;
+# * "nonlocal": `def bump(v): nonlocal cnt; cnt += v; return cnt` (the counter is
+#   `cnt` or `k2`), called as a statement from branches and loops;
+# * "attr":     `st` a `types.SimpleNamespace`, a module-level dataclass or a
+#   plain class (the last two with a method `st.nudge(v)` that updates both
+#   fields), fields `st.a` (float) and `st.k` (int);
+# * "dict":     `d = {"p": float, "q": int}`: item sets, `+=`, `.update` of
+#   existing keys;
+# * "list":     `lst`, a list of two floats: item sets, `append` then `pop` in
+#   the same block (also an `if` that appends on both paths, then `pop`),
+#   `lst.append(lst.pop(0) ...)`: its length is always 2 between statements;
+# * "push":     `def push(v)` mutating `st`/`d`/`lst` (the mutation is inside a
+#   call), called from branches and loops;
+# * "ys":       `ys0 = []; for i in range(N): ys0.append(v); ...` (one append per
+#   iteration, first in the body, or in both branches of an `if`; the loop has
+#   no `break`), then `jnp.stack(ys0)` / `sum(ys0)` / `ys0[-1]` after the loop.
+# The mutated state is read anywhere and returned after the usual three values.
+FEATURES = ("closure", "nonlocal", "attr", "dict", "list", "push", "ys")
+CONTAINERS = ("attr", "dict", "list")
+_FEATURE_P = {"push": 0.2}  # the chance of each feature in a program with any (else 0.35)
+YS_NAMES = ("ys0", "ys1")
+
+
+_STATE_CLASS = {
+    "dataclass": """@dataclasses.dataclass
+class State:
+    a: float = 0.0
+    k: int = 0
+
+    def nudge(self, v):
+        self.a = self.a * 0.5 + v
+        self.k += 1""",
+    "class": """class Box:
+    def __init__(self, a, k):
+        self.a = a
+        self.k = k
+
+    def nudge(self, v):
+        self.a = self.a * 0.5 + v
+        self.k += 1""",
+}
+
 
 class Generator:
     """One random program; ``source()`` returns its text."""
@@ -76,6 +123,32 @@ class Generator:
         self.loops = []
         self.lines = []
         self.temps = []  # temporaries bound so far in the enclosing blocks
+        self.setup_features(seed)
+
+    def setup_features(self, seed):
+        """Pick this program's shared-state features (see ``FEATURES``)."""
+        frng = random.Random(f"features-{seed}")
+        pool = [f for f in FEATURES if f not in self.avoid and "state" not in self.avoid]
+        feats = set()
+        if pool and frng.random() >= 0.35:
+            feats = {f for f in pool if frng.random() < _FEATURE_P.get(f, 0.35)}
+            if not feats:
+                feats = {frng.choice(pool)}
+            if "push" in feats and not feats & set(CONTAINERS):
+                options = [c for c in CONTAINERS if c in pool]
+                if options:
+                    feats.add(frng.choice(options))
+                else:
+                    feats.discard("push")
+        self.features = feats
+        self.attr_kind = frng.choice(("ns", "ns", "dataclass", "class"))
+        self.counter = frng.choice(("cnt", "cnt", "k2"))
+        self.no_calls = 0      # > 0 while writing a closure's body
+        self.no_list = 0       # > 0 while `lst` has one item (inside `lst.append(lst.pop(0) ...)`)
+        self.fns = []          # float closures callable anywhere: "g()", "h({})"
+        self.local_fns = []    # float closures callable in the enclosing blocks
+        self.ys_busy = []      # `ys` lists being filled by enclosing loops
+        self.extras = []       # state appended to every returned tuple
 
     # -- helpers -----------------------------------------------------------
 
@@ -96,6 +169,10 @@ class Generator:
         return self.pick(ready) if ready else None
 
     def int_atom(self):
+        if self.features and self.rng.random() < 0.08:
+            state = self.state_int_atom()
+            if state:
+                return state
         r = self.rng.random()
         if r < 0.25 and self.temp(INT_TEMPS):
             return self.temp(INT_TEMPS)
@@ -136,6 +213,10 @@ class Generator:
         return self.pick(("1", "2", "3", "1", "i0", "i1", "w0", "(a % 3)", "(n % 2)"))
 
     def float_atom(self):
+        if self.features and self.rng.random() < 0.14:
+            state = self.state_float_atom()
+            if state:
+                return state
         r = self.rng.random()
         if r < 0.25 and self.temp(FLOAT_TEMPS):
             return self.temp(FLOAT_TEMPS)
@@ -258,8 +339,9 @@ class Generator:
         self.lines.append("    " * indent + text)
 
     def ret(self):
+        extras = "".join(f", {e}" for e in self.extras)
         return (f"return ({self.int_expr(1)}, {self.float_expr(1)}, "
-                f"{self.array_expr(1) if self.chance(0.5) else self.bounded_array()})")
+                f"{self.array_expr(1) if self.chance(0.5) else self.bounded_array()}{extras})")
 
     def assign_temp(self, indent):
         """Bind a new temporary (or rebind one already bound here)."""
@@ -274,7 +356,7 @@ class Generator:
 
     def assign_other(self, indent):
         """Rebind an argument, or the target of an enclosing ``for`` loop."""
-        targets = [t for kind, t in self.loops if kind == "for"]
+        targets = [t for kind, t in self.loops if kind in ("for", "ysfor")]
         r = self.rng.random()
         if targets and r < 0.4:
             t = self.pick(targets)
@@ -292,6 +374,8 @@ class Generator:
             self.emit(indent, f"xs = {self.bounded_array()}")
 
     def assign(self, indent):
+        if self.features and self.rng.random() < 0.3 and self.state_stmt(indent):
+            return
         r = self.rng.random()
         if r < 0.1:
             return self.assign_temp(indent)
@@ -346,9 +430,12 @@ class Generator:
     def block(self, indent, depth, min_stmts=1):
         """Statements at ``indent``; stops after a return/break/continue."""
         count = self.rng.randint(min_stmts, 3)
-        scope = len(self.temps)
+        scope, fn_scope = len(self.temps), len(self.local_fns)
         if self.chance(0.2):
             self.assign_temp(indent)
+        if ("closure" in self.features and indent > 1 and not self.no_calls
+                and self.chance(0.3 if self.loops else 0.1)):
+            self.local_closure(indent)
         try:
             for i in range(count):
                 if self.stmt(indent, depth, last=(i == count - 1)):
@@ -356,6 +443,7 @@ class Generator:
             return False
         finally:
             del self.temps[scope:]
+            del self.local_fns[fn_scope:]
 
     def stmt(self, indent, depth, last=False):
         """Emit one statement; True if it ends the block (jump or return)."""
@@ -368,6 +456,10 @@ class Generator:
         if r < 0.3:
             self.assign(indent)
             return False
+        if (r < 0.34 and "ys" in self.features and len(self.ys_busy) < len(YS_NAMES)
+                and self.free(INT_TARGETS)):
+            self.ys_loop(indent, depth)
+            return False
         if r < 0.46:
             self.if_stmt(indent, depth)
             return False
@@ -378,7 +470,7 @@ class Generator:
             self.while_stmt(indent, depth)
             return False
         if r < 0.8 and in_loop:
-            self.emit(indent, self.pick(("break", "continue")))
+            self.emit(indent, self.pick(self.jumps(("break", "continue"))))
             return True
         if r < 0.94 and in_loop:
             # A guarded jump (or return), the common shape.
@@ -390,7 +482,7 @@ class Generator:
             if self.may_return() and self.chance(0.25):
                 self.emit(indent + 1, self.ret())
             else:
-                self.emit(indent + 1, self.pick(("break", "continue", "break")))
+                self.emit(indent + 1, self.pick(self.jumps(("break", "continue", "break"))))
             return False
         if r > 0.93 and self.may_return() and (last or self.chance(0.3)):
             self.emit(indent, self.ret())
@@ -481,11 +573,303 @@ class Generator:
         self.loops.pop()
         self.loop_else(indent, depth)
 
+    # -- shared state (closures, attributes, containers) -------------------
+
+    def jumps(self, choices):
+        """``choices`` less ``break`` when the innermost loop fills a ``ys`` list."""
+        if self.loops and self.loops[-1][0] == "ysfor":
+            return tuple(c for c in choices if c != "break") or ("continue",)
+        return choices
+
+    def plain_float(self):
+        """A float name or literal (arguments of closure calls)."""
+        return self.pick(FLOAT_VARS + ("x",) + FLOAT_TARGETS + _FLOAT_LITS[:4])
+
+    def calls(self):
+        return [] if self.no_calls else self.fns + self.local_fns
+
+    def state_float_atom(self):
+        opts = []
+        if "attr" in self.features:
+            opts.append("st.a")
+        if "dict" in self.features:
+            opts.append('d["p"]')
+        if "list" in self.features and not self.no_list:
+            opts += ["lst[0]", "lst[1]", "lst[-1]"]
+        calls = [] if self.no_list else self.calls()
+        if calls and (not opts or self.chance(0.5)):
+            call = self.pick(calls)
+            return call.format(self.plain_float()) if "{}" in call else call
+        return self.pick(opts) if opts else None
+
+    def state_int_atom(self):
+        opts = []
+        if "attr" in self.features:
+            opts.append("st.k")
+        if "dict" in self.features:
+            opts.append('d["q"]')
+        if "nonlocal" in self.features:
+            opts.append(self.counter)
+        return self.pick(opts) if opts else None
+
+    def closure_body(self, extra=()):
+        """A bounded float expression reading carried variables (and ``extra``)."""
+        self.no_calls += 1
+        try:
+            names = [self.pick(FLOAT_VARS + ("x",)), f"{self.pick(INT_VARS + ('a', 'n'))} * 0.25"]
+            names += list(extra)
+            if "attr" in self.features and self.chance(0.3):
+                names.append("st.a")
+            if "dict" in self.features and self.chance(0.3):
+                names.append('d["p"]')
+            if "list" in self.features and self.chance(0.3):
+                names.append("lst[1]")
+            self.rng.shuffle(names)
+            r = self.rng.random()
+            if r < 0.4:
+                return f"{names[0]} * 0.5 + {' + '.join(names[1:])}"
+            if r < 0.7:
+                return f"jnp.tanh({' + '.join(names)})"
+            return f"{' + '.join(names)} + {self.float_expr(1)}"
+        finally:
+            self.no_calls -= 1
+
+    def top_closures(self):
+        """``def g`` and/or ``h = lambda z: ...`` before the body (they read late)."""
+        kinds = self.rng.sample(("def", "def_if", "lambda"), self.rng.randint(1, 2))
+        for kind in kinds:
+            if kind == "lambda":
+                self.emit(1, f"h = lambda z: z * 0.5 + {self.closure_body()}")
+                self.fns.append("h({})")
+                continue
+            self.emit(1, "def g():")
+            if kind == "def_if":
+                self.no_calls += 1
+                self.emit(2, f"if {self.cond(1)}:")
+                self.no_calls -= 1
+                self.emit(3, f"return {self.closure_body()}")
+            self.emit(2, f"return {self.closure_body()}")
+            self.fns.append("g()")
+
+    def loop_names(self):
+        """Variables bound by the enclosing loops, as float terms."""
+        out = []
+        for _, name in self.loops:
+            out.append(name if name in FLOAT_TARGETS else f"{name} * 0.25")
+        return out
+
+    def local_closure(self, indent):
+        """A closure defined in this block, reading the loop's target; called in the block."""
+        taken = {c.split("(")[0] for c in self.local_fns}
+        free = [nm for nm in ("g1", "g2") if nm not in taken]
+        if not free:
+            return
+        name = free[0]
+        extra = self.loop_names()[-1:]
+        if self.temps and self.chance(0.3):
+            t = self.pick(self.temps)
+            extra.append(t if t in FLOAT_TEMPS else f"{t} * 0.25")
+        r = self.rng.random()
+        if r < 0.35:
+            self.emit(indent, f"{name} = lambda: {self.closure_body(extra)}")
+            self.local_fns.append(f"{name}()")
+        elif r < 0.7:
+            self.emit(indent, f"def {name}(z):")
+            self.emit(indent + 1, f"return z * 0.5 + {self.closure_body(extra)}")
+            self.local_fns.append(f"{name}({{}})")
+        else:
+            # Early binding through a default value, next to a late-bound read.
+            early = self.pick([n for _, n in self.loops] or ["k0"])
+            self.emit(indent, f"def {name}(z, e={early}):")
+            self.emit(indent + 1, f"return z * 0.5 + e * 0.25 + {self.closure_body(extra)}")
+            self.local_fns.append(f"{name}({{}})")
+
+    def setup_state(self):
+        """Initialise this program's state and define its helpers (after the inits)."""
+        feats = self.features
+        if "attr" in feats:
+            a0 = self.pick(("0.0", "x", "0.5", "x * 0.5"))
+            k0 = self.pick(("0", "1", "a % 3"))
+            ctor = {"ns": "types.SimpleNamespace", "dataclass": "State", "class": "Box"}[self.attr_kind]
+            if self.attr_kind == "class":
+                self.emit(1, f"st = Box({a0}, {k0})")
+            else:
+                self.emit(1, f"st = {ctor}(a={a0}, k={k0})")
+            self.extras += ["st.a", "st.k"]
+        if "dict" in feats:
+            p0 = self.pick(("0.0", "x", "1.0"))
+            q0 = self.pick(("0", "a % 5", "n"))
+            if self.chance(0.7):
+                self.emit(1, f'd = {{"p": {p0}, "q": {q0}}}')
+            else:
+                self.emit(1, f"d = dict(p={p0}, q={q0})")
+            self.extras += ['d["p"]', 'd["q"]'] if self.chance(0.7) else ["d"]
+        if "list" in feats:
+            self.emit(1, f"lst = [{self.pick(('0.0', 'x', '1.0'))}, {self.pick(('0.0', 'x * 0.5', '-1.0'))}]")
+            self.extras += ["lst[0]", "lst[1]"] if self.chance(0.6) else ["lst"]
+        if "nonlocal" in feats:
+            c = self.counter
+            if c == "cnt":
+                self.emit(1, "cnt = 0")
+            self.emit(1, "def bump(v):")
+            self.emit(2, f"nonlocal {c}")
+            self.emit(2, self.pick((f"{c} += v", f"{c} = {c} + v", f"{c} += v if v > 1 else 1")))
+            self.emit(2, f"return {c}")
+            if c == "cnt":
+                self.extras.append("cnt")
+        if "push" in feats:
+            self.emit(1, "def push(v):")
+            body = []
+            if "attr" in feats:
+                body.append(self.pick(("st.a = st.a * 0.5 + v", "st.k += 1", "st.a = v")))
+            if "dict" in feats:
+                body.append(self.pick(('d["p"] = d["p"] * 0.5 + v', 'd["q"] += 1')))
+            if "list" in feats:
+                body.append(self.pick(("lst[0] = lst[1] * 0.5 + v", "lst[1] = v")))
+            self.rng.shuffle(body)
+            for line in body[:self.rng.randint(1, len(body))]:
+                self.emit(2, line)
+        if "closure" in feats:
+            self.top_closures()
+
+    def state_stmt(self, indent):
+        """One statement (or a few) updating shared state; False if none applies."""
+        opts = [f for f in ("attr", "dict", "list", "nonlocal", "push") if f in self.features]
+        if not opts:
+            return False
+        kind = self.pick(opts)
+        if kind == "attr":
+            s = self.rng.random()
+            if s < 0.2:
+                self.emit(indent, f"st.a = {self.bounded_float()}")
+            elif s < 0.4:
+                self.emit(indent, f"st.a = st.a * 0.5 + {self.bounded_float()}")
+            elif s < 0.55:
+                self.emit(indent, f"st.a {self.pick(('+=', '-='))} {self.bounded_float()}")
+            elif s < 0.75:
+                self.emit(indent, f"st.k += {self.small_int()}")
+            elif s < 0.85 or self.attr_kind == "ns":
+                self.emit(indent, f"st.k = {self.int_expr(2)} % 7")
+            else:
+                self.emit(indent, f"st.nudge({self.bounded_float()})")
+        elif kind == "dict":
+            s = self.rng.random()
+            if s < 0.2:
+                self.emit(indent, f'd["p"] = {self.bounded_float()}')
+            elif s < 0.4:
+                self.emit(indent, f'd["p"] = d["p"] * 0.5 + {self.bounded_float()}')
+            elif s < 0.55:
+                self.emit(indent, f'd["p"] += {self.bounded_float()}')
+            elif s < 0.7:
+                self.emit(indent, f'd["q"] += {self.small_int()}')
+            elif s < 0.8:
+                self.emit(indent, f'd["q"] = {self.int_expr(2)} % 7')
+            elif s < 0.9:
+                self.emit(indent, f'd.update({{"p": {self.bounded_float()}, "q": {self.int_expr(1)} % 5}})')
+            else:
+                self.emit(indent, f"d.update(p={self.bounded_float()})")
+        elif kind == "list":
+            s = self.rng.random()
+            f = self.pick(FLOAT_VARS)
+            if s < 0.3:
+                self.emit(indent, f"lst[{self.pick(('0', '1', '-1'))}] = {self.bounded_float()}")
+            elif s < 0.45:
+                i = self.pick(("0", "1"))
+                self.emit(indent, f"lst[{i}] {self.pick(('+=', '-='))} {self.bounded_float()}")
+            elif s < 0.55:
+                self.emit(indent, f"lst[1] = lst[0] * 0.5 + {self.bounded_float()}")
+            elif s < 0.7:
+                self.emit(indent, f"lst.append({self.bounded_float()})")
+                if self.chance(0.4):
+                    scope = len(self.temps)
+                    self.assign(indent)
+                    del self.temps[scope:]
+                self.emit(indent, f"{f} = {f} * 0.5 + lst.pop()")
+            elif s < 0.8:
+                # `lst.pop(0)` runs before the value: the value must not read `lst`.
+                self.no_list += 1
+                self.emit(indent, f"lst.append(lst.pop(0) * 0.5 + {self.bounded_float()})")
+                self.no_list -= 1
+            else:
+                # Same length on both paths, then back to two items.
+                self.emit(indent, f"if {self.cond(2)}:")
+                self.emit(indent + 1, f"lst.append({self.bounded_float()})")
+                self.emit(indent, "else:")
+                self.emit(indent + 1, f"lst.append({self.bounded_float()})")
+                self.emit(indent, f"{f} = {f} * 0.5 + lst.pop()")
+        elif kind == "nonlocal":
+            if self.chance(0.6):
+                self.emit(indent, f"bump({self.small_int()})")
+            else:
+                k = self.pick([k for k in INT_VARS if k != self.counter])
+                self.emit(indent, f"{k} = bump({self.small_int()}) % 7")
+        else:
+            self.emit(indent, f"push({self.bounded_float()})")
+        return True
+
+    def ys_loop(self, indent, depth):
+        """``ys = []``; a static loop appending once per iteration; ``ys`` used after it."""
+        ys = next(nm for nm in YS_NAMES if nm not in self.ys_busy)
+        arrays = self.chance(0.3)
+        consume = self.rng.random()
+        needs_item = consume < 0.6   # jnp.stack / ys[-1] need one item at least
+        s = self.rng.random()
+        float_targets = self.free(FLOAT_TARGETS)
+        if s < 0.15 and float_targets:
+            t = self.pick(float_targets)
+            it = self.pick(("xs", "y0"))
+        else:
+            t = self.pick(self.free(INT_TARGETS))
+            lo = 1 if needs_item else 0
+            if s < 0.8:
+                it = f"range({self.rng.randint(lo, 4)})"
+            else:
+                start = self.rng.randint(0, 2)
+                it = f"range({start}, {start + self.rng.randint(lo, 3)})"
+        value = self.bounded_array if arrays else self.bounded_float
+        self.emit(indent, f"{ys} = []")
+        self.emit(indent, f"for {t} in {it}:")
+        self.loops.append(("ysfor", t))
+        self.ys_busy.append(ys)
+        if self.chance(0.3):
+            self.emit(indent + 1, f"if {self.cond(2)}:")
+            self.emit(indent + 2, f"{ys}.append({value()})")
+            self.emit(indent + 1, "else:")
+            self.emit(indent + 2, f"{ys}.append({value()})")
+        else:
+            self.emit(indent + 1, f"{ys}.append({value()})")
+        self.block(indent + 1, depth + 1)
+        self.ys_busy.pop()
+        self.loops.pop()
+        self.loop_else(indent, depth)
+        if arrays:
+            y = self.pick(ARRAY_VARS)
+            if needs_item:
+                self.emit(indent, f"{y} = {y} * 0.5 + jnp.tanh(jnp.stack({ys}).sum(0))")
+            else:
+                self.emit(indent, f"{y} = {y} * 0.5 + sum({ys}) * 0.25")
+        else:
+            f = self.pick(FLOAT_VARS)
+            if consume < 0.4:
+                self.emit(indent, f"{f} = {f} * 0.5 + jnp.tanh(jnp.stack({ys}).sum())")
+            elif consume < 0.6:
+                self.emit(indent, f"{f} = {f} * 0.5 + {ys}[-1]")
+            elif consume < 0.9:
+                self.emit(indent, f"{f} += sum({ys}) * 0.25")
+            else:
+                self.emit(indent, f"{self.pick(INT_VARS)} = len({ys}) % 5")
+
     def source(self, name="f"):
         r = self.rng
+        if "attr" in self.features and self.attr_kind != "ns":
+            self.emit(0, "import dataclasses")
         self.emit(0, "import jax.numpy as jnp")
+        if "attr" in self.features and self.attr_kind == "ns":
+            self.emit(0, "import types")
         self.emit(0, "")
         self.emit(0, "")
+        if "attr" in self.features and self.attr_kind != "ns":
+            self.lines += _STATE_CLASS[self.attr_kind].splitlines() + ["", ""]
         self.emit(0, f"def {name}(a, n, x, xs):")
         inits = {
             "k0": self.pick(("0", "a", "1")), "k1": self.pick(("0", "a % 5", "n")),
@@ -501,6 +885,8 @@ class Generator:
         r.shuffle(names)
         for nm in names:
             self.emit(1, f"{nm} = {inits[nm]}")
+        if self.features:
+            self.setup_state()
         while self.budget > 0:
             if self.stmt(1, 0):
                 break
@@ -609,6 +995,9 @@ class Outcome:
         text = [ln for ln in self.detail.strip().splitlines()
                 if ln.strip() and ln.strip() != "AssertionError:"]
         if self.kind == "difference":
+            where = re.search(r"^differing outputs: (.*)$", self.detail, re.M)
+            if where:
+                return f"difference: {where.group(1)}"
             return f"difference: {text[1].strip() if len(text) > 1 else ''}"
         errors = [ln for ln in text if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b", ln)]
         line = errors[-1] if errors else (text[0] if text else "")
@@ -616,6 +1005,41 @@ class Outcome:
         line = re.sub(r"`[^`]*`", "`_`", line)
         line = re.sub(r"seed \d+", "seed _", line)
         return f"{self.kind}: {line[:160]}"
+
+
+def _differing(source, actual, expected):
+    """Which returned values differ, named by the ``return`` expression (``st.a``, ``d['q']``).
+
+    The first three are named by position (``0``, ``1``, ``2``): they differ from
+    program to program, the state appended after them does not. ``""`` when the
+    structures differ.
+    """
+    import jax
+    import numpy as np
+
+    a_leaves, a_tree = jax.tree_util.tree_flatten_with_path(actual)
+    e_leaves, e_tree = jax.tree_util.tree_flatten_with_path(expected)
+    if a_tree != e_tree:
+        return ""
+    names = []
+    try:
+        rets = [node for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)]
+        names = [ast.unparse(e) for e in rets[0].value.elts] if rets else []
+    except SyntaxError:  # pragma: no cover
+        pass
+    out = []
+    for (path, a), (_, e) in zip(a_leaves, e_leaves):
+        a, e = np.asarray(a), np.asarray(e)
+        if a.shape == e.shape and np.allclose(a, e, rtol=1e-5, atol=1e-6):
+            continue
+        top = path[0].idx if path and hasattr(path[0], "idx") else None
+        rest = jax.tree_util.keystr(tuple(path[1:]))
+        if top is not None and 3 <= top < len(names):
+            out.append(names[top] + rest)
+        else:
+            out.append(str(top) + rest if top is not None else jax.tree_util.keystr(path))
+    return ", ".join(out)
 
 
 def _fmt(value):
@@ -708,8 +1132,10 @@ def check_source(source, arg_tuples, seed=None) -> Outcome:
         try:
             assert_same(actual, want, f"seed {seed}")
         except AssertionError as e:
-            return Outcome(seed, "difference", source, args, f"AssertionError: {e}",
-                           want, actual)
+            where = _differing(source, actual, want)
+            return Outcome(seed, "difference", source, args,
+                           (f"differing outputs: {where}\n" if where else "")
+                           + f"AssertionError: {e}", want, actual)
     return Outcome(seed, "ok", source, lowered=lowered)
 
 
@@ -757,6 +1183,30 @@ def _is_counter_step(stmt):
     return isinstance(target, ast.Name) and target.id in COUNTERS
 
 
+def _binds_what_it_reads(source):
+    """Every name the program reads is bound somewhere in it (or is a builtin).
+
+    Deleting an initialisation can leave a read on a path the failing input
+    does not take; autoflow traces both paths, so such a program may fail the
+    same way while not being a valid program on every input.
+    """
+    import builtins
+
+    tree = ast.parse(source)
+    bound = set(dir(builtins))
+    read = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return read <= bound
+
+
 def shrink(outcome, budget=800, log=None) -> Outcome:
     """A smaller program failing with the same ``signature`` as ``outcome``.
 
@@ -772,6 +1222,9 @@ def shrink(outcome, budget=800, log=None) -> Outcome:
         while pos < len(candidates) and tries < budget:
             if candidates[pos] == ast.unparse(ast.parse(best.source)):
                 pos += 1
+                continue
+            if not _binds_what_it_reads(candidates[pos]):
+                pos += 1  # a name left unbound on some path (maybe one the input skips)
                 continue
             tries += 1
             got = check_source(candidates[pos], args, outcome.seed)

@@ -141,3 +141,18 @@ def test_converted_functions_pickle_with_cloudpickle():
     for obj in (autoflow.convert(looped, max_loop_iterations=8), autoflow.jit(looped)):
         g = pickle.loads(cloudpickle.dumps(obj))
         assert float(g(F(1.0), jnp.int32(3))) == 8.0
+
+
+from . import reach_helpers  # noqa: E402
+
+
+def module_functions_to_jax(xs):
+    c, _ = jax.lax.scan(reach_helpers.step, 0.0, xs)
+    return c, jax.vmap(reach_helpers.magnitude)(xs)
+
+
+def test_module_attribute_functions_handed_to_jax_are_converted():
+    xs = jnp.array([1.0, -2.0, 3.0], jnp.float32)
+    c, m = autoflow.jit(module_functions_to_jax)(xs)
+    assert float(c) == 4.0
+    np.testing.assert_allclose(m, [2.0, 2.0, 6.0])

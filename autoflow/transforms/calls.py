@@ -136,7 +136,7 @@ class Calls(Transformer):
         is_user_name = isinstance(arg, gast.Name) and not (
             hasattr(builtins, arg.id) and self.ctx.builtin_available(arg.id))
         is_method = (isinstance(arg, gast.Attribute) and isinstance(arg.value, gast.Name)
-                     and arg.value.id in _SELF_NAMES)
+                     and (arg.value.id in _SELF_NAMES or arg.value.id in self.ctx.user_names))
         if is_user_name or is_method:
             wrapped = replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg)
             return stamp(wrapped, arg)
@@ -159,7 +159,10 @@ class Calls(Transformer):
         """``f`` -> ``af.converted(f)`` where ``f`` names a function of the user's
         (a ``def`` in this function, or a global function or class of theirs)."""
         if isinstance(arg, gast.Name) and (arg.id in self.local_defs or (
-                arg.id in self.ctx.user_names and self.ctx.is_module_name(arg.id))):
+                arg.id in self.ctx.user_names and self.ctx.is_module_name(arg.id))) or (
+                isinstance(arg, gast.Attribute) and isinstance(arg.value, gast.Name)
+                and arg.value.id in self.ctx.user_names and self.ctx.is_module_name(arg.value.id)):
+            # (`mymodule.step`: a function of the user's own module.)
             return stamp(replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg), arg)
         return arg
 
