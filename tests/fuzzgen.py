@@ -5,20 +5,40 @@
 float, ``xs`` a float array of shape (3,)) with nested ``if``/``elif``/``else``,
 bounded ``while`` loops, ``for`` loops over static ranges, traced ranges and
 arrays, ``break``/``continue``/``return`` (in branches and loops), loop
-``else``, ``and``/``or``/``not``, chained comparisons and ternaries. Only
-``random.Random(seed)`` drives it, so a seed reproduces a program exactly.
+``else``, ``and``/``or``/``not``, chained comparisons and ternaries. Unless
+``avoid`` has ``"state"`` (the CI profile's default, see ``tests/test_fuzz.py``),
+about two programs in three also share state across those statements
+(``FEATURES``):
+closures reading the variables the loops rebind (defined at the top or in loop
+bodies), a ``nonlocal`` counter bumped by a nested function, attributes of a
+local object (``types.SimpleNamespace``, a dataclass or a class with a method),
+dict items, a two-item list (item sets, ``append``/``pop`` pairs), a function
+mutating those, and lists filled by one ``append`` per iteration of a static
+loop, then stacked or summed. Only ``random.Random(seed)`` (and
+``random.Random(f"features-{seed}")`` for the choice of features) drives it, so
+a seed reproduces a program exactly; a program without features is the same
+as before features existed.
 
 The programs are built so that running them eagerly never raises and gives
 the same answer in float32 as in float64:
 
-* every variable is initialised at the top, so every path binds what it reads;
+* every variable is initialised at the top, so every path binds what it reads
+  (closures defined in a block are called only in that block; a closure
+  defined at the top reads only variables initialised at the top);
 * ``while`` loops increment their own counter first thing in the body and
   test ``counter < cap``, so they stop in Python;
 * ints stay small (``% 7`` on general expressions, small increments), floats
   stay bounded (``jnp.tanh``/``jnp.sin`` around general expressions, small
   increments otherwise), and Python float arithmetic only sees dyadic
   constants, so float64 (eager Python floats) and float32 (jit) agree;
-* every ``return`` returns ``(int, float, float[3])``.
+* containers keep their structure on every path, so every program can be
+  staged: dicts only set existing keys, the list ``lst`` has two items
+  between statements, and a ``ys`` list is appended to exactly once per
+  iteration of a static loop without ``break`` (``ys`` is rebuilt before its
+  loop and only read after it);
+* every ``return`` returns ``(int, float, float[3], *state)``, the same
+  state expressions (``st.a``, ``d["q"]``, ``lst``, ``cnt``...) in every
+  ``return`` of a program.
 
 ``check(seed)`` runs one program eagerly and under ``autoflow.jit`` on a few
 inputs and classifies the outcome (see ``Outcome``). From the command line::
@@ -898,10 +918,12 @@ class Generator:
 def generate(seed, max_stmts=None, avoid=()) -> str:
     """The source of the random program for ``seed`` (a module defining ``f``).
 
-    ``avoid`` (for exploring past a known bug; the tests never pass it) names
-    features to leave out: ``"loop_return"`` (``return`` inside loops),
-    ``"else_return"`` (``return`` in a loop's ``else``), ``"chain"``
-    (chained comparisons whose middle operand is not a plain name).
+    ``avoid`` (for exploring past a known bug) names features to leave out:
+    ``"loop_return"`` (``return`` inside loops), ``"else_return"``
+    (``return`` in a loop's ``else``), ``"chain"`` (chained comparisons whose
+    middle operand is not a plain name), any of ``FEATURES`` (``"closure"``,
+    ``"nonlocal"``, ``"attr"``, ``"dict"``, ``"list"``, ``"push"``, ``"ys"``),
+    or ``"state"`` for all of those.
     """
     return Generator(seed, max_stmts, avoid).source()
 
@@ -1171,6 +1193,67 @@ def _candidates(tree):
             setattr(owner, name, new_block)
             yield ast.unparse(ast.fix_missing_locations(copy.deepcopy(tree)))
             setattr(owner, name, saved)
+    yield from _expr_candidates(tree)
+
+
+def _expr_candidates(tree):
+    """Smaller variants of ``tree``: an expression replaced by one of its operands.
+
+    Leaves alone what keeps the programs valid: assignment targets, function
+    signatures, and each ``while`` loop's counter guard (``w0 < 3``), so the
+    loops still stop.
+    """
+    protected = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.While):
+            protected.add(id(node.test))
+            parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
+            protected.update(id(p) for p in parts if _is_counter_guard(p))
+    skip_fields = {"targets", "target", "args", "decorator_list", "returns", "annotation",
+                   "ctx", "func", "names"}
+    slots = []  # (owner, field, index or None) of every expression that has expression operands
+
+    def walk(node):
+        for fname, value in ast.iter_fields(node):
+            if fname in skip_fields:
+                continue
+            items = value if isinstance(value, list) else [value]
+            for i, child in enumerate(items):
+                if not isinstance(child, ast.AST):
+                    continue
+                if isinstance(child, ast.expr) and id(child) not in protected:
+                    slots.append((node, fname, i if isinstance(value, list) else None))
+                walk(child)
+
+    walk(tree)
+    for owner, fname, i in slots:
+        value = getattr(owner, fname)
+        node = value[i] if i is not None else value
+        operands = [c for c in ast.iter_child_nodes(node)
+                    if isinstance(c, ast.expr) and not isinstance(c, (ast.Load, ast.Store))]
+        if isinstance(node, ast.Call):
+            operands = list(node.args)
+        # Not a container for an item of it (`lst.append(lst)` makes a list holding itself).
+        operands = [c for c in operands
+                    if not (isinstance(c, ast.Name) and c.id in _CONTAINER_NAMES)]
+        for sub in operands:
+            if i is None:
+                setattr(owner, fname, sub)
+            else:
+                value[i] = sub
+            yield ast.unparse(tree)
+            if i is None:
+                setattr(owner, fname, node)
+            else:
+                value[i] = node
+
+
+_CONTAINER_NAMES = ("st", "d", "lst") + YS_NAMES
+
+
+def _is_counter_guard(node):
+    return (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)
+            and node.left.id in COUNTERS)
 
 
 def _is_counter_step(stmt):
@@ -1207,11 +1290,126 @@ def _binds_what_it_reads(source):
     return read <= bound
 
 
+def _is_method_call(node, obj, method):
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == method and isinstance(node.func.value, ast.Name)
+            and (node.func.value.id == obj if isinstance(obj, str) else node.func.value.id in obj))
+
+
+def _shallow_nodes(stmt):
+    """The nodes of ``stmt`` outside its nested statement blocks and functions."""
+    todo = [stmt]
+    while todo:
+        node = todo.pop()
+        yield node
+        for name, value in ast.iter_fields(node):
+            if name in ("body", "orelse", "finalbody", "handlers"):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST) and not isinstance(
+                        child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+                    todo.append(child)
+
+
+def _keeps_container_shapes(source):
+    """The program keeps the generator's container invariants (see the module docstring).
+
+    Deleting statements can break them, and a program that appends to ``lst``
+    on one path only, or leaves a ``ys`` loop by ``break``, cannot be staged:
+    a refusal of it says nothing about autoflow. Checked: every ``if`` leaves
+    ``lst`` as long on both paths, every loop body and function body leaves it
+    as long as it found it; a loop appending to a ``ys`` list (first thing in
+    its body, or in both branches of an ``if`` there) has no ``break`` of its
+    own and follows ``ys = []``.
+    """
+    ok = True
+
+    def net(block):
+        nonlocal ok
+        total = 0
+        for stmt in block:
+            if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, ast.If):
+                a, b = net(stmt.body), net(stmt.orelse)
+                same = a == b or _ends_block(stmt.body) or _ends_block(stmt.orelse)
+                ok = ok and same
+                total += a if not _ends_block(stmt.body) else b
+            elif isinstance(stmt, (ast.For, ast.While)):
+                a, b = net(stmt.body), net(stmt.orelse)
+                ok = ok and a == 0 and b == 0
+            else:
+                for node in _shallow_nodes(stmt):
+                    if _is_method_call(node, "lst", "append"):
+                        total += 1
+                    elif _is_method_call(node, "lst", "pop"):
+                        total -= 1
+        return total
+
+    tree = ast.parse(source)
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and fn.name == "f":
+            balanced = net(fn.body) == 0
+            ok = ok and balanced
+    for node in ast.walk(tree):
+        for name in ("body", "orelse"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            for i, stmt in enumerate(block):
+                if isinstance(stmt, ast.For) and _appends_ys(stmt):
+                    ys = _appends_ys(stmt)
+                    before = block[i - 1] if i else None
+                    ok = ok and (isinstance(before, ast.Assign)
+                                 and isinstance(before.value, ast.List)
+                                 and any(isinstance(t, ast.Name) and t.id == ys
+                                         for t in before.targets))
+                    ok = ok and not _breaks(stmt.body)
+                if isinstance(stmt, ast.If):
+                    a = any(_is_method_call(n, YS_NAMES, "append") for s_ in stmt.body
+                            for n in _shallow_nodes(s_))
+                    b = any(_is_method_call(n, YS_NAMES, "append") for s_ in stmt.orelse
+                            for n in _shallow_nodes(s_))
+                    ok = ok and a == b
+    return bool(ok)
+
+
+def _ends_block(block):
+    return bool(block) and isinstance(block[-1], (ast.Return, ast.Break, ast.Continue))
+
+
+def _appends_ys(loop):
+    """The ``ys`` name ``loop`` appends to first thing in its body, or None."""
+    first = loop.body[0] if loop.body else None
+    candidates = [first] if isinstance(first, ast.Expr) else (
+        first.body[:1] if isinstance(first, ast.If) else [])
+    for stmt in candidates:
+        if isinstance(stmt, ast.Expr) and _is_method_call(stmt.value, YS_NAMES, "append"):
+            return stmt.value.func.value.id
+    return None
+
+
+def _breaks(block):
+    """A ``break`` in ``block`` that leaves the loop owning ``block``."""
+    for stmt in block:
+        if isinstance(stmt, ast.Break):
+            return True
+        if isinstance(stmt, (ast.If, ast.With, ast.Try)):
+            inner = getattr(stmt, "body", []) + getattr(stmt, "orelse", [])
+            if _breaks(inner):
+                return True
+        if isinstance(stmt, (ast.For, ast.While)) and _breaks(stmt.orelse):
+            return True
+    return False
+
+
 def shrink(outcome, budget=800, log=None) -> Outcome:
     """A smaller program failing with the same ``signature`` as ``outcome``.
 
     Greedily deletes statements (or replaces a compound statement by one of
-    its blocks) while the failure stays the same, on the failing input only.
+    its blocks), then replaces expressions by one of their operands, while the
+    failure stays the same, on the failing input only, keeping every name the
+    program reads bound somewhere.
     """
     args = [outcome.args] if outcome.args else inputs(outcome.seed)[:1]
     want = outcome.signature()
@@ -1219,18 +1417,27 @@ def shrink(outcome, budget=800, log=None) -> Outcome:
     while changed and tries < budget:
         changed, pos = False, 0
         candidates = list(_candidates(ast.parse(best.source)))
+        current = ast.unparse(ast.parse(best.source))
         while pos < len(candidates) and tries < budget:
-            if candidates[pos] == ast.unparse(ast.parse(best.source)):
+            if candidates[pos] == current:
                 pos += 1
                 continue
-            if not _binds_what_it_reads(candidates[pos]):
-                pos += 1  # a name left unbound on some path (maybe one the input skips)
+            if not (_binds_what_it_reads(candidates[pos])
+                    and _keeps_container_shapes(candidates[pos])):
+                # A name left unbound on some path (maybe one the input skips),
+                # or a program that cannot be staged at all.
+                pos += 1
                 continue
             tries += 1
-            got = check_source(candidates[pos], args, outcome.seed)
+            try:
+                got = check_source(candidates[pos], args, outcome.seed)
+            except RecursionError:  # pragma: no cover - a candidate that recurses without end
+                pos += 1
+                continue
             if got.kind == outcome.kind and got.signature() == want:
                 best, changed = got, True
                 candidates = list(_candidates(ast.parse(best.source)))
+                current = ast.unparse(ast.parse(best.source))
                 if log:
                     log(f"shrink: {len(best.source.splitlines())} lines")
             else:
@@ -1273,7 +1480,7 @@ def main(argv=None):
     parser.add_argument("--scan", type=int, metavar="COUNT",
                         help="check COUNT programs from SEED on and group the failures")
     parser.add_argument("--avoid", default="", help="comma-separated features to leave out "
-                        "(loop_return, else_return, chain)")
+                        "(loop_return, else_return, chain, state, " + ", ".join(FEATURES) + ")")
     parser.add_argument("--reports", help="with --scan: write every failure's report here")
     parser.add_argument("--shrink", action="store_true",
                         help="also print a smaller program failing the same way")

@@ -4,7 +4,12 @@
 bounded ``while``, ``for`` over static ranges, traced ranges and arrays,
 ``break``/``continue``/``return`` in branches and loops, loop ``else``,
 ``and``/``or``/``not``, chained comparisons, ternaries) over int and float
-scalars and float arrays of shape (3,), from ``random.Random(seed)``. Each
+scalars and float arrays of shape (3,), from ``random.Random(seed)``. With
+``AUTOFLOW_FUZZ_STATE=1`` about two programs in three also share state across
+those statements (closures over the variables loops rebind, a ``nonlocal``
+counter, attributes of a local object, dict items, a fixed-length list, lists
+appended to once per iteration of a static loop; see ``fuzzgen.FEATURES``) and
+return it. Each
 program is written to a real file, imported, and run eagerly and under
 ``autoflow.jit`` on two inputs. The oracle:
 
@@ -24,7 +29,9 @@ Profiles (environment variables):
   profile, about a minute on two cores; ``AUTOFLOW_FUZZ_EXAMPLES=5000`` is
   the long profile);
 * ``AUTOFLOW_FUZZ_SEED``: the first seed (default 0); programs use seeds
-  ``SEED .. SEED + EXAMPLES - 1``.
+  ``SEED .. SEED + EXAMPLES - 1``;
+* ``AUTOFLOW_FUZZ_AVOID``: comma-separated features to leave out as well
+  (``push,ys``; see ``fuzzgen.generate``), to look past a known bug.
 
 Reproduce one program with ``python -m tests.fuzzgen SEED`` (prints its
 source and what went wrong); ``python -m tests.fuzzgen SEED --scan COUNT``
@@ -47,6 +54,7 @@ EXAMPLES = int(os.environ.get("AUTOFLOW_FUZZ_EXAMPLES", "300"))
 # AUTOFLOW_FUZZ_STATE=1; the CI profile leaves them out until their long profile
 # is clean (see the README's fuzzer record).
 AVOID = () if os.environ.get("AUTOFLOW_FUZZ_STATE") == "1" else ("state",)
+AVOID += tuple(a for a in os.environ.get("AUTOFLOW_FUZZ_AVOID", "").split(",") if a)
 FIRST_SEED = int(os.environ.get("AUTOFLOW_FUZZ_SEED", "0"))
 MAX_REFUSAL_RATE = 0.01
 SHOWN = 5  # full reports printed per failing test; the rest are listed by seed
