@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from .state import mutates
+from .state import derived, is_original, mutates
 from .values import Tracer, in_staged_block, is_traced, truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -72,8 +72,12 @@ def append(xs, value):
     seen as a carry that changes structure (the loop runs as Python when it
     can, and otherwise says so).
     """
-    if in_staged_block() and isinstance(xs, list):
-        return xs + [value]
+    if in_staged_block() and isinstance(xs, list) and not is_original(xs):
+        new = xs + [value]
+        derived(new, xs)
+        return new
+    if in_staged_block():
+        mutates(xs)
     xs.append(value)
     return xs
 

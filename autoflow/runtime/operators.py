@@ -19,7 +19,8 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
 from .raising import StagedRaise
-from .state import MoreState, Shared, entry_values, names_of, reachable, recording
+from .state import (MoreState, Shared, contents, entry_values, kept, names_of, reachable,
+                    recording)
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
 
@@ -180,6 +181,10 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
 def _cond(cond, true_fn, false_fn, operands, names, shared):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
+    n = len(names) if names is not None else None
+    keep = kept(operands if n == len(operands) else ())
+    true_fn, false_fn = (keep.wrap(fn, lambda args: args, lambda out: _pack(out, n))
+                         for fn in (true_fn, false_fn))
     try:
         for _ in range(8):
             active = bool(shared)
@@ -198,7 +203,8 @@ def _cond(cond, true_fn, false_fn, operands, names, shared):
                 if active:
                     shared.reset()
                 raise
-            return split(result)
+            result = split(result)
+            return _unpack(keep.write_back(_pack(result, n))) if keep.same else result
         raise ConversionError(message(_site(), "the state this `if` changes never settles"))
     except StagedRaise as r:
         if in_staged_block():
@@ -329,6 +335,21 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
     shared = shared if shared is not None else Shared()
     n = len(names)
     fns = [f for f in (step, cond_fn) if f is not None]
+    # Containers the variables hold go in as copies (the originals may be
+    # shared state the tracing overwrites), and come back in place when every
+    # iteration keeps them (see `state.kept`).
+    keep = kept(_pack(state, n))
+    aliased = keep.aliased(fns)
+    if aliased:
+        shared.extend((), aliased, names_of(names, _pack(state, n)))
+    state = _unpack(tuple(contents(v) for v in _pack(state, n)))
+
+    def originals(args, subs):
+        k, s = args
+        return k, _unpack(tuple(subs[i] if i in subs and type(v) is type(subs[i]) else v
+                                for i, v in enumerate(_pack(s, n))))
+    step = keep.wrap(step, lambda args: _pack(args[1], n), lambda out: _pack(out, n),
+                     originals)
     for _ in range(8):
         entry = entry_values(fns, (state,))
         active = bool(shared)
@@ -347,8 +368,9 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
 
         try:
             if not active:
-                return staging.loop(kind, state, names, _site, step=checked, cond_fn=cond_fn,
-                                    **kwargs)
+                out = staging.loop(kind, state, names, _site, step=checked, cond_fn=cond_fn,
+                                   **kwargs)
+                return _unpack(keep.write_back(_pack(out, n))) if keep.same else out
             all_names, _, split = _with_state(names, shared)
             init = _pack(state, n) + shared.values()
 
@@ -373,7 +395,8 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
             if active:
                 shared.reset()
             raise
-        return split(out)
+        out = split(out)
+        return _unpack(keep.write_back(_pack(out, n))) if keep.same else out
     raise ConversionError(message(_site(), "the state this loop changes never settles"))
 
 

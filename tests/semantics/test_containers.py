@@ -471,3 +471,149 @@ def dict_key_on_one_path_concrete(x, flag):
 def test_dict_key_on_one_path_concrete_condition():
     check(dict_key_on_one_path_concrete, F(2.0), True, static_argnums=(1,))
     check(dict_key_on_one_path_concrete, F(2.0), False, static_argnums=(1,))
+
+
+# ---- the same object afterwards: aliases and identity ----------------------------------------
+# A variable's list or dict that a traced statement changes in place (item
+# sets, appends) is the same object afterwards: an alias made before the
+# statement sees the change, and `is` holds. A variable rebound to a new list
+# leaves the old one (and its aliases) alone.
+
+def alias_after_traced_while(x, n):
+    lst = [0.0, 1.0]
+    alias = lst
+    i = 0
+    while i < n:
+        lst[0] = lst[0] + x
+        i += 1
+    lst.append(5.0)
+    return alias[0], len(alias), alias is lst
+
+
+def test_alias_after_traced_while():
+    check_cases(alias_after_traced_while, [(F(1.0), I(3)), (F(-2.0), I(0))])
+
+
+def alias_after_traced_if(x):
+    d = {"a": x, "b": 0.0}
+    keep = d
+    if x > 0:
+        d["b"] = x * 2.0
+    else:
+        d["a"] = -x
+    return keep["a"], keep["b"], keep is d
+
+
+def test_alias_after_traced_if():
+    check_cases(alias_after_traced_if, CASES)
+
+
+def rebound_in_both_branches_leaves_alias(x):
+    pts = [x, x]
+    old = pts
+    if x > 0:
+        pts = [x * 2.0, 1.0]
+    else:
+        pts = [x - 1.0, 2.0]
+    return old, pts, old is pts
+
+
+def test_rebound_in_both_branches_leaves_alias():
+    check_cases(rebound_in_both_branches_leaves_alias, CASES)
+
+
+def accumulated_list_is_the_same_list(xs):
+    out = [jnp.zeros(())]
+    first = out
+    for v in xs:
+        if v > 0:
+            out.append(v * 2.0)
+        else:
+            out.append(-v)
+    return jnp.stack(first), first is out
+
+
+def test_accumulated_list_is_the_same_list():
+    check_cases(accumulated_list_is_the_same_list,
+                [(jnp.array([1.0, -2.0, 3.0]),), (jnp.array([-1.0, -2.0, 0.5]),)])
+
+
+def nested_alias_after_traced_for(x, n):
+    inner = [x]
+    outer = {"inner": inner, "k": 0.0}
+    for i in range(n):
+        outer["inner"][0] = outer["inner"][0] * 0.5
+        outer["k"] = outer["k"] + 1.0
+    return inner[0], outer["k"], outer["inner"] is inner
+
+
+def test_nested_alias_after_traced_for():
+    check_cases(nested_alias_after_traced_for, [(F(4.0), I(2)), (F(1.0), I(0))])
+
+
+def list_pop_append_in_traced_loop_with_early_return(xs):
+    y0 = xs
+    lst = [0.0, 0.0]
+    for v in jnp.zeros(3):
+        lst.append(0.25)
+        f1 = lst.pop()
+        if f1 > 0.0:
+            return jnp.all(xs < y0.sum()), y0, lst
+        y0 = y0 * 1.5
+    return jnp.bool_(False), y0, lst
+
+
+def test_list_pop_append_in_traced_loop_with_early_return():
+    # Fuzzer seed 83 (state profile): the loop's list was also shared state, and a
+    # retrace read it while it held the loop condition's tracers.
+    check_cases(list_pop_append_in_traced_loop_with_early_return,
+                [(jnp.array([0.75, 0.25, -0.75]),)])
+
+
+def alias_read_in_traced_while(x, n):
+    # `alias` is read in the body: it must see each iteration's item set.
+    lst = [0.0]
+    alias = lst
+    total = 0.0
+    i = 0
+    while i < n:
+        lst[0] = lst[0] + x
+        total = total + alias[0]
+        i += 1
+    return total, alias
+
+
+def test_alias_read_in_traced_while():
+    check_cases(alias_read_in_traced_while, [(F(1.0), I(3)), (F(2.0), I(0))])
+
+
+def alias_len_in_traced_for(x, n):
+    lst = [x]
+    alias = lst
+    total = 0.0
+    for i in range(n):
+        lst.append(1.0)
+        total = total + len(alias)
+        lst.pop()
+    return total, alias
+
+
+def test_alias_len_in_traced_for():
+    check_cases(alias_len_in_traced_for, [(F(1.0), I(3)), (F(2.0), I(1))])
+
+
+def alias_grows_in_array_loop(xs):
+    lst = []
+    alias = lst
+    s = 0.0
+    for v in xs:
+        if v > 0:
+            lst.append(v)
+        else:
+            lst.append(-v)
+        s = s + alias[-1]
+    return s, jnp.stack(alias)
+
+
+def test_alias_grows_in_array_loop():
+    check_cases(alias_grows_in_array_loop, [(jnp.array([1.0, -2.0, 3.0]),)])
