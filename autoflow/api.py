@@ -405,7 +405,8 @@ def _uses_no_runtime(code, alias) -> bool:
 
 def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
     """The converted source of ``fn`` as a string (what ``convert`` compiles)."""
-    fn = inspect.unwrap(fn) if not hasattr(fn, "__code__") else fn
+    if not hasattr(fn, "__code__") or (hasattr(fn, "__wrapped__") and is_library_value(fn)):
+        fn = inspect.unwrap(fn)  # a library's wrapper (jax.checkpoint, jaxtyped): the user's code
     if inspect.ismethod(fn):
         fn = fn.__func__
     with _lock:

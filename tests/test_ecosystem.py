@@ -134,3 +134,46 @@ def test_convert_applied_to_an_equinox_class():
     model = Halver()
     np.testing.assert_allclose(eqx.filter_jit(model)(x), [0.625, 0.125])
     assert jax.tree_util.tree_leaves(model) == [1.0] and model.doubled == 2.0
+
+
+@pytest.mark.parametrize("cls", ["Gated", "GatedIndexed"])
+def test_flax_nnx_module_with_state_under_hook(hooked_models, plain_models, cls):
+    nnx = pytest.importorskip("flax.nnx")
+    for scale in (0.01, 2.0, 50.0):
+        x = jnp.ones(3, jnp.float32) * scale
+        eager = getattr(plain_models, cls)(3)
+        expected = eager(x)
+        model = getattr(hooked_models, cls)(3)
+        got = nnx.jit(lambda m, v: m(v))(model, x)
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+        # The counter the traced branch bumps is updated as in eager Python.
+        assert int(model.hits.value) == int(eager.hits.value)
+        got = autoflow.jit(lambda v: model(v))(x)
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_flax_nnx_module_through_autoflow_convert(plain_models):
+    nnx = pytest.importorskip("flax.nnx")
+    x = jnp.ones(3, jnp.float32) * 2.0
+    eager = plain_models.Gated(3)
+    expected = eager(x)
+    model = plain_models.Gated(3)
+    got = nnx.jit(lambda m, v: autoflow.convert(m)(v))(model, x)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert int(model.hits.value) == int(eager.hits.value) == 1
+
+
+@pytest.mark.parametrize("scale", [0.1, 2.0])
+def test_jaxtyped_beartype_function(hooked_models, plain_models, scale):
+    pytest.importorskip("beartype")
+    jaxtyping = pytest.importorskip("jaxtyping")
+    x = jnp.ones(3, jnp.float32) * scale
+    expected = plain_models.normalise(x)
+    for fn in (autoflow.jit(plain_models.normalise), jax.jit(hooked_models.normalise)):
+        np.testing.assert_allclose(fn(x), expected, rtol=1e-6)
+    # The converted function keeps the runtime type check the decorator added.
+    with pytest.raises(jaxtyping.TypeCheckError):
+        autoflow.jit(plain_models.normalise)(jnp.ones((2, 2)))
+    with pytest.raises(jaxtyping.TypeCheckError):
+        hooked_models.normalise(jnp.ones((2, 2)))
+    assert "jnp.sum(x) > 1.0" in autoflow.to_source(plain_models.normalise)

@@ -189,6 +189,9 @@ def _cond(cond, true_fn, false_fn, operands, names, shared):
         for _ in range(8):
             active = bool(shared)
             all_names, wrap, split = _with_state(names, shared.snapshot() if active else shared)
+            # The branches change the state's containers in place (each starts
+            # from the snapshot): an append to one is an append, not a new list.
+            keep.also = {id(o) for o in shared.objects} if active else set()
             try:
                 result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands,
                                       all_names, _site)

@@ -136,6 +136,18 @@ class Shared:
         self.escapes = tuple(escapes)
         self.attrs = tuple(attrs)
         labels = tuple(labels) + (None,) * (len(self.attrs) + len(objects) - len(labels))
+        if any(_is_variable(o) for o in objects):
+            # An NNX Variable written by index (`v[...] += 1`) holds its value as
+            # an attribute: carry that (attributes come first, then objects).
+            k = len(self.attrs)
+            moved = [i for i, o in enumerate(objects) if _is_variable(o)]
+            rest = [i for i in range(len(objects)) if i not in moved]
+            order = list(range(k)) + [k + i for i in moved] + [k + i for i in rest]
+            self.attrs += tuple((objects[i], "value") for i in moved)
+            self.escapes = tuple(j for j, old in enumerate(order) if old in self.escapes)
+            labels = tuple(labels[old] if old < k or old - k in rest
+                           else f"{labels[old] or 'a Variable'}[...]" for old in order)
+            objects = [objects[i] for i in rest]
         k = len(self.attrs)
         kept = [(o, lb, k + i in self.escapes)
                 for i, (o, lb) in enumerate(zip(objects, labels[k:])) if type(o) in _CONTAINERS]
@@ -157,6 +169,7 @@ class Shared:
         if not self._ready:
             self._setup()
         known_attrs = {(id(o), n) for o, n in self.attrs}
+        attrs = list(attrs) + [(o, "value") for o in objects if _is_variable(o)]
         new_attrs = [(o, n) for o, n in attrs if (id(o), n) not in known_attrs]
         have = {id(o) for o in self.objects}
         new_objects = [o for o in objects if id(o) not in have and type(o) in _CONTAINERS]
@@ -183,7 +196,7 @@ class Shared:
     def snapshot(self):
         """Record the state as it is now (``reset`` puts it back)."""
         memo = {}
-        attrs = [getattr(o, n, Undefined(n)) for o, n in self.attrs]
+        attrs = [_get(o, n) for o, n in self.attrs]
         self._snap = ([_snap(v, memo) for v in attrs], [_snap(o, memo) for o in self.objects])
         return self
 
@@ -215,7 +228,7 @@ class Shared:
 
     def values(self):
         """The current values: attribute values, then container contents."""
-        return tuple([contents(getattr(o, n, Undefined(n))) for o, n in self.attrs]
+        return tuple([contents(_get(o, n)) for o, n in self.attrs]
                      + [contents(o) for o in self.objects])
 
     def assign(self, values):
@@ -224,7 +237,7 @@ class Shared:
         for obj, v in zip(self.objects, values[k:]):
             write(obj, v)
         for (o, n), v in zip(self.attrs, values[:k]):
-            current = getattr(o, n, None)
+            current = _get(o, n, None)
             _set(o, n, write(current, v) if type(current) in _CONTAINERS else v)
 
 
@@ -238,7 +251,7 @@ class _Write:
             self._snap = _snap(obj, {})
         else:
             self.attrs = ((obj, name),)
-            self._old = getattr(obj, name, Undefined(name))
+            self._old = _get(obj, name)
 
     def reset(self):
         if self.attrs:
@@ -258,8 +271,11 @@ def mutates(obj, name=None):
     if not in_staged_block():
         return
     recorders = _recorders()
+    if name is None and _is_variable(obj):  # `v[...] = x` on an NNX Variable
+        name = "value"
     if recorders and (name is not None or type(obj) in _CONTAINERS):
         recorders[-1].append(_Write(obj, name))
+        unlock(obj)
 
 
 def _recorders():
@@ -278,10 +294,13 @@ class recording:
     def __enter__(self):
         self.found = []
         _recorders().append(self.found)
+        _local.__dict__.setdefault("unlocked", []).append([])
         return self
 
     def __exit__(self, *exc):
         _recorders().pop()
+        for obj, old in reversed(_local.unlocked.pop()):
+            object.__setattr__(obj, "_trace_state", old)
 
     def missing(self, shared, outside=None):
         """What was changed inside that ``shared`` does not carry, as ``MoreState``
@@ -391,6 +410,7 @@ class kept:
         self.entry = tuple(values)
         self.same = {i: True for i, v in enumerate(self.entry) if type(v) in _CONTAINERS}
         self.substitute = {}  # index -> the original container the path works on
+        self.also = set()  # ids of other containers the paths change in place (shared state)
 
     def aliased(self, fns):
         """The containers that ``fns`` can also reach another way (an alias in a
@@ -407,23 +427,20 @@ class kept:
         """``fn`` (a branch or loop body), noting for each traced call whether its
         outputs are its inputs' containers. ``with_inputs(args, {index: obj})``
         puts the original containers of ``aliased`` in place of the copies."""
-        if not self.same:
-            return fn
-
         def run(*args):
             if self.substitute:
                 args = with_inputs(args, {i: o for i, o in self.substitute.items()})
-            inputs = unpack_in(args)
+            inputs = unpack_in(args) if self.same else ()
             stack = _local.__dict__.setdefault("lineage", [])
             stack.append({})
             shared_now = _local.__dict__.setdefault("originals", [])
-            shared_now.append({id(o) for o in self.substitute.values()})
+            shared_now.append({id(o) for o in self.substitute.values()} | self.also)
             try:
                 out = fn(*args)
             finally:
                 origins = stack.pop()
                 shared_now.pop()
-            outs = unpack_out(out)
+            outs = unpack_out(out) if self.same else ()
             for i in self.same:
                 if i < len(outs) and i < len(inputs):
                     self.same[i] = self.same[i] and _derives(outs[i], inputs[i], origins)
@@ -433,6 +450,8 @@ class kept:
     def write_back(self, values):
         """``values`` (the statement's results), with each kept container written
         into the original object in place and the variable bound to it."""
+        if not self.same:
+            return values
         values = list(values)
         for i, same in self.same.items():
             old = self.entry[i]
@@ -443,7 +462,8 @@ class kept:
 
 def is_original(obj):
     """``obj`` is a container that the innermost traced path works on in place
-    (``kept.aliased``): appending to it must change it, as Python does."""
+    (``kept.aliased``, or state the staged ``if`` carries): appending to it must
+    change it, as Python does."""
     stack = _local.__dict__.get("originals")
     return bool(stack) and id(obj) in stack[-1]
 
@@ -466,12 +486,75 @@ def _derives(out, inp, origins):
     return False
 
 
+_NO_DEFAULT = object()
+
+
+def _get(obj, name, default=_NO_DEFAULT):
+    if name == "value" and _is_variable(obj):
+        return obj.get_value()
+    return getattr(obj, name, Undefined(name) if default is _NO_DEFAULT else default)
+
+
 def _set(obj, name, value):
-    if isinstance(value, Undefined):
-        if hasattr(obj, name):
-            delattr(obj, name)
-        return
-    setattr(obj, name, value)
+    with _writable(obj):
+        if isinstance(value, Undefined):
+            if hasattr(obj, name):
+                delattr(obj, name)
+            return
+        if name == "value" and _is_variable(obj):
+            obj.set_value(value)
+            return
+        setattr(obj, name, value)
+
+
+# Flax NNX Variables refuse writes made in a trace other than the one they were
+# made in (``TraceContextError``), and a staged branch or loop body is such a
+# trace. autoflow carries their values itself (as it does any attribute), so
+# while a path is traced it gives each Variable the path writes a trace state of
+# that trace, and puts the old one back when the path's trace ends.
+
+def _is_variable(obj):
+    return (hasattr(type(obj), "_check_can_update") and hasattr(obj, "get_value")
+            and type(obj).__module__.startswith("flax."))
+
+
+def _fresh_trace_state(obj):
+    """Give NNX Variable ``obj`` a trace state of the current trace; return the
+    old one (None when ``obj`` is not such a Variable or may already be written)."""
+    if not _is_variable(obj):
+        return None
+    try:
+        old = object.__getattribute__(obj, "_trace_state")
+        if old.is_valid():
+            return None
+        object.__setattr__(obj, "_trace_state", type(old)())
+    except Exception:  # another Flax layout: leave the Variable alone
+        return None
+    return old
+
+
+class _writable:
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __enter__(self):
+        self.old = _fresh_trace_state(self.obj)
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            object.__setattr__(self.obj, "_trace_state", self.old)
+
+
+def unlock(obj):
+    """Before a write to NNX Variable ``obj`` on a staged path: let it be written
+    until the innermost recording path ends."""
+    old = _fresh_trace_state(obj)
+    if old is not None:
+        stack = _local.__dict__.setdefault("unlocked", [])
+        if stack:
+            stack[-1].append((obj, old))
+        else:
+            object.__setattr__(obj, "_trace_state", old)
 
 
 def state(attrs=(), objects=(), labels=(), escapes=()):

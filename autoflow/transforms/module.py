@@ -143,6 +143,13 @@ def _convert_module(source, filename, only):
                     found = node
             elif isinstance(node, gast.ClassDef):
                 visit_body(node.body, prefix + node.name + ".")
+            elif isinstance(node, (gast.If, gast.Try, gast.With)):
+                # `if TYPE_CHECKING:`, `try: import x ... except ImportError:`
+                # and the like define functions and classes too.
+                for field in ("body", "orelse", "finalbody"):
+                    visit_body(getattr(node, field, None) or [], prefix)
+                for handler in getattr(node, "handlers", None) or []:
+                    visit_body(handler.body, prefix)
 
     edits = []
     visit_body(tree.body, "")
