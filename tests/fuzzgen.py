@@ -513,6 +513,8 @@ class Generator:
     def may_return(self):
         if "loop_return" in self.avoid and self.loops:
             return False
+        if any(loop[0] == "ysfor" for loop in self.loops):
+            return False  # a `ys` list filled up to an early exit has a data-dependent length
         return not ("else_return" in self.avoid and self.in_loop_else)
 
     def if_stmt(self, indent, depth):

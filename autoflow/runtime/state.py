@@ -456,6 +456,7 @@ class kept:
         for i, same in self.same.items():
             old = self.entry[i]
             if same and i < len(values) and type(values[i]) is type(old):
+                mutates(old)  # an enclosing staged statement must carry it (and undo it)
                 values[i] = write(old, values[i])
         return values
 

@@ -617,3 +617,46 @@ def alias_grows_in_array_loop(xs):
 
 def test_alias_grows_in_array_loop():
     check_cases(alias_grows_in_array_loop, [(jnp.array([1.0, -2.0, 3.0]),)])
+
+
+def list_set_in_loop_under_traced_if_in_loop(x):
+    # Fuzzer seed 36 (state profile): the inner loop writes the list back in
+    # place inside the `if`'s branch, so the `if` must restore it for the other
+    # branch (it did not, and the other branch read the first one's tracers).
+    k = 2
+    w0 = 0
+    lst = [x, 0.0]
+    while w0 < 2 and x >= 0.5:
+        w0 += 1
+        if x > 3.0:
+            break
+        w1 = 0
+        while w1 < 2 and k < 50:  # traced (k is carried by the outer loop)
+            w1 += 1
+            k += w0
+            if x < -0.5:
+                continue
+            lst[1] = jnp.sin(lst[-1]) + k
+    return lst
+
+
+def test_list_set_in_loop_under_traced_if_in_loop():
+    check_cases(list_set_in_loop_under_traced_if_in_loop, [(F(0.5),), (F(4.0),), (F(0.0),)])
+
+
+def pop_then_append_under_traced_if(x, xs):
+    # Fuzzer seed 7: `lst` is the `if`'s shared state; the branch pops from it in
+    # place and appends, so the append must be in place too.
+    lst = [0.0, 1.0]
+    for v in xs:
+        if x > 0:
+            pass
+        else:
+            break
+        lst.append(lst.pop(0) * 0.5 + jnp.sin(v))
+    return lst
+
+
+def test_pop_then_append_under_traced_if():
+    check_cases(pop_then_append_under_traced_if,
+                [(F(1.5), jnp.array([1.0, 2.0, 3.0])), (F(-1.5), jnp.array([1.0, 2.0, 3.0]))])
