@@ -443,12 +443,33 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
                                  **jit_kwargs)
     import jax
 
-    jitted = jax.jit(convert(fn, strict=strict, recursive=recursive, include=include,
-                             asserts=asserts, max_loop_iterations=max_loop_iterations),
+    jitted = jax.jit(_teaching(convert(fn, strict=strict, recursive=recursive, include=include,
+                                       asserts=asserts, max_loop_iterations=max_loop_iterations)),
                      **jit_kwargs)
     # A thin wrapper re-raises the user's exception from a staged `raise`; it
     # costs about a microsecond a call, so only code that can raise gets it.
-    return _Jitted(jitted) if _may_raise(fn) else jitted
+    return _Jitted(jitted) if max_loop_iterations is not None or _may_raise(fn) else jitted
+
+
+_teachers = weakref.WeakKeyDictionary()  # converted function -> its `teach.teaching` wrapper
+
+
+def _teaching(fn):
+    """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.teach``);
+    one wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+    from .runtime.teach import teaching
+
+    try:
+        hit = _teachers.get(fn)
+    except TypeError:
+        return teaching(fn)
+    if hit is None:
+        hit = teaching(fn)
+        try:
+            _teachers[fn] = hit
+        except TypeError:
+            pass
+    return hit
 
 
 def _may_raise(fn) -> bool:
@@ -462,7 +483,7 @@ def _may_raise(fn) -> bool:
     if code is None:
         return True
     lines = linecache.getlines(code.co_filename)
-    return not lines or any(line.lstrip().startswith("raise ") for line in lines)
+    return not lines or any(line.lstrip().startswith(("raise ", "assert ")) for line in lines)
 
 
 class _Jitted:
@@ -486,14 +507,14 @@ class _Jitted:
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:
-            from .runtime.raising import last_user_exception
+            from .runtime.raising import at_user_line, last_user_exception
 
             user = last_user_exception()
             if user is None or type(e).__name__ != "JaxRuntimeError" \
                     or str(user) not in str(e):
                 e.with_traceback(e.__traceback__.tb_next)  # leave this frame out
                 raise
-            raise user.with_traceback(None) from None
+            raise at_user_line(user) from None
 
     def __getattr__(self, name):
         return getattr(self._jitted, name)

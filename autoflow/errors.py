@@ -17,3 +17,8 @@ class ConversionError(AutoflowError):
 
 class ConversionWarning(UserWarning):
     """autoflow ran a function (or part of one) as plain Python instead."""
+
+
+class LoopLimitError(AutoflowError, RuntimeError):
+    """A loop staged with ``max_loop_iterations=N`` was still running after N
+    iterations (raised when the compiled code runs)."""
