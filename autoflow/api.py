@@ -517,7 +517,12 @@ class _Jitted:
             raise at_user_line(user) from None
 
     def __getattr__(self, name):
+        if name == "_jitted":  # not set yet (unpickling)
+            raise AttributeError(name)
         return getattr(self._jitted, name)
+
+    def __reduce__(self):
+        return (_Jitted, (self._jitted,))
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

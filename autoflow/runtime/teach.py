@@ -309,8 +309,11 @@ def _show(x):
 def _kind(x):
     from .values import is_array_like
 
-    if isinstance(x, (list, tuple)) and x and not any(is_array_like(i) for i in x):
-        return _kind(x[-1])
+    if isinstance(x, (list, tuple, dict)):
+        items = list(x.values()) if isinstance(x, dict) else list(x)
+        kinds = [_kind(i) for i in items]
+        others = [k for k in kinds if k != "array"]
+        return others[-1] if others else "array"
     if x is None:
         return "none"
     if isinstance(x, (str, bytes)):
