@@ -448,7 +448,8 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
                      **jit_kwargs)
     # A thin wrapper re-raises the user's exception from a staged `raise`; it
     # costs about a microsecond a call, so only code that can raise gets it.
-    return _Jitted(jitted) if max_loop_iterations is not None or _may_raise(fn) else jitted
+    return _Jitted(jitted) if max_loop_iterations is not None or _may_raise(fn) \
+        or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
 
 
 _teachers = weakref.WeakKeyDictionary()  # converted function -> its `teach.teaching` wrapper
@@ -506,10 +507,14 @@ class _Jitted:
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
         try:
             return self._jitted(*args, **kwargs)
-        except Exception as e:
+        except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
             from .runtime.raising import at_user_line, last_user_exception
 
             user = last_user_exception()
+            if user is None and type(e).__name__ == "JaxRuntimeError" \
+                    and "\nKeyboardInterrupt" in str(e):
+                # Ctrl-C, delivered inside a callback (AUTOFLOW_DEBUG_LOOPS reports)
+                raise KeyboardInterrupt("interrupted while the compiled code ran") from None
             if user is None or type(e).__name__ != "JaxRuntimeError" \
                     or str(user) not in str(e):
                 e.with_traceback(e.__traceback__.tb_next)  # leave this frame out

@@ -25,7 +25,7 @@ from jax._src import core as _core
 
 from ..core.origin import message
 from ..errors import ConversionError
-from . import raising
+from . import loopdebug, raising
 from .teach import value_advice
 from .raising import Signal, StagedRaise
 from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
@@ -481,6 +481,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                       mask, avals, accum, scan_form)
 
         def body(k, dyn, running=None):
+            loopdebug.tick(k, site())
             if running is None:
                 return full_body(k, dyn)[0]
             # A `raise` staged in the body fires only where the loop still runs
