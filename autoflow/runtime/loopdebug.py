@@ -67,7 +67,7 @@ def tick(k, site):
     n = every()
     if n is None:
         return
-    line = site.source_line().strip() if site is not None else ""
+    line = site.source_line().split("  #")[0].strip() if site is not None else ""
     where = f"{site} (`{line}`)" if line else str(site)
     k = jnp.asarray(k)
     lax.cond(jnp.logical_and(k > 0, k % n == 0),

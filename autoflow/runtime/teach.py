@@ -163,7 +163,7 @@ _MATH = re.compile(r"\b(math|np|numpy|onp)\.(\w+)\s*\(")
 def _advice(exc, expr, line, var, param, fn_name):
     """``(what happened, what to do)`` for the situation."""
     v = f"`{var}`" if var else "a traced value"
-    static = (f"Mark it static: `autoflow.jit({fn_name}, static_argnames=(\"{param}\",))` "
+    static = (f"Make it static: `autoflow.jit({fn_name}, static_argnames=(\"{param}\",))` "
               f"(each new value of `{param}` compiles once)" if param else None)
     if _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
                                 and "shape" in str(exc).lower().split("see https")[0]
@@ -171,7 +171,7 @@ def _advice(exc, expr, line, var, param, fn_name):
         what = f"{v} is used as a shape here, but it is traced (its value is known only when " \
                "the compiled code runs, and shapes must be known when compiling)"
         todo = (static + ", or compute the shape from static values (`x.shape`)." if static else
-                "Compute the shape from static values (`x.shape`, or a parameter marked with "
+                "Use static values for the shape (`x.shape`, or a parameter marked with "
                 "`static_argnames`), or keep the full shape and mask with `jnp.where`.")
         return what, todo
     if isinstance(exc, jax.errors.NonConcreteBooleanIndexError):
@@ -184,7 +184,7 @@ def _advice(exc, expr, line, var, param, fn_name):
     m = _MATH.search(expr) or _MATH.search(line)
     if m is not None:
         mod, fn = m.group(1), m.group(2)
-        what = f"`{mod}.{fn}` needs a concrete number, but {v} is traced"
+        what = f"`{mod}.{fn}` needs a concrete value, but {v} is traced"
         return what, (f"Use `jnp.{fn}` instead of `{mod}.{fn}` on traced values "
                       f"(`jnp.{fn}` works on arrays under `jit`).")
     if ".item()" in expr or ".item()" in line:
@@ -342,8 +342,8 @@ def value_advice(label, a, b, construct):
     if "function" in kinds:
         return (f"{lbl} holds a function, and {choose}" if construct == "if" else
                 f"{lbl} holds functions made in this loop, and {choose}",
-                "Call the functions inside the branch or loop body and keep their results "
-                "(arrays) instead; to pick one of several functions at run time use "
+                "Keep the results of calling the functions (arrays) instead of the functions, "
+                "calling them inside the branch or loop body; to pick one of several functions at run time use "
                 "`lax.switch(index, [f, g], x)`; or make the loop run as Python with a static "
                 "bound (`autoflow.unroll(range(n))`).")
     if "str" in kinds:
