@@ -274,3 +274,18 @@ def test_ctrl_c_stops_a_runaway_loop_when_debug_loops_is_set(tmp_path):
     # a KeyboardInterrupt naming the loop (or, if Ctrl-C lands outside a report, a plain one)
     assert "interrupted: autoflow stopped the loop at " + str(script) + ":6:5 after" in out \
         or "interrupted: interrupted while the compiled code ran" in out, out
+
+
+def test_convert_under_plain_jax_jit_reissues_errors_in_staged_code():
+    """``jax.jit(autoflow.convert(f))``: no autoflow.jit wrapper, the runtime
+    operators re-issue what the user's code raises in staged branches and bodies."""
+    with pytest.raises(TypeError) as info:
+        jax.jit(autoflow.convert(teach.zeros_of_traced_size))(X3, 3)
+    exc = info.value
+    assert isinstance(exc, AutoflowError)
+    check_message(exc, teach.zeros_of_traced_size, names=["n"],
+                  mentions=['static_argnames=("n",)'])
+    with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+        jax.jit(autoflow.convert(teach.item_in_body))(X3 + 2.0)
+    check_message(info.value, teach.item_in_body, names=["x", ".item()"])
+    no_internal_names(info.value)

@@ -19,6 +19,7 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
 from .raising import StagedRaise
+from .teach import reissuing
 from .state import MoreState, Shared, entry_values, names_of, reachable, recording
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
@@ -177,6 +178,7 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
     return _cond(cond, true_fn, false_fn, operands, names, state)
 
 
+@reissuing
 def _cond(cond, true_fn, false_fn, operands, names, shared):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
@@ -320,6 +322,7 @@ def python_operand(value, reason):
 # while
 # ---------------------------------------------------------------------------
 
+@reissuing
 def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
     """``staging.loop``, with ``shared`` state (see ``runtime.state``) carried too.
 

@@ -148,6 +148,13 @@ def _user_function(frames):
     for frame, _, _ in reversed(frames):
         if not GENERATED.match(frame.f_code.co_name):
             return frame
+    # Re-issued by a runtime operator: the user's function is further up the stack.
+    frame = frames[-1][0] if frames else None
+    while frame is not None:
+        code = frame.f_code
+        if not _internal(code.co_filename) and not GENERATED.match(code.co_name):
+            return frame
+        frame = frame.f_back
     return None
 
 
@@ -363,3 +370,25 @@ def value_advice(label, a, b, construct):
     return (f"{lbl} is {_show(a)} on one path and {_show(b)} on the other, and {choose}",
             f"Give {lbl} {same} (it is a Python object, not an array), or carry the "
             "arrays it holds in variables of their own.")
+
+
+def reissuing(operator):
+    """Decorator for the runtime operators that stage ``lax`` control flow:
+    a JAX tracing error raised by the user's code in a staged branch or body
+    leaves them re-issued (for ``jax.jit(autoflow.convert(f))``, where no
+    ``autoflow.jit`` wrapper is there to do it). Runs only on staged paths."""
+    import functools
+
+    @functools.wraps(operator)
+    def staged(*args, **kwargs):
+        try:
+            return operator(*args, **kwargs)
+        except Exception as e:
+            if not handles(e):
+                raise
+            new = reissue(e)
+            if new is None:
+                raise
+            raise new.with_traceback(new.__traceback__) from None
+
+    return staged
