@@ -107,6 +107,7 @@ def test_float_in_a_loop_body():
 def test_the_jax_error_stays_available_and_python_runs_unchanged():
     exc = reissued(teach.float_in_body, 4.0)
     assert type(exc.jax_error) is jax.errors.ConcretizationTypeError
+    assert isinstance(exc, autoflow.errors.TracingError)
     assert exc.__cause__ is None and exc.__suppress_context__
     # Concrete values: the function is Python, as written.
     assert autoflow.convert(teach.float_in_body)(4.0) == teach.float_in_body(4.0)

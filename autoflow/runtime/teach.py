@@ -31,7 +31,7 @@ import types
 import jax
 
 from ..core.origin import PACKAGE_DIR, Site, message
-from ..errors import AutoflowError
+from ..errors import TracingError
 
 # Functions the rewriter generates: never shown to the user as "their" function.
 GENERATED = re.compile(r"^(if_true|if_false|loop_test|loop_body|__autoflow_factory__|<lambda>)"
@@ -43,15 +43,6 @@ _TYPES = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndex
           jax.errors.TracerBoolConversionError)
 
 
-class TracingError(AutoflowError):
-    """A JAX tracing error raised by the user's code inside converted code,
-    re-issued with the user's file, line, variable and a fix. Each instance
-    is also an instance of the JAX error it replaces (``jax_error``)."""
-
-    jax_error: BaseException | None = None
-
-    def __str__(self):
-        return self.args[0] if self.args else ""
 
 
 _classes: dict[type, type] = {}
@@ -63,9 +54,10 @@ def _class_for(jax_type):
         def __init__(self, text):  # JAX's error classes take other arguments
             Exception.__init__(self, text)
 
-        cls = type(jax_type.__name__, (TracingError, jax_type),
+        name = "TracedShapeError" if jax_type is TypeError else jax_type.__name__
+        cls = type(name, (TracingError, jax_type),
                    {"__init__": __init__, "__str__": TracingError.__str__,
-                    "__module__": "autoflow.errors", "__qualname__": jax_type.__name__})
+                    "__module__": "autoflow.errors", "__qualname__": name})
         _classes[jax_type] = cls
     return cls
 
@@ -170,13 +162,17 @@ _MATH = re.compile(r"\b(math|np|numpy|onp)\.(\w+)\s*\(")
 def _advice(exc, expr, line, var, param, fn_name):
     """``(what happened, what to do)`` for the situation."""
     v = f"`{var}`" if var else "a traced value"
+    if var is not None and param == var:
+        v += f" (an argument of `{fn_name}`)"
+    elif var is not None and param is not None:
+        v += f" (computed from the argument `{param}`)"
     static = (f"Make it static: `autoflow.jit({fn_name}, static_argnames=(\"{param}\",))` "
               f"(each new value of `{param}` compiles once)" if param else None)
     if _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
                                 and "shape" in str(exc).lower().split("see https")[0]
                                 and "shape float" not in str(exc)):
-        what = f"{v} is used as a shape here, but it is traced (its value is known only when " \
-               "the compiled code runs, and shapes must be known when compiling)"
+        what = f"{v} is used as a shape here, but it is traced: its value is known only when " \
+               "the compiled code runs, and shapes must be known when compiling"
         todo = (static + ", or compute the shape from static values (`x.shape`)." if static else
                 "Use static values for the shape (`x.shape`, or a parameter marked with "
                 "`static_argnames`), or keep the full shape and mask with `jnp.where`.")
@@ -253,10 +249,6 @@ def reissue(exc):
             if m and m.group(1) in params:
                 param = m.group(1)
     what, todo = _advice(exc, expr, line, var, param, fn_name)
-    if var is not None and param is not None and param != var:
-        what += f"; `{var}` is computed from the argument `{param}`"
-    elif var is not None and param == var:
-        what += f" (`{var}` is an argument of `{fn_name}`)"
     base = next((t for t in _TYPES if isinstance(exc, t)), TypeError)
     new = _class_for(base)(message(site, what, todo))
     new.jax_error = exc
@@ -354,13 +346,15 @@ def value_advice(label, a, b, construct):
                 "`lax.switch(index, [f, g], x)`; or make the loop run as Python with a static "
                 "bound (`autoflow.unroll(range(n))`).")
     if "str" in kinds:
+        names = (f"[{b!r}, {a!r}]" if construct == "if" and isinstance(a, str)
+                 and isinstance(b, str) and len(a) + len(b) < 40 else "['no', 'yes']")
         shown = (f"{lbl} is {_show(a)} on one path and {_show(b)} on the other"
                  if construct == "if" else f"{lbl} is {_show(a)} before an iteration and "
                  f"{_show(b)} after it")
         return (f"{shown}; a string is not an array, and {choose}",
                 f"Give {lbl} {same}, or compute an integer code instead "
                 f"(`code = jnp.where(cond, 1, 0)`) and turn it into a string outside the "
-                "jitted function (`['neg', 'pos'][int(code)]`).")
+                f"jitted function (`{names}[int(code)]`).")
     if "none" in kinds:
         return (f"{lbl} is None on one path and {_show(b if a is None else a)} on the other, "
                 f"and {choose}",
