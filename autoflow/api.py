@@ -443,12 +443,12 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
                                  **jit_kwargs)
     import jax
 
-    jitted = jax.jit(_teaching(convert(fn, strict=strict, recursive=recursive, include=include,
-                                       asserts=asserts, max_loop_iterations=max_loop_iterations)),
-                     **jit_kwargs)
+    converted = convert(fn, strict=strict, recursive=recursive, include=include,
+                        asserts=asserts, max_loop_iterations=max_loop_iterations)
+    jitted = jax.jit(_teaching(converted), **jit_kwargs)
     # A thin wrapper re-raises the user's exception from a staged `raise`; it
     # costs about a microsecond a call, so only code that can raise gets it.
-    return _Jitted(jitted) if max_loop_iterations is not None or _may_raise(fn) \
+    return _Jitted(jitted, converted) if max_loop_iterations is not None or _may_raise(fn) \
         or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
 
 
@@ -484,7 +484,9 @@ def _may_raise(fn) -> bool:
     if code is None:
         return True
     lines = linecache.getlines(code.co_filename)
-    return not lines or any(line.lstrip().startswith(("raise ", "assert ")) for line in lines)
+    return not lines or any(line.lstrip().startswith(("raise ", "assert ", "while "))
+                            or line.lstrip().startswith("for ") and "range(" in line
+                            for line in lines)
 
 
 class _Jitted:
@@ -497,14 +499,16 @@ class _Jitted:
     ``except ValueError`` expects the ``ValueError``.
     """
 
-    __slots__ = ("_jitted", "__dict__", "__weakref__")
+    __slots__ = ("_jitted", "_converted", "_grad_checked", "__dict__", "__weakref__")
 
-    def __init__(self, jitted):
-        self._jitted = jitted
+    def __init__(self, jitted, converted=None):
+        self._jitted, self._converted, self._grad_checked = jitted, converted, set()
         functools.update_wrapper(self, jitted)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
+        if self._converted is not None and _linearizing():
+            self._check_reverse(args, kwargs)
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
@@ -527,7 +531,51 @@ class _Jitted:
         return getattr(self._jitted, name)
 
     def __reduce__(self):
-        return (_Jitted, (self._jitted,))
+        return (_Jitted, (self._jitted, self._converted))
+
+    def _check_reverse(self, args, kwargs):
+        """Under ``jax.grad``: JAX traces the jitted function without knowing
+        about the gradient and fails only in the backward pass, with its own
+        ValueError, on a ``lax.while_loop``. Once per signature, linearize the
+        converted function itself (abstractly) so that autoflow sees the
+        differentiated values and raises its own error naming the loop."""
+        import jax
+
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        diff = [type(x).__name__ == "LinearizeTracer" for x in leaves]
+        try:
+            key = (tree, tuple((getattr(x, "shape", None), str(getattr(x, "dtype", None)), d)
+                               if d or hasattr(x, "shape") else (repr(x), d)
+                               for x, d in zip(leaves, diff)))
+            hash(key)
+        except Exception:  # noqa: BLE001 - an unhashable static value: check every time
+            key = None
+        if key is not None and key in self._grad_checked:
+            return
+        specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x, d in zip(leaves, diff) if d]
+
+        def with_diff(*dl):
+            it = iter(dl)
+            a, k = jax.tree_util.tree_unflatten(tree, [next(it) if d else x
+                                                       for x, d in zip(leaves, diff)])
+            return self._converted(*a, **k)
+
+        try:
+            jax.eval_shape(lambda *dl: jax.vjp(with_diff, *dl)[0], *specs)
+        except ConversionError as e:
+            if "jax.grad" in str(e):
+                raise e.with_traceback(None) from None
+        except Exception:  # noqa: BLE001 - anything else: the real call reports it
+            pass
+        if key is not None:
+            self._grad_checked.add(key)
+
+
+def _linearizing() -> bool:
+    """Is ``jax.grad``/``jax.vjp`` linearizing the caller (a cheap look at JAX's trace state)?"""
+    core = sys.modules.get("jax._src.core")
+    trace = getattr(getattr(core, "trace_ctx", None), "trace", None)
+    return type(trace).__name__ == "LinearizeTrace"
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

@@ -290,3 +290,24 @@ def test_convert_under_plain_jax_jit_reissues_errors_in_staged_code():
         jax.jit(autoflow.convert(teach.item_in_body))(X3 + 2.0)
     check_message(info.value, teach.item_in_body, names=["x", ".item()"])
     no_internal_names(info.value)
+
+
+# ---------------------------------------------------------------------------
+# jax.grad(autoflow.jit(f)) through a `while`
+# ---------------------------------------------------------------------------
+
+def test_grad_of_jit_through_a_traced_while_is_autoflows_error():
+    with pytest.raises(ConversionError) as info:
+        jax.grad(autoflow.jit(teach.doubling))(1.0)
+    msg = check_message(info.value, teach.doubling, mentions=["jax.grad", "max_loop_iterations"],
+                        construct="while")
+    assert "Reverse-mode differentiation does not work" not in msg
+    # the advice works, and agrees with the gradient of the Python function
+    g = jax.grad(autoflow.jit(teach.doubling, max_loop_iterations=8))(1.5)
+    assert float(g) == float(jax.grad(teach.doubling)(1.5)) == 8.0
+
+
+def test_grad_of_jit_with_a_while_that_does_not_carry_the_gradient_still_works():
+    f = autoflow.jit(teach.counted_scale)
+    for _ in range(2):  # (the check runs once per signature)
+        assert float(jax.grad(f)(2.0, 3)) == float(jax.grad(teach.counted_scale)(2.0, 3)) == 3.0

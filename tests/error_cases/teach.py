@@ -111,3 +111,16 @@ def raises_at_run_time(x):
     if x > 0:
         raise ValueError("x must not be positive")  # ERROR
     return x
+
+
+def doubling(x):
+    while x < 10.0:  # ERROR
+        x = x * 2
+    return x
+
+
+def counted_scale(x, n):
+    k = 0
+    while k < n:
+        k = k + 1
+    return x * k
