@@ -77,7 +77,7 @@ def test_shape_computed_from_an_argument_names_both():
 def test_boolean_mask_indexing():
     exc = reissued(teach.mask_index, X3, catch=jax.errors.NonConcreteBooleanIndexError)
     check_message(exc, teach.mask_index, names=["x"],
-                  mentions=["boolean-mask", "jnp.nonzero(mask, size=N", "jnp.where(mask, x, 0)"])
+                  mentions=["boolean-mask", "jnp.nonzero(x > i, size=N", "jnp.where(x > i, x, 0)"])
 
 
 def test_math_sqrt_in_a_while_test():

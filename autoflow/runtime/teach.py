@@ -180,9 +180,17 @@ def _advice(exc, expr, line, var, param, fn_name):
     if isinstance(exc, jax.errors.NonConcreteBooleanIndexError):
         what = (f"boolean-mask indexing of {v} gives an array whose size depends on traced "
                 "values, which compiled code cannot have")
-        todo = ("Keep the shape and mask instead: `jnp.where(mask, x, 0)` (then reduce), "
-                "`jnp.sum(x, where=mask)`, or a size-bounded "
-                "`x[jnp.nonzero(mask, size=N, fill_value=0)]` for at most N selected items.")
+        base, mask = "x", "mask"
+        try:
+            node = ast.parse(expr.strip(), mode="eval").body
+            if isinstance(node, ast.Subscript):
+                base, mask = ast.unparse(node.value), ast.unparse(node.slice)
+        except SyntaxError:
+            pass
+        todo = (f"Keep the shape and mask instead: `jnp.where({mask}, {base}, 0)` (then "
+                f"reduce), `jnp.sum({base}, where={mask})`, or a size-bounded "
+                f"`{base}[jnp.nonzero({mask}, size=N, fill_value=0)]` for at most N selected "
+                "items.")
         return what, todo
     m = _MATH.search(expr) or _MATH.search(line)
     if m is not None:
