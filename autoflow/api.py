@@ -571,11 +571,17 @@ class _Jitted:
             self._grad_checked.add(key)
 
 
+_LINEARIZE = []  # [JAX's trace context, its LinearizeTrace class], found once
+
+
 def _linearizing() -> bool:
     """Is ``jax.grad``/``jax.vjp`` linearizing the caller (a cheap look at JAX's trace state)?"""
-    core = sys.modules.get("jax._src.core")
-    trace = getattr(getattr(core, "trace_ctx", None), "trace", None)
-    return type(trace).__name__ == "LinearizeTrace"
+    if not _LINEARIZE:
+        from jax._src import core
+        from jax._src.interpreters import ad
+
+        _LINEARIZE[:] = [core.trace_ctx, getattr(ad, "LinearizeTrace", None)]
+    return type(_LINEARIZE[0].trace) is _LINEARIZE[1]
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
