@@ -452,7 +452,9 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
         or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
 
 
-_teachers = weakref.WeakKeyDictionary()  # converted function -> its `teach.teaching` wrapper
+# id(converted function) -> its `teach.teaching` wrapper, held weakly: the wrapper
+# holds the function, so the id cannot be reused while the entry exists.
+_teachers = weakref.WeakValueDictionary()
 
 
 def _teaching(fn):
@@ -460,16 +462,10 @@ def _teaching(fn):
     one wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
     from .runtime.teach import teaching
 
-    try:
-        hit = _teachers.get(fn)
-    except TypeError:
-        return teaching(fn)
-    if hit is None:
+    hit = _teachers.get(id(fn))
+    if hit is None or hit.__wrapped__ is not fn:
         hit = teaching(fn)
-        try:
-            _teachers[fn] = hit
-        except TypeError:
-            pass
+        _teachers[id(fn)] = hit
     return hit
 
 
