@@ -138,6 +138,13 @@ def test_lambdas_collected_in_a_traced_loop():
     assert_no_array_advice(msg)
 
 
+def test_lambdas_collected_in_a_loop_over_a_traced_range():
+    exc = reissued(teach.lambdas_in_traced_range, X3, 3, catch=ConversionError)
+    msg = check_message(exc, teach.lambdas_in_traced_range, names=["fs"],
+                        mentions=["function", "autoflow.unroll"], construct="for")
+    assert_no_array_advice(msg)
+
+
 def test_string_label_set_in_a_traced_if():
     exc = reissued(teach.string_label, 1.0, catch=ConversionError)
     msg = check_message(exc, teach.string_label, names=["label"],

@@ -124,3 +124,12 @@ def counted_scale(x, n):
     while k < n:
         k = k + 1
     return x * k
+
+
+def lambdas_in_traced_range(xs, n):
+    fs = []
+    total = 0.0
+    for i in range(n):  # ERROR
+        fs.append(lambda t: t * i)
+        total = total + xs[i]
+    return total
