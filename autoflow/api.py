@@ -446,8 +446,10 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     converted = convert(fn, strict=strict, recursive=recursive, include=include,
                         asserts=asserts, max_loop_iterations=max_loop_iterations)
     jitted = jax.jit(_teaching(converted), **jit_kwargs)
-    # A thin wrapper re-raises the user's exception from a staged `raise`; it
-    # costs about a microsecond a call, so only code that can raise gets it.
+    # A thin wrapper re-raises the user's exception from a staged `raise`/`assert`
+    # or loop bound, and turns JAX's backward-pass error for a `while` under
+    # `jax.grad` into autoflow's; it costs about a microsecond a call, so only
+    # code that can need it (see `_may_raise`) gets it.
     return _Jitted(jitted, converted) if max_loop_iterations is not None or _may_raise(fn) \
         or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
 
@@ -470,8 +472,9 @@ def _teaching(fn):
 
 
 def _may_raise(fn) -> bool:
-    """Does the file ``fn`` comes from have a ``raise`` statement (so a staged
-    ``raise`` check can fire in ``fn`` or the helpers it calls there)?"""
+    """Does the file ``fn`` comes from have a ``raise`` or ``assert`` statement (so a
+    staged check can fire in ``fn`` or the helpers it calls there), or a ``while``
+    or ``for ... range(`` loop (which ``jax.grad`` may fail to differentiate)?"""
     import linecache
 
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
