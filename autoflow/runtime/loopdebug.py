@@ -63,10 +63,12 @@ def _report(where, site, k):
 
 
 def tick(k, site):
-    """Stage the periodic report for the loop at ``site`` whose counter is ``k``."""
+    """Stage the periodic report for the loop at ``site`` (a function giving the
+    site, called only when reports are on) whose counter is ``k``."""
     n = every()
     if n is None:
         return
+    site = site() if callable(site) else site
     line = site.source_line().split("  #")[0].strip() if site is not None else ""
     where = f"{site} (`{line}`)" if line else str(site)
     k = jnp.asarray(k)

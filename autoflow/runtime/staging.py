@@ -481,7 +481,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                       mask, avals, accum, scan_form)
 
         def body(k, dyn, running=None):
-            loopdebug.tick(k, site())
+            loopdebug.tick(k, site)
             if running is None:
                 return full_body(k, dyn)[0]
             # A `raise` staged in the body fires only where the loop still runs
