@@ -293,7 +293,7 @@ def cmd_check(args) -> int:
             _error(str(_Bug(name, e)))
             status = max(status, EXIT_BUG)
             continue
-        found = _pitfalls(source, name)
+        found = _pitfalls(source, name, args.function)
         reports.append("".join(p.format() + "\n" for p in found) + check.report(findings, name))
         if found and args.strict:
             status = max(status, EXIT_INPUT)
@@ -305,14 +305,33 @@ def cmd_check(args) -> int:
     return status
 
 
-def _pitfalls(source, name):
-    """The classic jit pitfalls in ``source`` (``autoflow.pitfalls``)."""
+def _pitfalls(source, name, function=None):
+    """The classic jit pitfalls in ``source`` (``autoflow.pitfalls``); with
+    ``function`` (``Class.method``), only those inside that function."""
     from . import pitfalls
 
     try:
-        return pitfalls.find(source, name)
+        found = pitfalls.find(source, name)
+        if function is None or not found:
+            return found
+        node = _function_node(ast.parse(source), function.split("."))
+        if node is None:
+            return []
+        return [p for p in found if node.lineno <= p.line <= node.end_lineno]
     except (SyntaxError, ValueError, RecursionError):
         return []
+
+
+def _function_node(tree, parts):
+    body = tree.body
+    node = None
+    for part in parts:
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                         ast.ClassDef)) and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def _user_frame(tb, path):

@@ -121,3 +121,10 @@ def test_finding_pitfalls_imports_no_jax():
     r = subprocess.run([sys.executable, "-c", code, os.path.join(CASES, "shapes_and_masks.py")],
                        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
     assert r.returncode == 0, r.stderr
+
+
+def test_function_option_narrows_the_warnings():
+    path = os.path.join("tests", "check_cases", "jit_in_loop.py")
+    r = cli("--function", "sweep", path)
+    lines = [ln for ln in r.stdout.splitlines() if ": warning: " in ln]
+    assert [ln.split(": warning: ")[0] for ln in lines] == [f"{path}:20:20"], r.stdout
