@@ -444,17 +444,38 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
                                  **jit_kwargs)
     import jax
 
-    jitted = jax.jit(convert(fn, strict=strict, recursive=recursive, include=include,
-                             asserts=asserts, max_loop_iterations=max_loop_iterations),
-                     **jit_kwargs)
-    # A thin wrapper re-raises the user's exception from a staged `raise`; it
-    # costs about a microsecond a call, so only code that can raise gets it.
-    return _Jitted(jitted) if _may_raise(fn) else jitted
+    converted = convert(fn, strict=strict, recursive=recursive, include=include,
+                        asserts=asserts, max_loop_iterations=max_loop_iterations)
+    jitted = jax.jit(_teaching(converted), **jit_kwargs)
+    # A thin wrapper re-raises the user's exception from a staged `raise`/`assert`
+    # or loop bound, and turns JAX's backward-pass error for a `while` under
+    # `jax.grad` into autoflow's; it costs about a microsecond a call, so only
+    # code that can need it (see `_may_raise`) gets it.
+    return _Jitted(jitted, converted) if max_loop_iterations is not None or _may_raise(fn) \
+        or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
+
+
+# id(converted function) -> its `teach.teaching` wrapper, held weakly: the wrapper
+# holds the function, so the id cannot be reused while the entry exists.
+_teachers = weakref.WeakValueDictionary()
+
+
+def _teaching(fn):
+    """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.teach``);
+    one wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+    from .runtime.teach import teaching
+
+    hit = _teachers.get(id(fn))
+    if hit is None or hit.__wrapped__ is not fn:
+        hit = teaching(fn)
+        _teachers[id(fn)] = hit
+    return hit
 
 
 def _may_raise(fn) -> bool:
-    """Does the file ``fn`` comes from have a ``raise`` statement (so a staged
-    ``raise`` check can fire in ``fn`` or the helpers it calls there)?"""
+    """Does the file ``fn`` comes from have a ``raise`` or ``assert`` statement (so a
+    staged check can fire in ``fn`` or the helpers it calls there), or a ``while``
+    or ``for ... range(`` loop (which ``jax.grad`` may fail to differentiate)?"""
     import linecache
 
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
@@ -463,7 +484,9 @@ def _may_raise(fn) -> bool:
     if code is None:
         return True
     lines = linecache.getlines(code.co_filename)
-    return not lines or any(line.lstrip().startswith("raise ") for line in lines)
+    return not lines or any(line.lstrip().startswith(("raise ", "assert ", "while "))
+                            or line.lstrip().startswith("for ") and "range(" in line
+                            for line in lines)
 
 
 class _Jitted:
@@ -476,28 +499,89 @@ class _Jitted:
     ``except ValueError`` expects the ``ValueError``.
     """
 
-    __slots__ = ("_jitted", "__dict__", "__weakref__")
+    __slots__ = ("_jitted", "_converted", "_grad_checked", "__dict__", "__weakref__")
 
-    def __init__(self, jitted):
-        self._jitted = jitted
+    def __init__(self, jitted, converted=None):
+        self._jitted, self._converted, self._grad_checked = jitted, converted, set()
         functools.update_wrapper(self, jitted)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
+        if self._converted is not None and _linearizing():
+            self._check_reverse(args, kwargs)
         try:
             return self._jitted(*args, **kwargs)
-        except Exception as e:
-            from .runtime.raising import last_user_exception
+        except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
+            from .runtime.raising import at_user_line, last_user_exception
 
             user = last_user_exception()
+            if user is None and type(e).__name__ == "JaxRuntimeError" \
+                    and "\nKeyboardInterrupt" in str(e):
+                # Ctrl-C, delivered inside a callback (AUTOFLOW_DEBUG_LOOPS reports)
+                raise KeyboardInterrupt("interrupted while the compiled code ran") from None
             if user is None or type(e).__name__ != "JaxRuntimeError" \
                     or str(user) not in str(e):
                 e.with_traceback(e.__traceback__.tb_next)  # leave this frame out
                 raise
-            raise user.with_traceback(None) from None
+            raise at_user_line(user) from None
 
     def __getattr__(self, name):
+        if name == "_jitted":  # not set yet (unpickling)
+            raise AttributeError(name)
         return getattr(self._jitted, name)
+
+    def __reduce__(self):
+        return (_Jitted, (self._jitted, self._converted))
+
+    def _check_reverse(self, args, kwargs):
+        """Under ``jax.grad``: JAX traces the jitted function without knowing
+        about the gradient and fails only in the backward pass, with its own
+        ValueError, on a ``lax.while_loop``. Once per signature, linearize the
+        converted function itself (abstractly) so that autoflow sees the
+        differentiated values and raises its own error naming the loop."""
+        import jax
+
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        diff = [type(x).__name__ == "LinearizeTracer" for x in leaves]
+        try:
+            key = (tree, tuple((getattr(x, "shape", None), str(getattr(x, "dtype", None)), d)
+                               if d or hasattr(x, "shape") else (repr(x), d)
+                               for x, d in zip(leaves, diff)))
+            hash(key)
+        except Exception:  # noqa: BLE001 - an unhashable static value: check every time
+            key = None
+        if key is not None and key in self._grad_checked:
+            return
+        specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x, d in zip(leaves, diff) if d]
+
+        def with_diff(*dl):
+            it = iter(dl)
+            a, k = jax.tree_util.tree_unflatten(tree, [next(it) if d else x
+                                                       for x, d in zip(leaves, diff)])
+            return self._converted(*a, **k)
+
+        try:
+            jax.eval_shape(lambda *dl: jax.vjp(with_diff, *dl)[0], *specs)
+        except ConversionError as e:
+            if "jax.grad" in str(e):
+                raise e.with_traceback(None) from None
+        except Exception:  # noqa: BLE001 - anything else: the real call reports it
+            pass
+        if key is not None:
+            self._grad_checked.add(key)
+
+
+_LINEARIZE = []  # [JAX's trace context, its LinearizeTrace class], found once
+
+
+def _linearizing() -> bool:
+    """Is ``jax.grad``/``jax.vjp`` linearizing the caller (a cheap look at JAX's trace state)?"""
+    if not _LINEARIZE:
+        from jax._src import core
+        from jax._src.interpreters import ad
+
+        _LINEARIZE[:] = [core.trace_ctx, getattr(ad, "LinearizeTrace", None)]
+    return type(_LINEARIZE[0].trace) is _LINEARIZE[1]
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

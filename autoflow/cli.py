@@ -5,7 +5,7 @@ them, and never import JAX. ``explain`` imports the file (running its
 top-level code) and traces one function with JAX.
 
 Exit status: 0 success; 1 an input cannot be read or parsed (``check``: or a
-statement cannot convert; ``explain``: or the function cannot be traced); 2
+statement cannot convert, or ``--strict`` and a pitfall warning; ``explain``: or the function cannot be traced); 2
 usage errors; 3 an internal error, which is an autoflow bug.
 """
 
@@ -293,13 +293,45 @@ def cmd_check(args) -> int:
             _error(str(_Bug(name, e)))
             status = max(status, EXIT_BUG)
             continue
-        reports.append(check.report(findings, name))
+        found = _pitfalls(source, name, args.function)
+        reports.append("".join(p.format() + "\n" for p in found) + check.report(findings, name))
+        if found and args.strict:
+            status = max(status, EXIT_INPUT)
         if any(f.status == check.INTERNAL for f in findings):
             status = max(status, EXIT_BUG)
         elif not all(f.ok for f in findings):
             status = max(status, EXIT_INPUT)
     _write("".join(reports))
     return status
+
+
+def _pitfalls(source, name, function=None):
+    """The classic jit pitfalls in ``source`` (``autoflow.pitfalls``); with
+    ``function`` (``Class.method``), only those inside that function."""
+    from . import pitfalls
+
+    try:
+        found = pitfalls.find(source, name)
+        if function is None or not found:
+            return found
+        node = _function_node(ast.parse(source), function.split("."))
+        if node is None:
+            return []
+        return [p for p in found if node.lineno <= p.line <= node.end_lineno]
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+
+
+def _function_node(tree, parts):
+    body = tree.body
+    node = None
+    for part in parts:
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                         ast.ClassDef)) and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def _user_frame(tb, path):
@@ -439,9 +471,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "lax.fori_loop...), the variables it carries, and why it would fall back "
                     "to Python or fail. The files are read and parsed only, never imported or "
                     "run. `-` reads standard input.",
-        epilog=_EXIT_HELP % " or a statement cannot convert")
+        epilog=_EXIT_HELP % " or a statement cannot convert, or --strict and a warning")
     chk.add_argument("files", nargs="+", metavar="FILE", help="a Python file, or - for stdin")
     chk.add_argument("--function", metavar="NAME", help="check only this function")
+    chk.add_argument("--strict", action="store_true",
+                     help="exit with status 1 when there are warnings (classic jit pitfalls: "
+                          "AF101..AF106; silence one on its line with "
+                          "`# autoflow: ignore[AF104]`)")
     chk.set_defaults(handler=cmd_check)
 
     exp = sub.add_parser(

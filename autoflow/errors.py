@@ -17,3 +17,24 @@ class ConversionError(AutoflowError):
 
 class ConversionWarning(UserWarning):
     """autoflow ran a function (or part of one) as plain Python instead."""
+
+
+class LoopLimitError(AutoflowError, RuntimeError):
+    """A loop staged with ``max_loop_iterations=N`` was still running after N
+    iterations (raised when the compiled code runs)."""
+
+
+class TracingError(AutoflowError):
+    """A JAX tracing error (``ConcretizationTypeError``, ``NonConcreteBooleanIndexError``,
+    a traced shape...) raised by the user's code in converted code, re-issued with
+    the user's file, line, variable and a fix (``runtime.teach``). Each instance is
+    also an instance of the JAX error it replaces, kept as ``jax_error``;
+    ``variable`` and ``argument`` name the user's traced variable and the
+    parameter it comes from, when they can be found."""
+
+    jax_error = None
+    variable = None
+    argument = None
+
+    def __str__(self):
+        return self.args[0] if self.args else ""

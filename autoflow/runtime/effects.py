@@ -100,9 +100,13 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001
     jax.debug.print(fmt, *args, ordered=True)
 
 
-def _fail_check(text, ok):
+def _fail_check(msg, site, ok):
     if not bool(np.asarray(ok)):
-        raise AssertionError(text)
+        from .raising import fail
+
+        exc = AssertionError(msg) if msg is not None else AssertionError()
+        raise fail(exc, site, f"(the traced `assert` at {site} failed when the compiled "
+                   "code ran)")
 
 
 def assert_(test, msg=None):
@@ -119,9 +123,8 @@ def assert_(test, msg=None):
             raise AssertionError(msg) if msg is not None else AssertionError()
         return
     site = user_site(2)
-    text = f"{site}: assertion failed" + (f": {msg}" if msg is not None else "")
     try:
-        jax.debug.callback(functools.partial(_fail_check, text), test, ordered=True)
+        jax.debug.callback(functools.partial(_fail_check, msg, site), test, ordered=True)
     except Exception as e:  # pragma: no cover - callbacks unsupported in this context
         raise ConversionError(message(site, f"cannot stage this traced `assert` ({e})",
                                       "Check the condition outside the jitted function.")) from None

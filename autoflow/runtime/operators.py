@@ -21,6 +21,7 @@ from . import events, staging
 from .raising import StagedRaise
 from .state import (MoreState, Shared, contents, entry_values, kept, names_of, reachable,
                     recording)
+from .teach import reissuing
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
 
@@ -178,6 +179,7 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
     return _cond(cond, true_fn, false_fn, operands, names, state)
 
 
+@reissuing
 def _cond(cond, true_fn, false_fn, operands, names, shared):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
@@ -329,6 +331,7 @@ def python_operand(value, reason):
 # while
 # ---------------------------------------------------------------------------
 
+@reissuing
 def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
     """``staging.loop``, with ``shared`` state (see ``runtime.state``) carried too.
 

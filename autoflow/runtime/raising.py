@@ -101,7 +101,15 @@ def path_condition():
     return out
 
 
-_last = threading.local()
+class _Last:
+    """The user exception a run-time check raised last. A plain object, not a
+    thread-local: JAX may run an ordered callback on another thread than the
+    one that called the compiled function."""
+
+    exc = None
+
+
+_last = _Last()
 
 
 class _QuietChecks(logging.Filter):
@@ -121,6 +129,64 @@ def last_user_exception():
     exc = getattr(_last, "exc", None)
     _last.exc = None
     return exc
+
+
+def fail(exc, site, note=None):
+    """``exc``, raised by a run-time check for the user's statement at ``site``,
+    made ready for ``autoflow.jit`` to re-raise as itself (``at_user_line``)."""
+    if note:
+        exc.add_note(note)
+    exc.__autoflow_site__ = site
+    _last.exc = exc
+    return exc
+
+
+def at_user_line(exc):
+    """``exc`` with a traceback whose last entry is the user's line that the
+    check stands for (``file``, ``line``, the source text, the function's name),
+    as if the statement had raised there; no frame of JAX's callback machinery."""
+    site = getattr(exc, "__autoflow_site__", None)
+    exc = exc.with_traceback(None)
+    if site is None or not site.filename or site.filename.startswith("<") or site.lineno < 2:
+        return exc
+    import linecache
+
+    line = linecache.getline(site.filename, site.lineno).rstrip()
+    body = line.lstrip()
+    indent = max(len(line) - len(body), 1)
+    name = _enclosing_function(site) or "_"
+    # A function defined so that its `raise` sits on the user's line number
+    # in the user's file: tracebacks show that line from the file itself. The
+    # statement spans the line's text, so no caret is drawn under a part of it.
+    gap = max(len(body) - len("raise__autoflow_exc__"), 1)
+    text = ("\n" * (site.lineno - 2) + f"def {name}():\n" + " " * indent + "raise"
+            + " " * gap + "__autoflow_exc__\n")
+    space = {"__autoflow_exc__": exc}
+    try:
+        exec(compile(text, site.filename, "exec"), space)
+        space[name]()
+    except BaseException as e:  # noqa: BLE001 - the exception raised just above
+        if e is exc:
+            return exc.with_traceback(exc.__traceback__.tb_next)
+    return exc
+
+
+def _enclosing_function(site):
+    """The name of the user's function whose body holds ``site``'s line."""
+    import ast
+    import linecache
+
+    try:
+        tree = ast.parse("".join(linecache.getlines(site.filename)))
+    except (SyntaxError, ValueError):
+        return None
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.lineno <= site.lineno <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return best.name if best is not None else None
 
 
 def _cells(fn):
@@ -162,9 +228,8 @@ def emit_check(make, site):
         exc = types.FunctionType(code, globs, name, defaults, cells or None)()
         if isinstance(exc, type):
             exc = exc()
-        exc.add_note(f"(raised by the `raise` at {site}, checked when the compiled code ran)")
-        _last.exc = exc
-        raise exc
+        raise fail(exc, site, f"(raised by the `raise` at {site}, checked when the compiled "
+                   "code ran)")
 
     jax.debug.callback(check, path_condition(), *values)
 

@@ -25,7 +25,8 @@ from jax._src import core as _core
 
 from ..core.origin import message
 from ..errors import ConversionError
-from . import raising
+from . import loopdebug, raising
+from .teach import value_advice
 from .raising import Signal, StagedRaise
 from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
                      same_static, staged_block, structure, unflatten)
@@ -125,6 +126,9 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
              "or keep the append unconditional." if isinstance(t_leaf, list)
              and isinstance(f_leaf, list) else
              f"Give `{label}` the same structure (tuple/list/dict layout) in both branches.")))
+    fit = value_advice(label, t_leaf, f_leaf, "if")
+    if fit is not None:
+        return ConversionError(message(site, fit[0] + " (this `if` is traced)", fit[1]))
     return ConversionError(message(
         site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
         f"{describe(f_leaf)} when it is false; a traced `if` needs the same shape "
@@ -274,6 +278,10 @@ def _loop_error(site, kind, label, before, after):
             f"Assign `{label}` before the loop."))
     if not (is_array_like(before) or isinstance(before, jax.ShapeDtypeStruct)) \
             or not is_array_like(after):
+        fit = value_advice(label, before, after, "loop")
+        if fit is not None and not isinstance(before, jax.ShapeDtypeStruct) \
+                and not (before is None and is_array_like(after)):
+            return ConversionError(message(site, f"{fit[0]} (this {what} is traced)", fit[1]))
         return ConversionError(message(
             site, f"`{label}` is {describe(before)} before this traced {what} and "
             f"{describe(after)} after an iteration; a staged loop can only carry arrays "
@@ -376,6 +384,10 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                     la, lb = flatten(a)[0], flatten(b)[0]
                     if len(la) == 1 and len(lb) == 1:
                         raise _loop_error(site(), kind, name, la[0], lb[0])
+                    fit = value_advice(name, a, b, "loop")
+                    if fit is not None and isinstance(b, list) and b:
+                        raise ConversionError(message(
+                            site(), f"{fit[0]} (this loop is traced)", fit[1]))
                     hint = (f" (for a list built with `append`, preallocate an array and set "
                             f"`{name} = {name}.at[i].set(value)`)" if isinstance(a, list) else "")
                     raise ConversionError(message(
@@ -408,9 +420,14 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
     return body, merge
 
 
-def _check_finished(text, running):
+def _check_finished(limit, site, running):
     if bool(np.asarray(running)):
-        raise RuntimeError(text)
+        from ..errors import LoopLimitError
+
+        raise raising.fail(LoopLimitError(message(
+            site, f"this loop did not finish within max_loop_iterations={limit}",
+            f"Raise the bound (`max_loop_iterations=`), or check that the loop ends; "
+            "`AUTOFLOW_DEBUG_LOOPS=1` reports its iterations while it runs.")), site)
 
 
 def _bounded(body, test, init, start, stop, max_iterations, site):
@@ -428,9 +445,8 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
 
     (k, dyn), _ = lax.scan(scan_body, (jnp.asarray(start, jnp.int32), init), None,
                            length=max_iterations)
-    text = (f"{site()}: this loop did not finish within max_loop_iterations={max_iterations}; "
-            "raise the bound")
-    jax.debug.callback(functools.partial(_check_finished, text), full_test(k, dyn))
+    jax.debug.callback(functools.partial(_check_finished, max_iterations, site()),
+                       full_test(k, dyn))
     return dyn
 
 
@@ -465,6 +481,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                       mask, avals, accum, scan_form)
 
         def body(k, dyn, running=None):
+            loopdebug.tick(k, site)
             if running is None:
                 return full_body(k, dyn)[0]
             # A `raise` staged in the body fires only where the loop still runs

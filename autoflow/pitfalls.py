@@ -1,0 +1,517 @@
+"""The classic ``jax.jit`` pitfalls, found by reading a file (``autoflow check``).
+
+Each is reported as ``path:line:col: warning: AFnnn message`` followed by
+what to do; nothing is imported or run. A warning is silenced on its line
+with a comment: ``# autoflow: ignore[AF104]`` (several codes separated by
+commas), or ``# autoflow: ignore`` for every code.
+
+* **AF101** a module global read by a jitted function and rebound elsewhere
+  in the module: the value at trace time is frozen into the compiled code.
+* **AF102** boolean-mask indexing (``x[x > 0]``, ``x[mask]``): its shape
+  depends on values.
+* **AF103** ``jnp.zeros/ones/empty/full/arange/eye/linspace...`` sized by a
+  parameter that is not static.
+* **AF104** ``jax.jit``/``autoflow.jit`` of a lambda or of a nested function
+  inside a loop: a new function each iteration, so a new compilation.
+* **AF105** ``print`` of values that will be traced: autoflow makes it a
+  run-time print (``jax.debug.print``); plain ``jax.jit`` prints tracers once.
+* **AF106** a Python ``for`` loop that will be unrolled with a large trip
+  count (in a function jitted without conversion, or marked
+  ``autoflow.unroll``): a huge graph and a long compile.
+
+"Jitted" functions are those decorated with something named ``jit`` (or
+``autoflow.convert``), or passed to a call of such a name in the module.
+No JAX here.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import io
+import re
+import tokenize
+
+UNROLL_LIMIT = 100  # trip counts from which an unrolled loop is reported
+
+CODES = {
+    "AF101": "global read at trace time and rebound later",
+    "AF102": "boolean-mask indexing",
+    "AF103": "array size from a traced parameter",
+    "AF104": "jit of a new function inside a loop",
+    "AF105": "print of traced values",
+    "AF106": "large Python loop unrolled under jit",
+}
+
+_SIZED = {"zeros": 0, "ones": 0, "empty": 0, "full": 0, "arange": None, "eye": 0,
+          "identity": 0, "linspace": 2, "tri": 0}
+_IGNORE = re.compile(r"#\s*autoflow:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
+
+
+@dataclasses.dataclass
+class Pitfall:
+    filename: str
+    line: int
+    col: int          # 0-based
+    code: str
+    text: str
+    fix: str
+
+    def format(self) -> str:
+        return f"{self.filename}:{self.line}:{self.col + 1}: warning: {self.code} {self.text}\n" \
+               f"    fix: {self.fix}"
+
+
+def _dotted(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _is_jit_name(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return last in ("jit", "pjit", "filter_jit") or name in ("autoflow.convert", "convert")
+
+
+def _jit_call(node):
+    """``node`` is ``jit(...)``/``jax.jit(...)``/``partial(jax.jit, ...)``: the jit's name."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = _dotted(node.func)
+    if _is_jit_name(name):
+        return name
+    if name.rsplit(".", 1)[-1] == "partial" and node.args and _is_jit_name(_dotted(node.args[0])):
+        return _dotted(node.args[0])
+    return None
+
+
+def _static_names(call, fn):
+    """Parameters a jit call marks static (``static_argnames``/``static_argnums``)."""
+    out = set()
+    if not isinstance(call, ast.Call):
+        return out
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    for kw in call.keywords:
+        try:
+            value = ast.literal_eval(kw.value)
+        except ValueError:
+            continue
+        if isinstance(value, (str, int)):
+            value = (value,)
+        if kw.arg == "static_argnames":
+            out |= {v for v in value if isinstance(v, str)}
+        elif kw.arg == "static_argnums":
+            out |= {params[v] for v in value if isinstance(v, int) and -len(params) <= v < len(params)}
+    return out
+
+
+class _Module:
+    """What the checks need to know about the module as a whole."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.functions = {}  # top-level name -> FunctionDef
+        self.jitted = {}     # FunctionDef -> (jit name, static params, converted?)
+        self.bindings = {}   # module global -> lines where it is (re)bound
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for dec in node.decorator_list:
+                    name = _dotted(dec) if not isinstance(dec, ast.Call) else _jit_call(dec)
+                    if name and _is_jit_name(name):
+                        self._mark(node, name, dec)
+            elif isinstance(node, ast.Call) and _jit_call(node) and node.args:
+                target = node.args[1] if _dotted(node.func).endswith("partial") \
+                    and len(node.args) > 1 else node.args[0]
+                if isinstance(target, ast.Name) and target.id in self.functions:
+                    self._mark(self.functions[target.id], _jit_call(node), node)
+        self._module_bindings(tree)
+
+    def _mark(self, fn, name, call):
+        static = _static_names(call, fn)
+        converted = name.startswith("autoflow.") or name in ("convert",)
+        old = self.jitted.get(fn)
+        if old is not None:
+            static |= old[1]
+            converted = converted or old[2]
+        self.jitted[fn] = (name, static, converted)
+
+    def _module_bindings(self, tree):
+        def bind(name, node):
+            self.bindings.setdefault(name, []).append(node)
+
+        for stmt in ast.walk(tree):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+        # module level statements (not inside functions or classes)
+        for node in _module_level(tree):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    for n in _target_names(t):
+                        bind(n, node)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                for n in _target_names(node.target):
+                    bind(n, node)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                for n in _target_names(node.target):
+                    bind(n, node)
+        # `global g` then `g = ...` inside functions
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                declared = {n for s in ast.walk(fn) if isinstance(s, ast.Global) for n in s.names}
+                for s in ast.walk(fn):
+                    if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                        for t in targets:
+                            for n in _target_names(t):
+                                if n in declared:
+                                    bind(n, s)
+
+
+def _module_level(tree):
+    """Statements run at module level (into if/for/while/with/try, not into defs/classes)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop(0)
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            stack.extend(getattr(node, field, []) or [])
+
+
+def _target_names(t):
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for e in t.elts for n in _target_names(e)]
+    if isinstance(t, ast.Starred):
+        return _target_names(t.value)
+    return []
+
+
+def _locals(fn):
+    names = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    if fn.args.vararg:
+        names.add(fn.args.vararg.arg)
+    if fn.args.kwarg:
+        names.add(fn.args.kwarg.arg)
+    declared = {n for s in ast.walk(fn) if isinstance(s, ast.Global) for n in s.names}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and node is not fn:
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names - declared
+
+
+def _params(fn):
+    return [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+
+
+def _derived(fn, params):
+    """Local names computed from (traced) parameters, followed through assignments."""
+    out = set(params)
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                if _mentions(node.value, out):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        for n in _target_names(t):
+                            if n not in out:
+                                out.add(n)
+                                changed = True
+    return out
+
+
+def _static_expr(node):
+    """Parts of an expression that are static under jit: ``x.shape``, ``x.ndim``,
+    ``len(x)``, ``x.dtype``, ``x.size``."""
+    if isinstance(node, ast.Attribute) and node.attr in ("shape", "ndim", "dtype", "size"):
+        return True
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("len", "isinstance", "type"):
+        return True
+    return False
+
+
+def _mentions(node, names):
+    """Does ``node`` read one of ``names`` other than through a static property?"""
+    if _static_expr(node):
+        return False
+    if isinstance(node, ast.Name):
+        return node.id in names
+    return any(_mentions(c, names) for c in ast.iter_child_nodes(node))
+
+
+def _first_mentioned(node, names):
+    if _static_expr(node):
+        return None
+    if isinstance(node, ast.Name) and node.id in names:
+        return node.id
+    for c in ast.iter_child_nodes(node):
+        hit = _first_mentioned(c, names)
+        if hit:
+            return hit
+    return None
+
+
+def _origin(fn, name, params):
+    """The parameter ``name`` is computed from (itself when it is one)."""
+    if name in params:
+        return name
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and any(name in _target_names(t) for t in node.targets):
+            hit = _first_mentioned(node.value, set(params))
+            if hit:
+                return hit
+    return None
+
+
+def _jit_spelling(jitname, fn, names):
+    inner = ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "")
+    if jitname.startswith("autoflow"):
+        return f"`@autoflow.jit(static_argnames=({inner}))` on `{fn.name}`"
+    if jitname.endswith("jit"):
+        return f"`@functools.partial({jitname}, static_argnames=({inner}))` on `{fn.name}`"
+    return f"`static_argnames=({inner})` where `{fn.name}` is jitted"
+
+
+def _range_count(it):
+    """The trip count of ``range(<constants>)``, or None."""
+    if not (isinstance(it, ast.Call) and _dotted(it.func) == "range" and not it.keywords):
+        return None
+    try:
+        args = [ast.literal_eval(a) for a in it.args]
+    except ValueError:
+        return None
+    if not all(isinstance(a, int) for a in args) or not 1 <= len(args) <= 3:
+        return None
+    try:
+        return len(range(*args))
+    except ValueError:
+        return None
+
+
+def _unrolled_iterable(it):
+    """``autoflow.unroll(range(N))`` -> ``range(N)``."""
+    if isinstance(it, ast.Call) and _dotted(it.func).rsplit(".", 1)[-1] == "unroll" and it.args:
+        return it.args[0]
+    return None
+
+
+def _loops_containing(fn):
+    """Map each node inside ``fn`` to whether it sits inside a for/while body."""
+    inside = set()
+
+    def visit(node, in_loop):
+        if in_loop:
+            inside.add(id(node))
+        for field, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            for c in children:
+                if isinstance(c, ast.AST):
+                    loop_part = isinstance(node, (ast.For, ast.AsyncFor, ast.While)) \
+                        and field in ("body", "orelse")
+                    visit(c, in_loop or loop_part)
+
+    visit(fn, False)
+    return inside
+
+
+def find(source: str, filename: str = "<string>", tree=None):
+    """The pitfalls of ``source``, sorted by position, silenced ones left out."""
+    tree = tree if tree is not None else ast.parse(source)
+    mod = _Module(tree)
+    out = []
+
+    def add(node, code, text, fix):
+        out.append(Pitfall(filename, node.lineno, node.col_offset, code, text, fix))
+
+    for fn, (jitname, static, converted) in mod.jitted.items():
+        params = [p for p in _params(fn)]
+        traced = [p for p in params if p not in static and p != "self"]
+        local = _locals(fn)
+        derived = _derived(fn, traced)
+        # AF101: globals rebound elsewhere
+        reported = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                    and node.id not in local and node.id not in reported \
+                    and len(mod.bindings.get(node.id, ())) > 1:
+                reported.add(node.id)
+                lines = sorted({b.lineno for b in mod.bindings[node.id]})
+                add(node, "AF101",
+                    f"`{fn.name}` reads the global `{node.id}`, which the module rebinds "
+                    f"(lines {', '.join(map(str, lines))}); jit reads it once, when it traces "
+                    f"`{fn.name}`, and later changes have no effect on the compiled code",
+                    f"pass `{node.id}` as an argument of `{fn.name}` (mark it in "
+                    "`static_argnames` if it is a Python value), or make it a constant "
+                    "bound once.")
+        for node in ast.walk(fn):
+            # AF102: boolean masks
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                idx = node.slice
+                mask = None
+                if isinstance(idx, ast.Compare) and _mentions(idx, derived):
+                    mask = ast.unparse(idx)
+                elif isinstance(idx, ast.Name) and idx.id in derived and _is_bool_local(fn, idx.id):
+                    mask = idx.id
+                elif isinstance(idx, ast.BoolOp) or (isinstance(idx, ast.BinOp) and isinstance(
+                        idx.op, (ast.BitAnd, ast.BitOr)) and isinstance(idx.left, ast.Compare)):
+                    mask = ast.unparse(idx) if _mentions(idx, derived) else None
+                if mask is not None:
+                    base = ast.unparse(node.value)
+                    add(node, "AF102",
+                        f"boolean-mask indexing `{ast.unparse(node)}`: the result's size depends "
+                        "on values, which a jitted function cannot have",
+                        f"keep the shape: `jnp.where({mask}, {base}, 0)` (then reduce), "
+                        f"`jnp.sum({base}, where={mask})`, or at most N items with "
+                        f"`{base}[jnp.nonzero({mask}, size=N, fill_value=0)]`.")
+            # AF103: shapes from parameters
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                base, _, last = name.rpartition(".")
+                if base in ("jnp", "jax.numpy", "np", "numpy") and last in _SIZED:
+                    pos = _SIZED[last]
+                    args = node.args if pos is None else node.args[pos:pos + 1]
+                    args += [k.value for k in node.keywords if k.arg in ("shape", "num", "N", "stop",
+                                                                         "start")]
+                    hit = next((h for h in (_first_mentioned(a, set(derived)) for a in args) if h),
+                               None)
+                    if hit:
+                        origin = _origin(fn, hit, traced) or hit
+                        via = f" (computed from `{origin}`)" if origin != hit else ""
+                        add(node, "AF103",
+                            f"`{name}` sized by `{hit}`{via}, a traced value: array shapes must "
+                            "be known when compiling",
+                            f"mark `{origin}` static: {_jit_spelling(jitname, fn, [origin])} "
+                            "(each new value compiles once), or size it from a static shape "
+                            "(`x.shape[0]`).")
+            # AF105: print of traced values
+            if isinstance(node, ast.Call) and _dotted(node.func) == "print":
+                hit = next((h for h in (_first_mentioned(a, derived) for a in node.args) if h),
+                           None)
+                if hit:
+                    if converted:
+                        text = (f"`print` of `{hit}`, which is traced: autoflow turns it into "
+                                "`jax.debug.print`, printed each time the compiled code runs "
+                                "(not once at trace time)")
+                        fix = ("write `jax.debug.print(\"{}\", " + hit + ")` to say so, or "
+                               "silence this with `# autoflow: ignore[AF105]`.")
+                    else:
+                        text = (f"`print` of `{hit}`, which is traced: under `{jitname}` it runs "
+                                "once, while tracing, and prints a tracer, not the values")
+                        fix = ("use `jax.debug.print(\"{}\", " + hit + ")` (printed on every "
+                               "run), or `autoflow.jit`, which makes this print a run-time print.")
+                    add(node, "AF105", text, fix)
+        # AF106: large unrolled loops
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                marked = _unrolled_iterable(node.iter)
+                count = _range_count(marked if marked is not None else node.iter)
+                if count is None or count < UNROLL_LIMIT:
+                    continue
+                if marked is not None:
+                    why = "`autoflow.unroll` runs it as Python"
+                    fix = ("drop `autoflow.unroll` (autoflow then stages the loop as one "
+                           "`lax.fori_loop` when what it carries is traced), or use "
+                           "`autoflow.roll(range(...))` to always stage it.")
+                elif not converted:
+                    why = f"`{jitname}` traces Python loops by running them"
+                    fix = ("use `autoflow.jit`, which stages it as one `lax.fori_loop`, or write "
+                           "`lax.fori_loop`/`lax.scan` yourself.")
+                else:
+                    continue
+                add(node, "AF106",
+                    f"this `for` loop runs {count} times and will be unrolled under jit ({why}): "
+                    f"{count} copies of its body in the compiled graph, and a long compile", fix)
+    # AF104: jit of a lambda or nested function inside a loop (any function)
+    for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] \
+            + [tree]:
+        nested = {n.name for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef,
+                  ast.AsyncFunctionDef)) and n is not fn}
+        inside = _loops_containing(fn)
+        for node in ast.walk(fn):
+            if id(node) not in inside or not isinstance(node, ast.Call):
+                continue
+            jitname = _jit_call(node)
+            if not jitname or not node.args:
+                continue
+            target = node.args[0]
+            if isinstance(target, ast.Lambda):
+                what = "a lambda"
+            elif isinstance(target, ast.Name) and target.id in nested:
+                what = f"the nested function `{target.id}`"
+            else:
+                continue
+            if _inside_nested(fn, node):
+                continue
+            add(node, "AF104",
+                f"`{jitname}` of {what} inside a loop: a new function object each iteration, "
+                "and jit's cache is keyed by the function, so it traces and compiles again "
+                "every time",
+                "create the jitted function once, before the loop, and pass what changes as "
+                "arguments.")
+    seen, unique = set(), []
+    for p in sorted(out, key=lambda p: (p.line, p.col, p.code)):
+        key = (p.line, p.col, p.code)
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    silenced = _silenced(source)
+    return [p for p in unique if not _is_silenced(p, silenced)]
+
+
+def _inside_nested(fn, node):
+    """Is ``node`` inside a function nested in ``fn`` (reported for that one instead)?"""
+    for inner in ast.walk(fn):
+        if inner is not fn and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(n is node for n in ast.walk(inner)):
+                return True
+    return False
+
+
+def _is_bool_local(fn, name):
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and any(name in _target_names(t) for t in node.targets):
+            v = node.value
+            if isinstance(v, ast.Compare) or isinstance(v, ast.UnaryOp) and isinstance(
+                    v.op, ast.Not) or isinstance(v, ast.BinOp) and isinstance(
+                    v.op, (ast.BitAnd, ast.BitOr)) and isinstance(v.left, ast.Compare):
+                return True
+    return False
+
+
+def _silenced(source):
+    """line -> set of codes silenced there (``None``: all)."""
+    out = {}
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return out
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            m = _IGNORE.search(tok.string)
+            if m:
+                codes = None if m.group(1) is None else {c.strip().upper()
+                                                         for c in m.group(1).split(",")}
+                out[tok.start[0]] = codes
+    return out
+
+
+def _is_silenced(p, silenced):
+    if p.line not in silenced:
+        return False
+    codes = silenced[p.line]
+    return codes is None or p.code in codes

@@ -1,0 +1,396 @@
+"""JAX's tracing errors, re-issued in the user's terms.
+
+Inside converted code, JAX's own errors about traced values
+(``ConcretizationTypeError``, ``NonConcreteBooleanIndexError``, "Shapes must
+be 1D sequences of concrete values"...) point at generated functions
+(``if_true``, ``loop_body``) and at JAX's carries (``argument c[1][0]``).
+``reissue`` turns such an error into one that reads like autoflow's own:
+
+* ``file:line:col`` of the user's line, the line itself and a caret under the
+  expression that needed a concrete value;
+* the user's variable that is traced there and, when it is a parameter of the
+  user's function, that it is that argument;
+* what to do about this situation (``static_argnames`` for a shape,
+  ``jnp.nonzero(..., size=...)`` for a boolean mask, ``jnp.sqrt`` for
+  ``math.sqrt``, no ``.item()``...).
+
+The new exception is an instance of the original JAX type *and* of
+``autoflow.AutoflowError`` (a class made for the pair), so
+``except jax.errors.ConcretizationTypeError`` still catches it; the original
+stays on ``exc.jax_error``. Plain Python: nothing here runs unless an error
+is already on its way out.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import re
+import types
+
+import jax
+
+from ..core.origin import PACKAGE_DIR, Site, message
+from ..errors import TracingError
+
+# Functions the rewriter generates: never shown to the user as "their" function.
+GENERATED = re.compile(r"^(if_true|if_false|loop_test|loop_body|__autoflow_factory__|<lambda>)"
+                       r"(_\d+)?$")
+_JAX_PARTS = ("/jax/", "/jaxlib/", "/contextlib.py", "/functools.py")
+
+_TYPES = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
+          jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
+          jax.errors.TracerBoolConversionError)
+
+
+
+
+_classes: dict[type, type] = {}
+
+
+def _class_for(jax_type):
+    cls = _classes.get(jax_type)
+    if cls is None:
+        def __init__(self, text):  # JAX's error classes take other arguments
+            Exception.__init__(self, text)
+
+        name = "TracedShapeError" if jax_type is TypeError else jax_type.__name__
+        cls = type(name, (TracingError, jax_type),
+                   {"__init__": __init__, "__str__": TracingError.__str__,
+                    "__module__": "autoflow.errors", "__qualname__": name})
+        _classes[jax_type] = cls
+    return cls
+
+
+def _is_shape_error(exc):
+    return isinstance(exc, TypeError) and "Shapes must be 1D sequences of concrete values" \
+        in str(exc)
+
+
+def handles(exc) -> bool:
+    """Is ``exc`` a JAX tracing error that ``reissue`` rewrites?"""
+    return not isinstance(exc, TracingError) and (isinstance(exc, _TYPES) or _is_shape_error(exc))
+
+
+def _internal(filename):
+    return filename.startswith(PACKAGE_DIR) or any(p in filename for p in _JAX_PARTS)
+
+
+def _user_frames(tb):
+    """``(frame, lineno, lasti)`` of the traceback's frames in user files, outermost first."""
+    out = []
+    while tb is not None:
+        if not _internal(tb.tb_frame.f_code.co_filename):
+            out.append((tb.tb_frame, tb.tb_lineno, tb.tb_lasti))
+        tb = tb.tb_next
+    return out
+
+
+def _site(frame, lineno, lasti):
+    col = end = None
+    try:
+        pos = list(frame.f_code.co_positions())[lasti // 2]
+        if pos[0] == lineno and pos[2] is not None:
+            col = pos[2]
+            if pos[1] == lineno:
+                end = pos[3]
+    except (AttributeError, IndexError, ValueError):
+        pass
+    return Site(frame.f_code.co_filename, lineno, col), end
+
+
+def _expression(site, end):
+    """The source text the caret points at (the failing call), or the line."""
+    line = site.source_line()
+    if site.col is not None and end is not None:
+        return line[site.col:end]
+    return line.strip()
+
+
+def _names(text):
+    try:
+        tree = ast.parse(text.strip().rstrip(":"), mode="eval")
+    except SyntaxError:
+        try:
+            tree = ast.parse(text.strip().rstrip(":") + "\n    pass")
+        except SyntaxError:
+            return []
+    seen = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in seen:
+            seen.append(node.id)
+    return seen
+
+
+def _traced_names(frame, names):
+    """The names among ``names`` whose value in ``frame`` holds a tracer."""
+    out = []
+    f_locals = frame.f_locals
+    for n in names:
+        if n not in f_locals:
+            continue
+        leaves = jax.tree_util.tree_leaves(f_locals[n], is_leaf=lambda x: x is None)
+        if any(isinstance(x, jax.core.Tracer) for x in leaves):
+            out.append(n)
+    return out
+
+
+def _user_function(frames):
+    """The innermost user frame that is not a generated function: the user's function."""
+    for frame, _, _ in reversed(frames):
+        if not GENERATED.match(frame.f_code.co_name):
+            return frame
+    # Re-issued by a runtime operator: the user's function is further up the stack.
+    frame = frames[-1][0] if frames else None
+    while frame is not None:
+        code = frame.f_code
+        if not _internal(code.co_filename) and not GENERATED.match(code.co_name):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _params(frame):
+    code = frame.f_code
+    n = code.co_argcount + code.co_kwonlyargcount
+    return list(code.co_varnames[:n])
+
+
+_MATH = re.compile(r"\b(math|np|numpy|onp)\.(\w+)\s*\(")
+
+
+def _advice(exc, expr, line, var, param, fn_name):
+    """``(what happened, what to do)`` for the situation."""
+    v = f"`{var}`" if var else "a traced value"
+    if var is not None and param == var:
+        v += f" (an argument of `{fn_name}`)"
+    elif var is not None and param is not None:
+        v += f" (computed from the argument `{param}`)"
+    static = (f"Make it static: `autoflow.jit({fn_name}, static_argnames=(\"{param}\",))` "
+              f"(each new value of `{param}` compiles once)" if param else None)
+    if _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
+                                and "shape" in str(exc).lower().split("see https")[0]
+                                and "shape float" not in str(exc)):
+        what = f"{v} is used as a shape here, but it is traced: its value is known only when " \
+               "the compiled code runs, and shapes must be known when compiling"
+        todo = (static + ", or compute the shape from static values (`x.shape`)." if static else
+                "Use static values for the shape (`x.shape`, or a parameter marked with "
+                "`static_argnames`), or keep the full shape and mask with `jnp.where`.")
+        return what, todo
+    if isinstance(exc, jax.errors.NonConcreteBooleanIndexError):
+        what = (f"boolean-mask indexing of {v} gives an array whose size depends on traced "
+                "values, which compiled code cannot have")
+        base, mask = "x", "mask"
+        try:
+            node = ast.parse(expr.strip(), mode="eval").body
+            if isinstance(node, ast.Subscript):
+                base, mask = ast.unparse(node.value), ast.unparse(node.slice)
+        except SyntaxError:
+            pass
+        todo = (f"Keep the shape and mask instead: `jnp.where({mask}, {base}, 0)` (then "
+                f"reduce), `jnp.sum({base}, where={mask})`, or a size-bounded "
+                f"`{base}[jnp.nonzero({mask}, size=N, fill_value=0)]` for at most N selected "
+                "items.")
+        return what, todo
+    m = _MATH.search(expr) or _MATH.search(line)
+    if m is not None:
+        mod, fn = m.group(1), m.group(2)
+        what = f"`{mod}.{fn}` needs a concrete value, but {v} is traced"
+        return what, (f"Use `jnp.{fn}` instead of `{mod}.{fn}` on traced values "
+                      f"(`jnp.{fn}` works on arrays under `jit`).")
+    if ".item()" in expr or ".item()" in line:
+        what = f"`.item()` needs a concrete value, but {v} is traced"
+        return what, ("Remove `.item()` and keep the value as a 0-d array (it works in "
+                      "arithmetic and in traced `if`/`while` conditions).")
+    for conv, fix in (("float(", "`x.astype(float)`/`jnp.asarray(x, float)`"),
+                      ("int(", "`x.astype(int)`"), ("bool(", "the array itself as a condition"),
+                      ("complex(", "`x.astype(complex)`")):
+        if re.search(r"(?<![\w.])" + re.escape(conv), expr):
+            what = f"`{conv[:-1]}()` needs a concrete value, but {v} is traced"
+            return what, (f"Remove `{conv[:-1]}(...)` and keep the array ({fix} converts "
+                          "its dtype without leaving the trace).")
+    if isinstance(exc, jax.errors.TracerArrayConversionError):
+        what = f"{v} is traced, and a NumPy function cannot read a traced value"
+        return what, "Use the `jax.numpy` function (`jnp.`) instead of NumPy's here."
+    if isinstance(exc, jax.errors.TracerIntegerConversionError):
+        what = f"{v} is traced, but a Python int is needed here (an index into a Python " \
+               "list or tuple, a `range` bound...)"
+        todo = (static + "; or use an array (`jnp.asarray(items)[i]`) instead of a Python list."
+                if static else "Index an array (`jnp.asarray(items)[i]`) instead of a Python "
+                "list, or make the value static.")
+        return what, todo
+    if isinstance(exc, jax.errors.TracerBoolConversionError):
+        what = f"{v} is traced, but Python needs its truth value here"
+        return what, ("Use `jnp.where(cond, a, b)`, `jnp.logical_and/or` for `and`/`or`, or "
+                      "make sure the function doing this is converted (not marked "
+                      "`do_not_convert`).")
+    what = f"this needs a concrete value, but {v} is traced"
+    todo = (static + "." if static else
+            "Keep the value as a `jnp` array, or mark the argument it comes from with "
+            "`static_argnames`.")
+    return what, todo
+
+
+def reissue(exc):
+    """The user-terms exception for JAX tracing error ``exc`` (``None`` if no
+    user line can be found in its traceback)."""
+    frames = _user_frames(exc.__traceback__)
+    if not frames:
+        return None
+    frame, lineno, lasti = frames[-1]
+    site, end = _site(frame, lineno, lasti)
+    line = site.source_line()
+    expr = _expression(site, end)
+    traced = _traced_names(frame, _names(expr)) or _traced_names(frame, _names(line))
+    var = traced[0] if traced else None
+    fn_frame = _user_function(frames)
+    fn_name = fn_frame.f_code.co_name if fn_frame is not None else "f"
+    params = _params(fn_frame) if fn_frame is not None else []
+    param = None
+    if var is not None:
+        if var in params:
+            param = var
+        else:
+            # JAX's own text names the argument the value depends on; use it
+            # when that is one of the user's parameters (not `c[1][0]`).
+            m = re.search(r"depends on the value of the argument (\w+)", str(exc))
+            if m and m.group(1) in params:
+                param = m.group(1)
+    what, todo = _advice(exc, expr, line, var, param, fn_name)
+    base = next((t for t in _TYPES if isinstance(exc, t)), TypeError)
+    new = _class_for(base)(message(site, what, todo))
+    new.jax_error = exc
+    new.variable, new.argument = var, param
+    new.__traceback__ = _user_traceback(frames)
+    return new
+
+
+def _user_traceback(frames):
+    """A traceback through the user's own frames, generated functions left out."""
+    tb = None
+    for frame, lineno, lasti in reversed(frames):
+        if GENERATED.match(frame.f_code.co_name):
+            continue
+        tb = types.TracebackType(tb, frame, lasti, lineno)
+    return tb
+
+
+def teaching(fn):
+    """``fn`` whose JAX tracing errors are re-issued in the user's terms (only
+    while tracing: the wrapper runs when ``jax.jit`` traces, not per call)."""
+    import functools
+
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if not handles(e):
+                raise
+            new = reissue(e)
+            if new is None:
+                raise
+            raise new.with_traceback(new.__traceback__) from None
+
+    return traced
+
+
+# ---------------------------------------------------------------------------
+# advice for values that are not arrays
+# ---------------------------------------------------------------------------
+
+def _show(x):
+    """A non-array value as the message shows it: its repr when short."""
+    from .values import describe
+
+    if isinstance(x, (str, bytes, bool, int, float)) or x is None:
+        text = repr(x)
+        return text if len(text) <= 30 else describe(x)
+    if callable(x):
+        name = getattr(x, "__name__", None)
+        return f"the function `{name}`" if name and name != "<lambda>" else "a function (lambda)"
+    return describe(x)
+
+
+def _kind(x):
+    from .values import is_array_like
+
+    if isinstance(x, (list, tuple, dict)):
+        items = list(x.values()) if isinstance(x, dict) else list(x)
+        kinds = [_kind(i) for i in items]
+        others = [k for k in kinds if k != "array"]
+        return others[-1] if others else "array"
+    if x is None:
+        return "none"
+    if isinstance(x, (str, bytes)):
+        return "str"
+    if callable(x) and not is_array_like(x):
+        return "function"
+    if is_array_like(x):
+        return "array"
+    return "object"
+
+
+def value_advice(label, a, b, construct):
+    """What to do when ``label``'s values ``a``/``b`` (on the two paths of a
+    traced ``if``, or before/after an iteration of a traced loop) are not both
+    arrays: advice that fits their type, or ``None`` when they are arrays."""
+    kinds = {_kind(a), _kind(b)} - {"array"}
+    if not kinds:
+        return None
+    lbl = f"`{label}`"
+    if construct == "if":
+        same = "the same value on both paths"
+        choose = "which one is chosen depends on a traced condition, known only at run time"
+    else:
+        same = "the same value in every iteration"
+        choose = "a traced loop can only carry arrays"
+    if "function" in kinds:
+        return (f"{lbl} holds a function, and {choose}" if construct == "if" else
+                f"{lbl} holds functions made in this loop, and {choose}",
+                "Keep the results of calling the functions (arrays) instead of the functions, "
+                "calling them inside the branch or loop body; to pick one of several functions at run time use "
+                "`lax.switch(index, [f, g], x)`; or make the loop run as Python with a static "
+                "bound (`autoflow.unroll(range(n))`).")
+    if "str" in kinds:
+        names = (f"[{b!r}, {a!r}]" if construct == "if" and isinstance(a, str)
+                 and isinstance(b, str) and len(a) + len(b) < 40 else "['no', 'yes']")
+        shown = (f"{lbl} is {_show(a)} on one path and {_show(b)} on the other"
+                 if construct == "if" else f"{lbl} is {_show(a)} before an iteration and "
+                 f"{_show(b)} after it")
+        return (f"{shown}; a string is not an array, and {choose}",
+                f"Give {lbl} {same}, or compute an integer code instead "
+                f"(`code = jnp.where(cond, 1, 0)`) and turn it into a string outside the "
+                f"jitted function (`{names}[int(code)]`).")
+    if "none" in kinds:
+        return (f"{lbl} is None on one path and {_show(b if a is None else a)} on the other, "
+                f"and {choose}",
+                f"Give {lbl} an array value on every path (for example `jnp.zeros(shape)` "
+                "before the statement, with a separate boolean array saying whether it is "
+                "set).")
+    return (f"{lbl} is {_show(a)} on one path and {_show(b)} on the other, and {choose}",
+            f"Give {lbl} {same} (it is a Python object, not an array), or carry the "
+            "arrays it holds in variables of their own.")
+
+
+def reissuing(operator):
+    """Decorator for the runtime operators that stage ``lax`` control flow:
+    a JAX tracing error raised by the user's code in a staged branch or body
+    leaves them re-issued (for ``jax.jit(autoflow.convert(f))``, where no
+    ``autoflow.jit`` wrapper is there to do it). Runs only on staged paths."""
+    import functools
+
+    @functools.wraps(operator)
+    def staged(*args, **kwargs):
+        try:
+            return operator(*args, **kwargs)
+        except Exception as e:
+            if not handles(e):
+                raise
+            new = reissue(e)
+            if new is None:
+                raise
+            raise new.with_traceback(new.__traceback__) from None
+
+    return staged

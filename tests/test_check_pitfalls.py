@@ -1,0 +1,130 @@
+"""``autoflow check`` flags the classic jit pitfalls (issue 21, item 5).
+
+Each file in ``tests/check_cases/`` is a "before" file: a line that must be
+flagged ends with ``# expect: CODE name...`` (the names the warning must
+mention); every other line must not be flagged. The files are only read,
+never imported or run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from autoflow import pitfalls
+
+CASES = os.path.join(os.path.dirname(__file__), "check_cases")
+FILES = sorted(f for f in os.listdir(CASES) if f.endswith(".py"))
+EXPECT = re.compile(r"#\s*expect:\s*(AF\d+)((?:\s+[\w.]+)*)")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pitfalls.__file__)))
+
+
+def expected(path):
+    out = {}
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            m = EXPECT.search(line)
+            if m:
+                out[(i, m.group(1))] = m.group(2).split()
+    return out
+
+
+def cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "autoflow", "check", *args], input=stdin,
+                          capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def test_every_pitfall_kind_has_a_case():
+    codes = {code for f in FILES for (_, code) in expected(os.path.join(CASES, f))}
+    assert codes == set(pitfalls.CODES)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_case_file_gives_exactly_the_expected_warnings(name):
+    path = os.path.join(CASES, name)
+    source = open(path).read()
+    want = expected(path)
+    found = pitfalls.find(source, path)
+    assert {(p.line, p.code) for p in found} == set(want), \
+        "\n".join(p.format() for p in found)
+    for p in found:
+        text = p.format()
+        assert text.startswith(f"{path}:{p.line}:{p.col + 1}: warning: {p.code} ")
+        assert "\n    fix: " in text and text.endswith(".")
+        for n in want[(p.line, p.code)]:
+            assert f"`{n}`" in text, f"`{n}` not named in:\n{text}"
+        # the column points into the flagged line
+        line = source.splitlines()[p.line - 1]
+        assert p.col < len(line.split("#")[0].rstrip())
+
+
+def test_advice_per_kind():
+    def fixes(name):
+        path = os.path.join(CASES, name)
+        return {p.code: p.fix for p in pitfalls.find(open(path).read(), path)}
+
+    assert "static_argnames=(\"n\",)" in fixes("shapes_and_masks.py")["AF103"]
+    assert "jnp.nonzero(" in fixes("shapes_and_masks.py")["AF102"]
+    assert "size=N" in fixes("shapes_and_masks.py")["AF102"]
+    assert "before the loop" in fixes("jit_in_loop.py")["AF104"]
+    assert "jax.debug.print" in fixes("prints.py")["AF105"]
+    assert "fori_loop" in fixes("unrolled.py")["AF106"]
+    assert "as an argument" in fixes("globals_rebound.py")["AF101"]
+
+
+def test_prints_say_they_become_run_time_prints():
+    path = os.path.join(CASES, "prints.py")
+    by_line = {p.line: p.text for p in pitfalls.find(open(path).read(), path)}
+    converted, plain = sorted(by_line.items())
+    assert "each time the compiled code runs" in converted[1]
+    assert "once, while tracing" in plain[1]
+
+
+def test_ignore_comments_silence_one_code_or_all():
+    src = ("import jax\n"
+           "def f(xs):\n"
+           "    for x in xs:\n"
+           "        jax.jit(lambda v: v)(x)  # autoflow: ignore[AF101, AF104]\n"
+           "        jax.jit(lambda v: v)(x)  # autoflow: ignore\n"
+           "        jax.jit(lambda v: v)(x)  # autoflow: ignore[AF105]\n"
+           "        jax.jit(lambda v: v)(x)\n")
+    assert [(p.line, p.code) for p in pitfalls.find(src)] == [(6, "AF104"), (7, "AF104")]
+
+
+def test_cli_prints_warnings_and_strict_fails():
+    path = os.path.join("tests", "check_cases", "jit_in_loop.py")
+    r = cli(path)
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ": warning: " in ln]
+    assert [ln.split(": warning: ")[0] for ln in lines] == [f"{path}:10:16", f"{path}:20:20"]
+    assert all(" AF104 " in ln for ln in lines)
+    strict = cli("--strict", path)
+    assert strict.returncode == 1 and strict.stdout == r.stdout
+
+
+def test_strict_passes_when_there_are_no_warnings(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text("import autoflow\n\n@autoflow.jit\ndef f(x):\n    if x > 0:\n"
+                    "        x = -x\n    return x\n")
+    r = cli("--strict", str(good))
+    assert r.returncode == 0 and ": warning: " not in r.stdout, r.stdout + r.stderr
+
+
+def test_finding_pitfalls_imports_no_jax():
+    code = ("import sys, autoflow.pitfalls as p; p.find(open(sys.argv[1]).read()); "
+            "assert 'jax' not in sys.modules")
+    r = subprocess.run([sys.executable, "-c", code, os.path.join(CASES, "shapes_and_masks.py")],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.returncode == 0, r.stderr
+
+
+def test_function_option_narrows_the_warnings():
+    path = os.path.join("tests", "check_cases", "jit_in_loop.py")
+    r = cli("--function", "sweep", path)
+    lines = [ln for ln in r.stdout.splitlines() if ": warning: " in ln]
+    assert [ln.split(": warning: ")[0] for ln in lines] == [f"{path}:20:20"], r.stdout
