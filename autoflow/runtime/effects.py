@@ -21,12 +21,20 @@ _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
 _AT_METHODS = {"+": "add", "*": "multiply", "/": "divide", "**": "power"}
 
 
+def is_traced_index(index):
+    return isinstance(index, Tracer) and is_traced(index)
+
+
 def setitem(x, index, value, op=None):
     """``x[index] = value`` (or ``x[index] op= value``), returning the new ``x``.
 
     Plain Python::
 
-        def setitem(x, index, value, op=None):
+        def is_traced_index(index):
+    return isinstance(index, Tracer) and is_traced(index)
+
+
+def setitem(x, index, value, op=None):
             x[index] = value if op is None else x[index] <op> value
             return x
 
@@ -45,6 +53,11 @@ def setitem(x, index, value, op=None):
         if method is not None:
             return getattr(ref, method)(value)
         return ref.set(_BINOPS[op](x[index], value))
+    if isinstance(x, list) and is_traced_index(index):
+        from .vocabulary import setitem_list
+        if in_staged_block():
+            mutates(x)
+        return setitem_list(x, index, value, op, _BINOPS)
     if in_staged_block() and isinstance(x, (list, dict)):
         # Changed in place, as Python does; the innermost enclosing staged
         # statement is told (and then restores it for each branch and carries

@@ -11,6 +11,9 @@
 * A function handed to a JAX transformation or ``lax`` loop,
   ``jax.vmap(step)``, ``lax.scan(body, ...)``, is wrapped as
   ``af.converted(step)``, so its own control flow is converted too.
+* ``max``/``min``/``sum``/``any``/``all``/``int``/``float``/``bool`` become
+  ``af.max(...)``...: the builtin on concrete arguments, ``jnp`` on traced
+  ones (see ``runtime.vocabulary``).
 * ``print(...)`` becomes ``af.print(...)``: an ordinary print for concrete
   arguments, ``jax.debug.print`` (printed on every run) for traced ones.
 * ``assert test, msg`` becomes ``af.assert_(test, msg)``: an ordinary assert
@@ -54,6 +57,11 @@ _VALUE_METHODS = frozenset("""
     sum swapaxes swapcase symmetric_difference symmetric_difference_update take title
     to_bytes to_device tobytes tofile tolist trace translate transpose union update upper
     values var view zfill""".split())
+
+
+# Builtins that take traced values through autoflow's versions (runtime.vocabulary):
+# Python's own for concrete arguments, `jnp` for traced ones.
+STAGED_BUILTINS = frozenset({"max", "min", "sum", "any", "all", "int", "float", "bool"})
 
 
 class Calls(Transformer):
@@ -203,6 +211,8 @@ class Calls(Transformer):
                 node.func = self._runtime_attr("print", func)
                 return node
             if hasattr(builtins, func.id) and self.ctx.builtin_available(func.id):
+                if func.id in STAGED_BUILTINS:
+                    node.func = self._runtime_attr(func.id, func)
                 return node
             if func.id == self.ctx.af:
                 return node

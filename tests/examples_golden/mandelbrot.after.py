@@ -110,7 +110,7 @@ def main():
     chars = ' .:-=+*#%@'
 
     def loop_body(row):
-        af.print(''.join((chars[min(int(k) * len(chars) // MAX_ITER, len(chars) - 1)] for k in row)))
+        af.print(''.join((chars[af.min(af.int(k) * len(chars) // MAX_ITER, len(chars) - 1)] for k in row)))
     af.for_stmt(counts[::2], loop_body, (), ())
     af.print(f'autoflow: total escape iterations {counts.sum()}, points in set {(counts == MAX_ITER).sum()}')
     af.print(f'reference: total escape iterations {ref.sum()}, points in set {(ref == MAX_ITER).sum()}')

@@ -1,0 +1,366 @@
+"""The rest of Python on traced values: ``match``, builtins, Python tables
+indexed by a traced loop index, ``print`` formatting, extended dtypes, PEP 695.
+
+Each check runs the function eagerly (the oracle) and converted, on concrete
+inputs (``autoflow.convert``: Python semantics, Python result types) and on
+traced ones (``autoflow.jit``, ``jax.vmap``).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+from autoflow.errors import ConversionError
+
+from .equivalence import assert_same
+
+
+def both(fn, *args, **jit_kwargs):
+    """Eager vs converted-concrete (same values and types) vs jitted."""
+    expected = fn(*args)
+    concrete = autoflow.convert(fn)(*args)
+    assert_same(concrete, expected, f"{fn.__name__}{args} concrete")
+    for c, e in zip(jax.tree_util.tree_leaves(concrete), jax.tree_util.tree_leaves(expected)):
+        assert type(c) is type(e), f"{fn.__name__}{args}: {type(c)} != eager {type(e)}"
+    traced = autoflow.jit(fn, **jit_kwargs)(*args)
+    assert_same(traced, expected, f"{fn.__name__}{args} jit")
+    return traced
+
+
+def _primitives(fn, *args):
+    jaxpr = jax.make_jaxpr(autoflow.convert(fn))(*args)
+    out = set()
+
+    def visit(j):
+        for eqn in j.eqns:
+            out.add(eqn.primitive.name)
+            for p in eqn.params.values():
+                for sub in (p if isinstance(p, (list, tuple)) else [p]):
+                    if hasattr(sub, "jaxpr"):
+                        visit(sub.jaxpr if hasattr(sub.jaxpr, "eqns") else sub.jaxpr.jaxpr)
+                    elif hasattr(sub, "eqns"):
+                        visit(sub)
+    visit(jaxpr.jaxpr)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# match
+# ---------------------------------------------------------------------------
+
+class Mode(enum.IntEnum):
+    FAST = 0
+    SLOW = 1
+
+
+def match_literals(mode, x):
+    match mode:
+        case 0 | 1:
+            y = x + 1
+        case 2:
+            y = 2 * x
+        case -1:
+            y = -x
+        case _:
+            y = x * x
+    return y
+
+
+def match_guard_capture(mode, x, scale):
+    match mode:
+        case 0 if scale > 1:
+            y = scale * x
+        case 0:
+            y = x
+        case n if scale > 2:
+            y = n * x + scale
+        case n:
+            y = n * x
+    return y
+
+
+def match_returns(mode, x):
+    t = x * 2
+    match mode:
+        case 1:
+            return t + 1
+        case 2:
+            tmp = t * 3   # a branch temporary
+            return tmp - 1
+        case Mode.SLOW:   # unreachable after `case 1`, as in Python
+            return t
+    return -t
+
+
+def match_no_default(flag, x):
+    y = x
+    match flag:
+        case True:
+            y = x + 10
+        case False:
+            y = x - 10
+    return y
+
+
+def match_subject_expr(x, k):
+    calls = []
+
+    def mode():
+        calls.append(1)
+        return k % 3
+
+    match mode():
+        case 0:
+            y = x
+        case 1:
+            y = x + 1
+        case _:
+            y = x + 2
+    return y, len(calls)
+
+
+def match_in_loop(x, n):
+    total = x * 0
+    for i in range(n):
+        match i % 3:
+            case 0:
+                total = total + x
+            case 1 | 2:
+                total = total - 1.0
+    return total
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, -1, 7])
+def test_match_literals(mode):
+    both(match_literals, mode, 3.0)
+
+
+@pytest.mark.parametrize("mode,scale", [(0, 2.0), (0, 0.5), (3, 3.0), (3, 1.0)])
+def test_match_guard_capture(mode, scale):
+    both(match_guard_capture, mode, 3.0, scale)
+
+
+@pytest.mark.parametrize("mode", [1, 2, 5])
+def test_match_early_return(mode):
+    both(match_returns, mode, 1.5)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_match_bool_subject(flag):
+    both(match_no_default, flag, 1.0)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 5])
+def test_match_subject_evaluated_once(k):
+    y, calls = autoflow.convert(match_subject_expr)(1.0, k)
+    assert (y, calls) == match_subject_expr(1.0, k) and calls == 1
+    y, calls = autoflow.jit(match_subject_expr)(1.0, k)
+    assert_same(y, match_subject_expr(1.0, k)[0])
+
+
+def test_match_in_traced_loop_and_vmap():
+    both(match_in_loop, 2.0, 7)
+    both(match_in_loop, 2.0, 7, static_argnums=1)
+    modes = jnp.array([0, 1, 2, -1, 9])
+    out = jax.vmap(autoflow.convert(match_literals), in_axes=(0, None))(modes, 3.0)
+    assert_same(out, jnp.array([match_literals(int(m), 3.0) for m in modes]))
+
+
+def test_match_grad():
+    g = jax.grad(autoflow.convert(match_literals), argnums=1)
+    for mode in (0, 2, -1, 4):
+        assert_same(jax.jit(g, static_argnums=())(mode, 3.0),
+                    jax.grad(match_literals, argnums=1)(mode, 3.0))
+
+
+def match_class(p):
+    match p:
+        case (a, b):
+            return a + b
+        case {"x": v}:
+            return v
+        case int():
+            return p + 1
+    return 0
+
+
+def test_match_other_patterns_run_as_python():
+    f = autoflow.convert(match_class)
+    for p in [(1, 2), {"x": 5}, 3, "s"]:
+        assert f(p) == match_class(p)
+
+
+def test_match_unstageable_on_traced_subject_is_reported_at_the_case():
+    f = autoflow.jit(match_class)
+    with pytest.raises(ConversionError) as info:
+        f(jnp.int32(3))
+    msg = str(info.value)
+    line = match_class.__code__.co_firstlineno + 2  # `case (a, b):`
+    assert f"test_vocabulary.py:{line}:" in msg and "case (a, b):" in msg
+    assert "cannot be staged" in msg
+
+
+def test_match_traced_subject_switches_on_values():
+    prims = _primitives(match_literals, jnp.int32(2), 3.0)
+    assert "cond" in prims
+
+
+# ---------------------------------------------------------------------------
+# builtins
+# ---------------------------------------------------------------------------
+
+def builtins_scalars(x, y):
+    return (max(x, 3.0), min(x, y, 0.5), max(x, y), min(y, x), abs(x - y), round(x),
+            round(x, 1), divmod(x, 2.0), pow(x, 2), int(x), int(-x), float(y), bool(x),
+            bool(x - x))
+
+
+def builtins_loop(x, n):
+    best = 0.0
+    for i in range(n):
+        best = max(best, x * i - i * i)
+        best = min(best, 100.0)
+    return best
+
+
+def builtins_reductions(xs):
+    ys = [xs[0], xs[1] * 2, xs[2] - 1]
+    return (sum(xs), sum(xs, 10.0), sum(ys), any(xs > 2.5), all(xs > 0), any(ys),
+            all([xs[0] > 0, True]), any([False, xs[1] < 0]), max(xs), min(xs), max(ys),
+            len(xs))
+
+
+@pytest.mark.parametrize("x,y", [(2.5, 1.0), (-1.7, 4.0), (3.5, 3.5), (0.0, -2.0)])
+def test_builtins_on_scalars(x, y):
+    both(builtins_scalars, x, y)
+
+
+def test_builtin_max_in_traced_loop():
+    both(builtins_loop, 3.0, 6)
+    both(builtins_loop, 3.0, 6, static_argnums=1)
+
+
+@pytest.mark.parametrize("xs", [np.array([1.0, 2.0, 3.0], np.float32),
+                                np.array([-1.0, 0.0, 4.0], np.float32)])
+def test_builtin_reductions(xs):
+    expected = builtins_reductions(xs)
+    actual = autoflow.jit(builtins_reductions)(xs)
+    assert_same(actual, expected)
+    assert_same(autoflow.convert(builtins_reductions)(jnp.asarray(xs)),
+                builtins_reductions(jnp.asarray(xs)))
+
+
+def test_max_picks_like_python_with_nan():
+    def f(a, b):
+        return max(a, b), min(a, b), max(b, a)
+    for a, b in [(float("nan"), 1.0), (1.0, float("nan"))]:
+        assert_same(autoflow.jit(f)(a, b), f(a, b))
+
+
+def test_concrete_builtins_keep_python_types():
+    f = autoflow.convert(lambda x: (max(x, 3), int(x), float(x), bool(x), sum([x, 1])))
+    out = f(2)
+    assert out == (3, 2, 2.0, True, 3) and [type(v) for v in out] == [int, int, float, bool, int]
+    g = autoflow.convert(lambda xs: (max(xs, key=len), min([3, 1, 2]), int("12", 8), any([])))
+    assert g(["a", "bbb"]) == ("bbb", 1, 10, False)
+
+
+def test_shadowed_builtin_is_left_alone():
+    def f(x):
+        max = lambda a, b: a  # noqa: E731
+        return max(x, 10)
+    assert autoflow.convert(f)(1) == 1
+    assert "af.max" not in autoflow.to_source(f)
+
+
+# ---------------------------------------------------------------------------
+# Python tables indexed by a traced loop index
+# ---------------------------------------------------------------------------
+
+BETA = np.array([0.5, 1.5, 2.5, 3.5, 4.5])
+COEFFS = [1.0, -2.0, 0.5, 3.0, 0.25]
+ROWS = (np.ones(2), np.arange(2.0), np.array([3.0, -1.0]), np.zeros(2), np.full(2, 7.0))
+
+
+def horner(x, n):
+    acc = x * 0.0
+    for i in range(1, n):
+        acc = acc * x + COEFFS[i] * BETA[i - 1]
+    return acc
+
+
+def rows_sum(x, n):
+    acc = jnp.zeros(2)
+    k = 0
+    while k < n:
+        acc = acc + ROWS[k] * x
+        k += 1
+    return acc
+
+
+def local_table(x, n):
+    table = [1.0, 2.0, 3.0, 4.0]
+    out = x
+    for i in range(n):
+        out = out + table[i % 4]
+    return out
+
+
+def test_tables_indexed_by_traced_index():
+    both(horner, 2.0, 5, static_argnums=1)
+    both(horner, 2.0, 5)          # traced trip count
+    both(rows_sum, 1.5, 4)
+    both(local_table, 1.0, 6)
+
+
+def test_table_loop_stays_rolled():
+    prims = _primitives(horner, 2.0, 5)
+    assert "while" in prims or "scan" in prims, prims
+    src = autoflow.to_source(horner)
+    assert "af.getitem(COEFFS, i)" in src and "af.getitem(BETA, i - 1)" in src
+
+
+def test_array_parameters_keep_plain_indexing():
+    def f(xs, n):
+        s = 0.0
+        for i in range(n):
+            s = s + xs[i]
+        return s
+    assert "xs[i]" in autoflow.to_source(f) and "getitem" not in autoflow.to_source(f)
+
+
+def list_writes(x, n):
+    vals = [0.0, 0.0, 0.0, 0.0]
+    for i in range(n):
+        vals[i % 4] = vals[i % 4] + x * i
+    return vals
+
+
+def test_list_writes_with_traced_index():
+    expected = list_writes(2.0, 6)
+    assert_same(autoflow.jit(list_writes, static_argnums=1)(2.0, 6), expected)
+    assert_same(autoflow.jit(list_writes)(2.0, 6), expected)
+    assert autoflow.convert(list_writes)(2.0, 6) == expected
+
+
+NAMES = ["a", "b", "c"]
+
+
+def test_unstackable_table_is_a_clear_error():
+    def f(n):
+        out = 0
+        for i in range(n):
+            out = out + len(NAMES[i])
+        return out
+    with pytest.raises(ConversionError) as info:
+        autoflow.jit(f)(3)
+    msg = str(info.value)
+    assert "NAMES[i]" in msg and "list" in msg and "cannot be stacked" in msg
+    assert autoflow.convert(f)(3) == f(3)
