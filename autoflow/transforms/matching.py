@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import gast
 
-from ..core.nodes import walk
 from ..core.templates import replace_expr
 from .util import stamp
 
@@ -41,12 +40,7 @@ def _name(id_, ctx=None):
 
 
 def _place(node, anchor):
-    for n in walk(node):
-        if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
-            gast.copy_location(n, anchor)
-            n.end_lineno = getattr(anchor, "end_lineno", n.lineno)
-            n.end_col_offset = getattr(anchor, "end_col_offset", n.col_offset)
-    return node
+    return stamp(node, anchor)
 
 
 def _test(pattern, subject, af):
