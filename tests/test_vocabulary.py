@@ -364,3 +364,37 @@ def test_unstackable_table_is_a_clear_error():
     msg = str(info.value)
     assert "NAMES[i]" in msg and "list" in msg and "cannot be stacked" in msg
     assert autoflow.convert(f)(3) == f(3)
+
+
+# ---------------------------------------------------------------------------
+# print with f-strings and str.format
+# ---------------------------------------------------------------------------
+
+def printing(x, n):
+    loss = x
+    for i in range(n):
+        loss = loss * 0.5
+        print(f"step {i}: loss={loss:.4f} {{lit}} r={loss!r} w=[{loss:>{8}.2f}]", "end", sep="|")
+        print("fmt {:.2e} {name:03d}".format(loss, name=i + 1))
+    return loss
+
+
+def test_print_formats_traced_values_every_run(capfd):
+    printing(1.0, 3)
+    eager = capfd.readouterr().out
+    assert eager.count("step") == 3 and "loss=0.1250" in eager
+    autoflow.convert(printing)(1.0, 3)
+    assert capfd.readouterr().out == eager
+    f = autoflow.jit(printing)
+    for _ in range(2):  # printed on every call, not once at trace time
+        f(1.0, 3)
+        jax.effects_barrier()
+        assert capfd.readouterr().out == eager
+    autoflow.jit(printing, static_argnums=1)(1.0, 3)
+    jax.effects_barrier()
+    assert capfd.readouterr().out == eager
+
+
+def test_print_fstring_source_reads_as_a_template():
+    src = autoflow.to_source(printing)
+    assert "af.fstring('step {0}: loss={1:.4f} {{lit}} r={2!r} w=[{3:>{4}.2f}]', i, loss" in src

@@ -22,13 +22,13 @@ from .values import Undefined
 _traceback_util.register_exclusion(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
-           "enumerate", "exception", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
+           "enumerate", "exception", "fstring", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
            "int", "float", "bool", "for_stmt", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]
 
 from . import calls as _calls  # noqa: E402
 from .effects import append, assert_, print, setitem  # noqa: E402,A004
-from .vocabulary import (all, any, bool, float, getitem, int, match_is, match_subject, max,  # noqa: E402,A004
+from .vocabulary import (all, any, bool, float, fstring, getitem, int, match_is, match_subject, max,  # noqa: E402,A004
                          min, sum)
 
 

@@ -98,6 +98,10 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001
     argument it is ``jax.debug.print``: printed when the compiled function
     runs (each call), not once at trace time.
     """
+    from .vocabulary import Deferred, print_deferred
+    if builtins.any(isinstance(a, Deferred) for a in args):  # `print(f"{loss:.4f}")`
+        print_deferred(args, sep, end, file, flush)
+        return
     leaves = jax.tree_util.tree_leaves(args)
     if not builtins.any(isinstance(x, Tracer) and is_traced(x) for x in leaves):
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)

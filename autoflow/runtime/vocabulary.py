@@ -243,3 +243,63 @@ def match_subject(subject, line, col):
             "On a traced value use only value patterns (`case 0 | 1:`, `case Mode.FAST:`), "
             "guards, and a final `case _:` or `case name:`; or make the subject static."))
     return subject
+
+
+# ---------------------------------------------------------------------------
+# print(f"...") of traced values
+# ---------------------------------------------------------------------------
+
+class Deferred:
+    """A ``str.format`` template with traced values, formatted when the
+    compiled code runs (see ``fstring`` and ``print``)."""
+
+    __slots__ = ("template", "args", "kwargs")
+
+    def __init__(self, template, args, kwargs):
+        self.template, self.args, self.kwargs = template, args, kwargs
+
+    def __repr__(self):
+        return f"<formatted at run time: {self.template!r}>"
+
+
+def fstring(template, /, *args, **kwargs):
+    """``template.format(*args, **kwargs)`` (what ``f"..."`` in a ``print`` becomes).
+
+    Plain Python::
+
+        def fstring(template, *args, **kwargs):
+            return template.format(*args, **kwargs)
+
+    With a traced value the string is made when the compiled code runs, so
+    ``print(f"{loss:.4f}")`` prints every call with the format spec honoured.
+    """
+    if _any_traced((args, kwargs)):
+        return Deferred(template, args, kwargs)
+    return template.format(*args, **kwargs)
+
+
+def _host_value(x):
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        return x.item()  # a Python number: format specs and repr as in eager Python
+    return x
+
+
+def print_deferred(args, sep, end, file, flush):
+    """``print(*args)`` at run time, some ``args`` being ``Deferred`` strings."""
+    leaves, treedef = jax.tree_util.tree_flatten(
+        [(a.args, a.kwargs) if isinstance(a, Deferred) else a for a in args],
+        is_leaf=lambda x: x is None)
+    kinds = [(a.template if isinstance(a, Deferred) else None) for a in args]
+    arrays = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray, np.generic))]
+    static = list(leaves)
+
+    def show(*values):
+        full = list(static)
+        for i, v in zip(arrays, values):
+            full[i] = _host_value(np.asarray(v))
+        parts = jax.tree_util.tree_unflatten(treedef, full)
+        text = [template.format(*p[0], **p[1]) if template is not None else p
+                for template, p in zip(kinds, parts)]
+        _b.print(*text, sep=sep, end=end, file=file, flush=flush)
+
+    jax.debug.callback(show, *[leaves[i] for i in arrays], ordered=True)

@@ -93,14 +93,14 @@ def bench(fn, *args, repeats=20):
 def main():
     steps, first, median = af.call(bench, collatz_jit, jnp.int32(27))
     ref = af.call(collatz_reference, 27)
-    af.print(f'n=27: autoflow {af.int(steps)} steps, reference {ref} steps')
-    af.print(f'    first call {first * 1000.0:.1f} ms, median later call {median * 1000000.0:.1f} us')
+    af.print(af.fstring('n=27: autoflow {0} steps, reference {1} steps', af.int(steps), ref))
+    af.print(af.fstring('    first call {0:.1f} ms, median later call {1:.1f} us', first * 1000.0, median * 1000000.0))
     np.testing.assert_allclose(af.int(steps), ref)
     ns = jnp.arange(1, 1001, dtype=jnp.int32)
     steps, first, median = af.call(bench, collatz_batch, ns)
     ref = np.array([af.call(collatz_reference, af.int(n)) for n in range(1, 1001)])
-    af.print(f'n=1..1000 (vmap): autoflow max {af.int(steps.max())} steps at n={af.int(steps.argmax()) + 1}, reference max {ref.max()} steps at n={ref.argmax() + 1}')
-    af.print(f'    first call {first * 1000.0:.1f} ms, median later call {median * 1000000.0:.1f} us')
+    af.print(af.fstring('n=1..1000 (vmap): autoflow max {0} steps at n={1}, reference max {2} steps at n={3}', af.int(steps.max()), af.int(steps.argmax()) + 1, ref.max(), ref.argmax() + 1))
+    af.print(af.fstring('    first call {0:.1f} ms, median later call {1:.1f} us', first * 1000.0, median * 1000000.0))
     np.testing.assert_allclose(np.asarray(steps), ref)
     af.print('OK')
 
