@@ -398,3 +398,53 @@ def test_print_formats_traced_values_every_run(capfd):
 def test_print_fstring_source_reads_as_a_template():
     src = autoflow.to_source(printing)
     assert "af.fstring('step {0}: loss={1:.4f} {{lit}} r={2!r} w=[{3:>{4}.2f}]', i, loss" in src
+
+
+# ---------------------------------------------------------------------------
+# typed PRNG keys (extended dtypes) through traced if/while/for
+# ---------------------------------------------------------------------------
+
+def key_walk(key, x, n):
+    if x > 0:
+        key, sub = jax.random.split(key)
+        x = x + jax.random.normal(sub)
+    for _ in range(n):
+        key, sub = jax.random.split(key)
+        x = x + jax.random.uniform(sub)
+    while x < 10:
+        key, sub = jax.random.split(key)
+        x = x + 1 + jax.random.uniform(sub)
+    return key, x
+
+
+@pytest.mark.parametrize("impl", [None, "rbg"])
+@pytest.mark.parametrize("x", [1.0, -1.0])
+def test_typed_keys_carried(impl, x):
+    key = jax.random.key(0) if impl is None else jax.random.key(0, impl=impl)
+    k_e, x_e = key_walk(key, x, 3)
+    for fn in (autoflow.jit(key_walk), autoflow.jit(key_walk, static_argnums=2)):
+        k_a, x_a = fn(key, x, 3)
+        assert k_a.dtype == k_e.dtype
+        assert_same(jax.random.key_data(k_a), jax.random.key_data(k_e))
+        assert_same(x_a, x_e)
+
+
+def test_typed_keys_under_vmap():
+    keys = jax.random.split(jax.random.key(1), 4)
+    xs = jnp.array([1.0, -1.0, 3.0, 12.0])
+    k_a, x_a = jax.vmap(autoflow.convert(key_walk), in_axes=(0, 0, None))(keys, xs, 2)
+    for i in range(4):
+        k_e, x_e = key_walk(keys[i], xs[i], 2)
+        assert_same(jax.random.key_data(k_a[i]), jax.random.key_data(k_e))
+        assert_same(x_a[i], x_e)
+
+
+def test_key_and_array_in_one_variable_is_a_clear_error():
+    def f(key, x):
+        if x > 0:
+            k = key
+        else:
+            k = jnp.zeros((), jnp.uint32)
+        return k
+    with pytest.raises(ConversionError):
+        autoflow.jit(f)(jax.random.key(0), 1.0)

@@ -27,7 +27,8 @@ from ..core.origin import message
 from ..errors import ConversionError
 from . import raising
 from .raising import Signal, StagedRaise
-from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
+from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, is_extended,
+                     promote,
                      same_static, staged_block, structure, unflatten)
 
 
@@ -201,6 +202,8 @@ def cond(pred, true_fn, false_fn, operands, names, site):
             if av[0] != bv[0]:
                 raise _branch_error(site(), labels[i], returning, a, b)
             if av[1] != bv[1]:
+                if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
+                    raise _branch_error(site(), labels[i], returning, a, b)
                 changes[j] = promote(av, bv)[0]
             j += 1
         if changes and not targets:
@@ -394,6 +397,9 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                 raise _loop_error(site(), kind, labels[i], leaves[i], x)
             shape, dtype, weak = aval_of(x)
             if shape != avals[j][0]:
+                raise _loop_error(site(), kind, labels[i],
+                                  jax.ShapeDtypeStruct(avals[j][0], avals[j][1]), x)
+            if dtype != avals[j][1] and (is_extended(dtype) or is_extended(avals[j][1])):
                 raise _loop_error(site(), kind, labels[i],
                                   jax.ShapeDtypeStruct(avals[j][0], avals[j][1]), x)
             target, _ = promote(avals[j], (shape, dtype, weak))
