@@ -274,7 +274,7 @@ def test_concrete_builtins_keep_python_types():
 
 def test_shadowed_builtin_is_left_alone():
     def f(x):
-        max = lambda a, b: a  # noqa: E731
+        max = lambda a, b: a  # noqa: E731, A001
         return max(x, 10)
     assert autoflow.convert(f)(1) == 1
     assert "af.max" not in autoflow.to_source(f)
@@ -448,3 +448,50 @@ def test_key_and_array_in_one_variable_is_a_clear_error():
         return k
     with pytest.raises(ConversionError):
         autoflow.jit(f)(jax.random.key(0), 1.0)
+
+
+# ---------------------------------------------------------------------------
+# PEP 695 generic functions and methods (Python 3.12+)
+# ---------------------------------------------------------------------------
+
+GENERIC_SOURCE = '''
+def clip[T](x: T, lo: T) -> T:
+    if x < lo:
+        x = lo
+    return x
+
+
+def named[T: (float, int)](x: T) -> T:
+    y = x
+    for i in range(3):
+        y = y + i
+    return y, T.__name__
+
+
+class Box[T]:
+    def __init__(self, v: T):
+        self.v = v
+
+    def grow[U](self, k: U) -> T:
+        out = self.v
+        while out < 10:
+            out = out * k
+        return out
+'''
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 695 syntax needs Python 3.12")
+def test_pep695_generics(tmp_path):
+    import importlib.util
+    path = tmp_path / "generic_module.py"
+    path.write_text(GENERIC_SOURCE)
+    spec = importlib.util.spec_from_file_location("generic_module", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for x in (1.0, 3.0):
+        both(mod.clip, x, 2.0)
+    assert autoflow.convert(mod.named)(1.0) == mod.named(1.0)
+    assert mod.clip.__type_params__ and autoflow.convert(mod.clip).__annotations__ == \
+        mod.clip.__annotations__
+    box = mod.Box(1.5)
+    assert_same(autoflow.jit(box.grow)(2.0), box.grow(2.0))

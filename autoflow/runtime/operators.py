@@ -610,7 +610,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         return _python_for(iterable, body, test, state, n, names, shared)
 
     site = _site
-    step = (lambda k, s: _unpack(_pack(body(seq.item(k), *_pack(s, n)), n)))
+    step = (lambda k, s: _unpack(_pack(body(seq.item(k), *_pack(s, n)), n)))  # noqa: E731
     cond_fn = None if test is None else (lambda s: test(*_pack(s, n)))
 
     if not isinstance(seq.length, int):  # traced trip count

@@ -21,13 +21,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax._src import core as _core
+from ._jax_compat import current_trace_kind
 
 from ..core.origin import message
 from ..errors import ConversionError
 from . import raising
 from .raising import Signal, StagedRaise
-from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, is_extended,
+from .values import (Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like, is_extended,
                      promote,
                      same_static, staged_block, structure, unflatten)
 
@@ -150,7 +150,7 @@ def cond(pred, true_fn, false_fn, operands, names, site):
             with staged_block(), raising.on_path(pred if key == "t" else _negate(pred)):
                 try:
                     out = fn(*operands)
-                except StagedRaise as r:
+                except StagedRaise:
                     raise _BranchRaised(key) from None
             if fills:
                 out = _join([_zeros(fills[k]) if k in fills and isinstance(p, Undefined) else p
@@ -442,7 +442,7 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
 
 def _reverse_mode():
     """Is ``jax.grad``/``jax.vjp`` linearizing the code being traced now?"""
-    return type(_core.trace_ctx.trace).__name__ == "LinearizeTrace"
+    return current_trace_kind() == "LinearizeTrace"
 
 
 def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
@@ -544,7 +544,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     leaves[i] = _cast(jnp.asarray(leaves[i]), dtype)
                 state = unflatten(tree, leaves)
             continue
-        if uses_while and _reverse_mode() and any(isinstance(x, jax.core.Tracer) and
+        if uses_while and _reverse_mode() and any(isinstance(x, Tracer) and
                                    type(x).__name__ == "LinearizeTracer" for x in dyn):
             raise ConversionError(message(
                 site(), f"this traced `{kind}` loop has a data-dependent trip count, and "

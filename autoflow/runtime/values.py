@@ -14,12 +14,12 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from jax._src import core as _core
+from . import _jax_compat
 
 from ..core.origin import message, user_site
 from ..errors import AutoflowError, ConversionError
 
-Tracer = jax.core.Tracer
+Tracer = _jax_compat.Tracer
 _ARRAY_SCALARS = (bool, int, float, complex)
 _PLAIN = frozenset((bool, int, float, str, type(None), list, tuple, dict))
 
@@ -73,14 +73,14 @@ def is_traced(x) -> bool:
     if not isinstance(x, Tracer):
         return False
     try:
-        return not _core.is_concrete(x)
+        return not _jax_compat.is_concrete(x)
     except Exception:  # pragma: no cover - defensive across JAX versions
         return True
 
 
 def staging() -> bool:
     """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
-    return not _core.trace_ctx.is_top_level()
+    return _jax_compat.tracing()
 
 
 class _Local(threading.local):

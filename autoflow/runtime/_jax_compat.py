@@ -1,0 +1,59 @@
+"""Every use autoflow makes of JAX's private modules (``jax._src``), in one place.
+
+JAX does not promise these across releases; each entry says what it needs
+and since when it has been there. autoflow supports ``jax>=0.4.38`` (the
+oldest release its test suite passes on; ``.ci/run`` checks it). Before
+0.4.36 JAX had no ``trace_ctx``: the trace stack was a different object and
+``is_top_level``/``trace_ctx.trace`` below cannot be written for it.
+
+=========================== =============================================== ========
+what                        private access                                  JAX
+=========================== =============================================== ========
+``is_concrete``             ``jax._src.core.is_concrete``                   >=0.4.36
+``tracing``                 ``jax._src.core.trace_ctx.is_top_level()``      >=0.4.36
+``current_trace_kind``      ``type(jax._src.core.trace_ctx.trace).__name__`` >=0.4.36
+                            (``LinearizeTrace`` under ``jax.grad``: 0.4.36+)
+``hide_frames_of``          ``jax._src.traceback_util.register_exclusion``  >=0.4.1
+``DEBUGGING_LOGGER``        the logger name ``jax._src.debugging``          >=0.4.1
+=========================== =============================================== ========
+
+``Tracer`` is public (``jax.core.Tracer``) but listed here too, so that the
+one place to look is this module.
+"""
+
+from __future__ import annotations
+
+import jax
+from jax._src import core as _core
+from jax._src import traceback_util as _traceback_util
+
+MIN_JAX = (0, 4, 38)
+
+Tracer = jax.core.Tracer
+
+# The logger JAX reports exceptions raised in debug callbacks to.
+DEBUGGING_LOGGER = "jax._src.debugging"
+
+
+def is_concrete(x) -> bool:
+    """Is the tracer ``x``'s value known (``jax.grad`` without ``jit``)?"""
+    return _core.is_concrete(x)
+
+
+def tracing() -> bool:
+    """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
+    return not _core.trace_ctx.is_top_level()
+
+
+def current_trace_kind() -> str:
+    """The class name of the innermost trace (``LinearizeTrace`` under ``jax.grad``)."""
+    return type(_core.trace_ctx.trace).__name__
+
+
+def hide_frames_of(path: str) -> None:
+    """Leave frames of files under ``path`` out of the tracebacks JAX filters."""
+    _traceback_util.register_exclusion(path)
+
+
+def version() -> tuple:
+    return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
