@@ -495,3 +495,33 @@ def test_pep695_generics(tmp_path):
         mod.clip.__annotations__
     box = mod.Box(1.5)
     assert_same(autoflow.jit(box.grow)(2.0), box.grow(2.0))
+
+
+# ---------------------------------------------------------------------------
+# symbolic shapes (jax.export shape polymorphism)
+# ---------------------------------------------------------------------------
+
+def weighted_rows(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * i
+    for i in range(1, x.shape[0] - 1, 2):
+        s = s - x[i]
+    return s
+
+
+def sum_rows(x):
+    s = jnp.zeros(x.shape[1:])
+    for row in x:
+        s = s + row
+    return s
+
+
+@pytest.mark.parametrize("fn,spec,shape", [(weighted_rows, "b", (5,)), (weighted_rows, "b", (2,)),
+                                           (sum_rows, "b, 3", (4, 3))])
+def test_range_over_symbolic_dimension(fn, spec, shape):
+    from jax import export
+    exp = export.export(autoflow.jit(fn))(
+        jax.ShapeDtypeStruct(export.symbolic_shape(spec), jnp.float32))
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    assert_same(exp.call(x), fn(x))

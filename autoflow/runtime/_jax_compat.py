@@ -55,5 +55,15 @@ def hide_frames_of(path: str) -> None:
     _traceback_util.register_exclusion(path)
 
 
+def is_symbolic_dim(x) -> bool:
+    """Is ``x`` a symbolic dimension (``jax.export`` shape polymorphism)?
+    Public: ``jax.export.is_symbolic_dim`` (JAX 0.4.30+)."""
+    try:
+        from jax.export import is_symbolic_dim as _is
+    except ImportError:  # pragma: no cover - older JAX
+        return False
+    return not isinstance(x, int) and _is(x)
+
+
 def version() -> tuple:
     return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())

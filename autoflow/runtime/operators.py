@@ -20,6 +20,7 @@ from ..errors import ConversionError
 from . import events, staging
 from .raising import StagedRaise
 from .state import MoreState, Shared, entry_values, names_of, reachable, recording
+from ._jax_compat import is_symbolic_dim
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
 
@@ -443,9 +444,13 @@ class TracedRange:
 
 
 def range(*args):  # noqa: A001 - mirrors the builtin
-    """``range`` that also accepts traced bounds (for staged ``for`` loops)."""
+    """``range`` that also accepts traced bounds (for staged ``for`` loops),
+    and symbolic ones (``range(x.shape[0])`` under ``jax.export`` with a
+    symbolic dimension: a loop with a symbolic trip count)."""
     if not any(isinstance(a, Tracer) and is_traced(a) for a in args):
-        return builtins.range(*args)
+        if not any(is_symbolic_dim(a) for a in args):
+            return builtins.range(*args)
+        args = tuple(jnp.asarray(a) if is_symbolic_dim(a) else a for a in args)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     elif len(args) == 2:
