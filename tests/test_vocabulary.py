@@ -525,3 +525,39 @@ def test_range_over_symbolic_dimension(fn, spec, shape):
         jax.ShapeDtypeStruct(export.symbolic_shape(spec), jnp.float32))
     x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     assert_same(exp.call(x), fn(x))
+
+
+# ---------------------------------------------------------------------------
+# locations in compiled code
+# ---------------------------------------------------------------------------
+
+def located(x, n):
+    if x > 0:
+        x = x * 2
+    else:
+        x = x - 1
+    i = 0
+    while i < n:
+        x = x + jnp.sin(x)
+        i += 1
+    for j in range(n):
+        x = x * j
+    match n:
+        case 1:
+            x = -x
+        case 2:
+            x = x + 1
+    return x
+
+
+def test_compiled_locations_are_the_users_lines():
+    import os
+    import re
+    text = autoflow.jit(located).lower(1.0, 3).as_text(debug_info=True)
+    files = set(re.findall(r'loc\("([^"]+\.py)":\d+', text))
+    package = os.path.dirname(autoflow.__file__)
+    assert files and not any(f.startswith(package) for f in files), files
+    first = located.__code__.co_firstlineno
+    lines = {int(n) for n in re.findall(r'test_vocabulary\.py":(\d+):', text)}
+    for offset in (1, 6, 9, 12):  # the `if`, `while`, `for` and first `case` lines
+        assert first + offset in lines, (first + offset, sorted(lines))

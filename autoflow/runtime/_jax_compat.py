@@ -14,6 +14,7 @@ what                        private access                                  JAX
 ``current_trace_kind``      ``type(jax._src.core.trace_ctx.trace).__name__`` >=0.4.36
                             (``LinearizeTrace`` under ``jax.grad``: 0.4.36+)
 ``hide_frames_of``          ``jax._src.traceback_util.register_exclusion``  >=0.4.1
+                            ``jax._src.source_info_util.register_exclusion``>=0.4.1
 ``DEBUGGING_LOGGER``        the logger name ``jax._src.debugging``          >=0.4.1
 =========================== =============================================== ========
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import jax
 from jax._src import core as _core
+from jax._src import source_info_util as _source_info_util
 from jax._src import traceback_util as _traceback_util
 
 MIN_JAX = (0, 4, 38)
@@ -51,8 +53,11 @@ def current_trace_kind() -> str:
 
 
 def hide_frames_of(path: str) -> None:
-    """Leave frames of files under ``path`` out of the tracebacks JAX filters."""
+    """Leave frames of files under ``path`` out of the tracebacks JAX filters,
+    and out of the source locations JAX gives operations (so a staged
+    ``while``/``case`` points at the user's line in ``as_text(debug_info=True)``)."""
     _traceback_util.register_exclusion(path)
+    _source_info_util.register_exclusion(path)
 
 
 def is_symbolic_dim(x) -> bool:
