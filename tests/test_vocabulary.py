@@ -561,3 +561,33 @@ def test_compiled_locations_are_the_users_lines():
     lines = {int(n) for n in re.findall(r'test_vocabulary\.py":(\d+):', text)}
     for offset in (1, 6, 9, 12):  # the `if`, `while`, `for` and first `case` lines
         assert first + offset in lines, (first + offset, sorted(lines))
+
+
+A_TABLE = np.arange(12.0).reshape(3, 4)
+MATS = [jnp.eye(2) * k for k in range(4)]
+
+
+def mixed_program(x, n):
+    hist = [0.0, 0.0, 0.0]
+    i = 0
+    while i < n:
+        match i % 4:
+            case 0:
+                x = x + A_TABLE[i % 3, 1]
+            case 1 | 2:
+                x = x * 0.9
+            case _:
+                if x > 50:
+                    break
+                x = x + 1
+        hist[i % 3] = max(hist[i % 3], x)
+        i += 1
+    v = MATS[n % 4] @ jnp.ones(2)
+    return x, hist, v, divmod(n, 3), len(hist)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 9])
+def test_mixed_program(n):
+    expected = mixed_program(2.0, n)
+    assert_same(autoflow.jit(mixed_program)(2.0, n), expected)
+    assert_same(autoflow.convert(mixed_program)(2.0, n), expected)

@@ -1,7 +1,7 @@
 """Python tables indexed by a loop's index.
 
 ``coeffs[i]`` where ``i`` is a loop variable (a ``for`` target, or a name a
-loop body assigns, like a ``while`` counter) becomes ``af.getitem(coeffs,
+loop body assigns, like a ``while`` counter) or a parameter becomes ``af.getitem(coeffs,
 i)``: the plain ``coeffs[i]`` unless ``coeffs`` is a Python list or tuple or
 a NumPy array and ``i`` is traced, when it indexes the table stacked into one
 ``jnp`` array. A staged loop over ``i`` then stays a rolled loop instead of
@@ -97,13 +97,23 @@ def table_names(tree, np_names, af="af"):
     return bound - other, bound | other
 
 
+def params(tree):
+    """Parameters of the functions in ``tree`` (traced when the caller traces)."""
+    out = set()
+    for n in walk(tree):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            a = n.args
+            out.update(arg.id for arg in a.posonlyargs + a.args + a.kwonlyargs)
+    return out
+
+
 class Tables(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
         self.names = frozenset()
 
     def run(self, fn):
-        self.names = frozenset(loop_names(fn))
+        self.names = frozenset(loop_names(fn) | params(fn))
         if self.names:
             np_names = {n for n in self.ctx.library_names if n in ("np", "numpy", "onp")} | {"np"}
             self.tables, self.bound = table_names(fn, np_names, self.ctx.af)
