@@ -53,6 +53,12 @@ def setitem(x, index, value, op=None):
         if method is not None:
             return getattr(ref, method)(value)
         return ref.set(_BINOPS[op](x[index], value))
+    if isinstance(x, dict) and is_traced_index(index):
+        raise ConversionError(message(
+            user_site(2), "this line sets a dict item whose key is traced; a dict key must "
+            "be a concrete Python value",
+            "Make the key static (a loop over a static range runs as Python when it must), "
+            "or keep the values in an array indexed by the traced value."))
     if isinstance(x, list) and is_traced_index(index):
         from .vocabulary import setitem_list
         if in_staged_block():
