@@ -486,10 +486,11 @@ class _Jitted:
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:
+            from .runtime._jax_compat import is_runtime_error
             from .runtime.raising import last_user_exception
 
             user = last_user_exception()
-            if user is None or type(e).__name__ != "JaxRuntimeError" \
+            if user is None or not is_runtime_error(e) \
                     or str(user) not in str(e):
                 e.with_traceback(e.__traceback__.tb_next)  # leave this frame out
                 raise

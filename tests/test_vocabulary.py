@@ -553,7 +553,11 @@ def located(x, n):
 def test_compiled_locations_are_the_users_lines():
     import os
     import re
-    text = autoflow.jit(located).lower(1.0, 3).as_text(debug_info=True)
+    lowered = autoflow.jit(located).lower(1.0, 3)
+    try:
+        text = lowered.as_text(debug_info=True)
+    except TypeError:
+        pytest.skip("this JAX's as_text has no debug_info")
     files = set(re.findall(r'loc\("([^"]+\.py)":\d+', text))
     package = os.path.dirname(autoflow.__file__)
     assert files and not any(f.startswith(package) for f in files), files

@@ -16,6 +16,8 @@ what                        private access                                  JAX
 ``hide_frames_of``          ``jax._src.traceback_util.register_exclusion``  >=0.4.1
                             ``jax._src.source_info_util.register_exclusion``>=0.4.1
 ``DEBUGGING_LOGGER``        the logger name ``jax._src.debugging``          >=0.4.1
+``is_runtime_error``        the class name of a failed callback's error     any
+                            (``XlaRuntimeError`` in 0.4.x)
 =========================== =============================================== ========
 
 ``Tracer`` is public (``jax.core.Tracer``) but listed here too, so that the
@@ -68,6 +70,12 @@ def is_symbolic_dim(x) -> bool:
     except ImportError:  # pragma: no cover - older JAX
         return False
     return not isinstance(x, int) and _is(x)
+
+
+def is_runtime_error(e) -> bool:
+    """Is ``e`` the error JAX raises when a callback raised while the compiled
+    code ran? ``JaxRuntimeError`` now, ``XlaRuntimeError`` in JAX 0.4.x."""
+    return type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
 
 
 def version() -> tuple:
