@@ -595,3 +595,26 @@ def test_mixed_program(n):
     expected = mixed_program(2.0, n)
     assert_same(autoflow.jit(mixed_program)(2.0, n), expected)
     assert_same(autoflow.convert(mixed_program)(2.0, n), expected)
+
+
+def match_break_continue(x, n):
+    total = x * 0
+    for i in range(n):
+        match i % 4:
+            case 0:
+                continue
+            case 3:
+                match n:
+                    case 7:
+                        break
+                    case _:
+                        total = total + 100.0
+            case k:
+                total = total + k * x
+    return total
+
+
+@pytest.mark.parametrize("n", [3, 7, 9])
+def test_match_with_break_continue_and_nesting(n):
+    both(match_break_continue, 2.0, n)
+    both(match_break_continue, 2.0, n, static_argnums=1)
