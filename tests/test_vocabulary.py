@@ -618,3 +618,28 @@ def match_break_continue(x, n):
 def test_match_with_break_continue_and_nesting(n):
     both(match_break_continue, 2.0, n)
     both(match_break_continue, 2.0, n, static_argnums=1)
+
+
+def test_check_reports_each_case_and_unstageable_matches():
+    from autoflow.check import check_source
+    src = (
+        "def f(mode, x):\n"
+        "    match mode:\n"
+        "        case 0 | 1:\n"
+        "            x = x + 1\n"
+        "        case 2 if x > 0:\n"
+        "            x = 2 * x\n"
+        "        case _:\n"
+        "            pass\n"
+        "    return x\n"
+        "\n"
+        "def g(p):\n"
+        "    match p:\n"
+        "        case (a, b):\n"
+        "            return a\n"
+        "    return p\n")
+    found = check_source(src, "m.py")
+    cases = [(f.line, f.kind, f.becomes) for f in found if f.function == "f"]
+    assert cases == [(3, "case", "lax.cond"), (5, "case", "lax.cond")]
+    (g,) = [f for f in found if f.function == "g"]
+    assert g.kind == "match" and g.status == "fallback" and "class, mapping or sequence" in g.reason
