@@ -512,14 +512,14 @@ class _Jitted:
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
+            from .runtime._jax_compat import is_runtime_error
             from .runtime.raising import at_user_line, last_user_exception
 
             user = last_user_exception()
-            if user is None and type(e).__name__ == "JaxRuntimeError" \
-                    and "\nKeyboardInterrupt" in str(e):
+            if user is None and is_runtime_error(e) and "\nKeyboardInterrupt" in str(e):
                 # Ctrl-C, delivered inside a callback (AUTOFLOW_DEBUG_LOOPS reports)
                 raise KeyboardInterrupt("interrupted while the compiled code ran") from None
-            if user is None or type(e).__name__ != "JaxRuntimeError" \
+            if user is None or not is_runtime_error(e) \
                     or str(user) not in str(e):
                 e.with_traceback(e.__traceback__.tb_next)  # leave this frame out
                 raise

@@ -29,6 +29,7 @@ import gast
 
 from .analysis.activity import bound_names
 from .core.naming import Namer, referenced_names
+from .transforms.matching import stageable
 from .transforms.module import convert_copy, import_kinds, module_shadowed
 from .analysis.activity import TRY_TYPES as _TRY
 from .core.nodes import walk
@@ -210,6 +211,11 @@ def _user_statements(fn_node):
             kind = "ternary"
         elif _MATCH is not None and isinstance(n, _MATCH):
             kind = "match"
+            if stageable(n):  # lowered to `if`/`elif`: one staged `if` per case
+                for case in n.cases:
+                    p = case.pattern
+                    out[(p.lineno, p.col_offset, "if")] = p
+                kind = None
         if kind is not None:
             out[(n.lineno, n.col_offset, kind)] = n
         if isinstance(n, (gast.ClassDef, gast.AsyncFunctionDef)):
@@ -291,7 +297,8 @@ class _Reader:
         key = (call.lineno, call.col_offset, kind)
         if key not in self.user:
             return
-        if kind == "if" and call.args and self._is_generated_if(call.args[0]):
+        if kind == "if" and call.args and self._is_generated_if(call.args[0]) \
+                and isinstance(self.user[key], gast.If):
             return
         if kind == "ternary":
             self._add(key, status=CONVERTS, becomes="lax.cond")
@@ -373,7 +380,8 @@ class _Reader:
 
     def _fallback_reason(self, s, kind, in_try):
         if kind == "match":
-            return "`match` statements are not converted"
+            return ("`match` with class, mapping or sequence patterns runs as Python "
+                    "(its subject must be concrete)")
         loops = (gast.For, gast.While, gast.AsyncFor)
         has = {t: False for t in (gast.Return, gast.Break, gast.Continue)}
         todo = list(s.body) + (list(s.orelse) if kind == "if" else [])
@@ -400,6 +408,10 @@ class _Reader:
         return "the rewriter left it as Python"
 
     def findings(self):
+        for key, f in self.found.items():
+            name = type(self.user.get(key)).__name__
+            if name.startswith("Match") and name != "Match":  # a `case` pattern
+                f.kind = "case"
         return sorted(self.found.values(), key=lambda f: (f.line, f.col, f.kind))
 
 
@@ -419,8 +431,9 @@ def _kind_of_function(node):
 
 
 def _has_control_flow(node):
-    return any(isinstance(n, (gast.If, gast.While, gast.For, gast.AsyncFor, gast.IfExp))
-               for n in gast.walk(node))
+    kinds = (gast.If, gast.While, gast.For, gast.AsyncFor, gast.IfExp) + (
+        (_MATCH,) if _MATCH is not None else ())
+    return any(isinstance(n, kinds) for n in gast.walk(node))
 
 
 def convert_for_check(fn_node, namer, alias, shadowed, filename,

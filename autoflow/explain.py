@@ -229,8 +229,9 @@ class _Index:
         self.by_pos = {}
 
     def add(self, finding, low):
+        kind = "if" if finding.kind == "case" else finding.kind  # a `case` stages as an `if`
         for pos in _candidates(finding):
-            self.by_pos.setdefault((finding.filename, pos, finding.kind), []).append(low)
+            self.by_pos.setdefault((finding.filename, pos, kind), []).append(low)
 
     def find(self, site, statement):
         matches = self.by_pos.get((site.filename, (site.lineno, site.col), statement))

@@ -35,6 +35,11 @@ def _strip_evaluated_parts(fn_node):
         if arg is not None:
             arg.annotation = None
     fn_node.returns = None
+    # PEP 695 (`def f[T](x: T)`): the type parameters only feed annotations,
+    # which are taken from the original. A body that reads `T` gets it as a
+    # free variable, from the original's closure like any other.
+    if getattr(fn_node, "type_params", None):
+        fn_node.type_params = []
 
 
 def compile_function(fn_node, filename, freevars, alias):

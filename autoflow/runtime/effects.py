@@ -21,12 +21,20 @@ _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
 _AT_METHODS = {"+": "add", "*": "multiply", "/": "divide", "**": "power"}
 
 
+def is_traced_index(index):
+    return isinstance(index, Tracer) and is_traced(index)
+
+
 def setitem(x, index, value, op=None):
     """``x[index] = value`` (or ``x[index] op= value``), returning the new ``x``.
 
     Plain Python::
 
-        def setitem(x, index, value, op=None):
+        def is_traced_index(index):
+    return isinstance(index, Tracer) and is_traced(index)
+
+
+def setitem(x, index, value, op=None):
             x[index] = value if op is None else x[index] <op> value
             return x
 
@@ -45,6 +53,17 @@ def setitem(x, index, value, op=None):
         if method is not None:
             return getattr(ref, method)(value)
         return ref.set(_BINOPS[op](x[index], value))
+    if isinstance(x, dict) and is_traced_index(index):
+        raise ConversionError(message(
+            user_site(2), "this line sets a dict item whose key is traced; a dict key must "
+            "be a concrete Python value",
+            "Make the key static (a loop over a static range runs as Python when it must), "
+            "or keep the values in an array indexed by the traced value."))
+    if isinstance(x, list) and is_traced_index(index):
+        from .vocabulary import setitem_list
+        if in_staged_block():
+            mutates(x)
+        return setitem_list(x, index, value, op, _BINOPS)
     if in_staged_block() and isinstance(x, (list, dict)):
         # Changed in place, as Python does; the innermost enclosing staged
         # statement is told (and then restores it for each branch and carries
@@ -89,6 +108,10 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001
     argument it is ``jax.debug.print``: printed when the compiled function
     runs (each call), not once at trace time.
     """
+    from .vocabulary import Deferred, print_deferred
+    if builtins.any(isinstance(a, Deferred) for a in args):  # `print(f"{loss:.4f}")`
+        print_deferred(args, sep, end, file, flush)
+        return
     leaves = jax.tree_util.tree_leaves(args)
     if not builtins.any(isinstance(x, Tracer) and is_traced(x) for x in leaves):
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)

@@ -19,6 +19,7 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, staging
 from .raising import StagedRaise
+from ._jax_compat import is_symbolic_dim
 from .state import (MoreState, Shared, contents, entry_values, kept, names_of, reachable,
                     recording)
 from .teach import reissuing
@@ -472,9 +473,13 @@ class TracedRange:
 
 
 def range(*args):  # noqa: A001 - mirrors the builtin
-    """``range`` that also accepts traced bounds (for staged ``for`` loops)."""
+    """``range`` that also accepts traced bounds (for staged ``for`` loops),
+    and symbolic ones (``range(x.shape[0])`` under ``jax.export`` with a
+    symbolic dimension: a loop with a symbolic trip count)."""
     if not any(isinstance(a, Tracer) and is_traced(a) for a in args):
-        return builtins.range(*args)
+        if not any(is_symbolic_dim(a) for a in args):
+            return builtins.range(*args)
+        args = tuple(jnp.asarray(a) if is_symbolic_dim(a) else a for a in args)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     elif len(args) == 2:
@@ -639,7 +644,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         return _python_for(iterable, body, test, state, n, names, shared)
 
     site = _site
-    step = (lambda k, s: _unpack(_pack(body(seq.item(k), *_pack(s, n)), n)))
+    step = (lambda k, s: _unpack(_pack(body(seq.item(k), *_pack(s, n)), n)))  # noqa: E731
     cond_fn = None if test is None else (lambda s: test(*_pack(s, n)))
 
     if not isinstance(seq.length, int):  # traced trip count

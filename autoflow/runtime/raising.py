@@ -41,6 +41,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
+from ._jax_compat import DEBUGGING_LOGGER
 from .values import as_pred, in_staged_block
 
 _local = threading.local()
@@ -121,7 +122,7 @@ class _QuietChecks(logging.Filter):
         return not (exc is not None and exc is getattr(_last, "exc", None))
 
 
-logging.getLogger("jax._src.debugging").addFilter(_QuietChecks())
+logging.getLogger(DEBUGGING_LOGGER).addFilter(_QuietChecks())
 
 
 def last_user_exception():

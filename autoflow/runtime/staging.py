@@ -21,14 +21,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax._src import core as _core
+from ._jax_compat import current_trace_kind
 
 from ..core.origin import message
 from ..errors import ConversionError
 from . import loopdebug, raising
 from .teach import value_advice
 from .raising import Signal, StagedRaise
-from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
+from .values import (Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like, is_extended,
+                     promote,
                      same_static, staged_block, structure, unflatten)
 
 
@@ -153,7 +154,7 @@ def cond(pred, true_fn, false_fn, operands, names, site):
             with staged_block(), raising.on_path(pred if key == "t" else _negate(pred)):
                 try:
                     out = fn(*operands)
-                except StagedRaise as r:
+                except StagedRaise:
                     raise _BranchRaised(key) from None
             if fills:
                 out = _join([_zeros(fills[k]) if k in fills and isinstance(p, Undefined) else p
@@ -205,6 +206,8 @@ def cond(pred, true_fn, false_fn, operands, names, site):
             if av[0] != bv[0]:
                 raise _branch_error(site(), labels[i], returning, a, b)
             if av[1] != bv[1]:
+                if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
+                    raise _branch_error(site(), labels[i], returning, a, b)
                 changes[j] = promote(av, bv)[0]
             j += 1
         if changes and not targets:
@@ -408,6 +411,9 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             if shape != avals[j][0]:
                 raise _loop_error(site(), kind, labels[i],
                                   jax.ShapeDtypeStruct(avals[j][0], avals[j][1]), x)
+            if dtype != avals[j][1] and (is_extended(dtype) or is_extended(avals[j][1])):
+                raise _loop_error(site(), kind, labels[i],
+                                  jax.ShapeDtypeStruct(avals[j][0], avals[j][1]), x)
             target, _ = promote(avals[j], (shape, dtype, weak))
             if target != avals[j][1]:
                 changes[j] = target
@@ -452,7 +458,7 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
 
 def _reverse_mode():
     """Is ``jax.grad``/``jax.vjp`` linearizing the code being traced now?"""
-    return type(_core.trace_ctx.trace).__name__ == "LinearizeTrace"
+    return current_trace_kind() == "LinearizeTrace"
 
 
 def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
@@ -555,7 +561,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     leaves[i] = _cast(jnp.asarray(leaves[i]), dtype)
                 state = unflatten(tree, leaves)
             continue
-        if uses_while and _reverse_mode() and any(isinstance(x, jax.core.Tracer) and
+        if uses_while and _reverse_mode() and any(isinstance(x, Tracer) and
                                    type(x).__name__ == "LinearizeTracer" for x in dyn):
             raise ConversionError(message(
                 site(), f"this traced `{kind}` loop has a data-dependent trip count, and "

@@ -14,12 +14,12 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from jax._src import core as _core
+from . import _jax_compat
 
 from ..core.origin import message, user_site
 from ..errors import AutoflowError, ConversionError
 
-Tracer = jax.core.Tracer
+Tracer = _jax_compat.Tracer
 _ARRAY_SCALARS = (bool, int, float, complex)
 _PLAIN = frozenset((bool, int, float, str, type(None), list, tuple, dict))
 
@@ -73,14 +73,14 @@ def is_traced(x) -> bool:
     if not isinstance(x, Tracer):
         return False
     try:
-        return not _core.is_concrete(x)
+        return not _jax_compat.is_concrete(x)
     except Exception:  # pragma: no cover - defensive across JAX versions
         return True
 
 
 def staging() -> bool:
     """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
-    return not _core.trace_ctx.is_top_level()
+    return _jax_compat.tracing()
 
 
 class _Local(threading.local):
@@ -173,8 +173,19 @@ def describe(x) -> str:
         return f"a Python {type(x).__name__}"
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         shape = ",".join(str(d) for d in np.shape(x))
-        return f"{np.dtype(x.dtype).name}[{shape}]"
+        dtype = x.dtype if is_extended(x.dtype) else np.dtype(x.dtype).name
+        return f"{dtype}[{shape}]"
     return f"a {type(x).__name__}"
+
+
+def is_extended(dtype) -> bool:
+    """Is ``dtype`` one of JAX's extended dtypes (typed PRNG keys ``key<fry>``...),
+    which NumPy cannot interpret?"""
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
+
+
+def _np_dtype(dtype):
+    return dtype if is_extended(dtype) else np.dtype(dtype)
 
 
 def aval_of(x):
@@ -182,12 +193,12 @@ def aval_of(x):
     if isinstance(x, _ARRAY_SCALARS):
         return (), jnp.result_type(x), True
     weak = bool(getattr(getattr(x, "aval", None), "weak_type", getattr(x, "weak_type", False)))
-    return tuple(np.shape(x)), np.dtype(x.dtype), weak
+    return tuple(np.shape(x)), _np_dtype(x.dtype), weak
 
 
 def weak_rep(dtype, weak):
     """What ``jnp.result_type`` should see for a (dtype, weak) pair."""
-    if not weak:
+    if not weak or is_extended(dtype):
         return dtype
     kind = np.dtype(dtype).kind
     return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}.get(kind, dtype)
@@ -196,6 +207,10 @@ def weak_rep(dtype, weak):
 def promote(a, b):
     """Common (dtype, weak) of two avals, as NumPy/JAX promotion would give."""
     (_, da, wa), (_, db, wb) = a, b
+    if is_extended(da) or is_extended(db):  # keys: no promotion (the same dtype or an error)
+        if da != db:
+            raise TypeError(f"{da} and {db} have no common dtype")
+        return da, False
     dtype = np.dtype(jnp.result_type(weak_rep(da, wa), weak_rep(db, wb)))
     return dtype, wa and wb
 

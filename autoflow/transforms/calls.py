@@ -11,6 +11,9 @@
 * A function handed to a JAX transformation or ``lax`` loop,
   ``jax.vmap(step)``, ``lax.scan(body, ...)``, is wrapped as
   ``af.converted(step)``, so its own control flow is converted too.
+* ``max``/``min``/``sum``/``any``/``all``/``int``/``float``/``bool`` become
+  ``af.max(...)``...: the builtin on concrete arguments, ``jnp`` on traced
+  ones (see ``runtime.vocabulary``).
 * ``print(...)`` becomes ``af.print(...)``: an ordinary print for concrete
   arguments, ``jax.debug.print`` (printed on every run) for traced ones.
 * ``assert test, msg`` becomes ``af.assert_(test, msg)``: an ordinary assert
@@ -54,6 +57,39 @@ _VALUE_METHODS = frozenset("""
     sum swapaxes swapcase symmetric_difference symmetric_difference_update take title
     to_bytes to_device tobytes tofile tolist trace translate transpose union update upper
     values var view zfill""".split())
+
+
+# Builtins that take traced values through autoflow's versions (runtime.vocabulary):
+# Python's own for concrete arguments, `jnp` for traced ones.
+STAGED_BUILTINS = frozenset({"max", "min", "sum", "any", "all", "int", "float", "bool"})
+
+
+_CONVERSIONS = {-1: "", 115: "!s", 114: "!r", 97: "!a"}
+
+
+def _template(joined, values):
+    """``f"a{x:.3f}"`` -> ``"a{0:.3f}"`` (its expressions appended to ``values``,
+    numbered explicitly so nested format specs keep f-string order)."""
+    out = []
+    for v in joined.values:
+        if isinstance(v, gast.Constant) and isinstance(v.value, str):
+            out.append(v.value.replace("{", "{{").replace("}", "}}"))
+        elif isinstance(v, gast.FormattedValue):
+            conv = _CONVERSIONS.get(v.conversion)
+            if conv is None:
+                return None
+            index = len(values)
+            values.append(v.value)
+            spec = ""
+            if v.format_spec is not None:
+                inner = _template(v.format_spec, values)
+                if inner is None:
+                    return None
+                spec = ":" + inner
+            out.append("{%d%s%s}" % (index, conv, spec))
+        else:
+            return None
+    return "".join(out)
 
 
 class Calls(Transformer):
@@ -201,8 +237,11 @@ class Calls(Transformer):
         if isinstance(func, gast.Name):
             if func.id == "print" and self.ctx.builtin_available("print"):
                 node.func = self._runtime_attr("print", func)
+                node.args = [self._formatted(a) for a in node.args]
                 return node
             if hasattr(builtins, func.id) and self.ctx.builtin_available(func.id):
+                if func.id in STAGED_BUILTINS:
+                    node.func = self._runtime_attr(func.id, func)
                 return node
             if func.id == self.ctx.af:
                 return node
@@ -216,6 +255,31 @@ class Calls(Transformer):
         node.args = [func] + node.args
         node.func = self._runtime_attr("call", func)
         return node
+
+    def _formatted(self, arg):
+        """A ``print`` argument ``f"..."`` or ``"...".format(...)`` -> ``af.fstring(TEMPLATE,
+        *values)``: the same string for concrete values, formatted when the
+        compiled code runs for traced ones (format specs honoured)."""
+        if isinstance(arg, gast.JoinedStr):
+            values = []
+            template = _template(arg, values)
+            if template is None or not values:
+                return arg
+        elif (isinstance(arg, gast.Call) and isinstance(arg.func, gast.Attribute)
+              and arg.func.attr == "format" and isinstance(arg.func.value, gast.Constant)
+              and isinstance(arg.func.value.value, str)
+              and not any(isinstance(a, gast.Starred) for a in arg.args)
+              and all(k.arg is not None for k in arg.keywords)):
+            call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af, TEMPLATE=arg.func.value)
+            call.args += arg.args
+            call.keywords = arg.keywords
+            return stamp(call, arg)
+        else:
+            return arg
+        call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af,
+                            TEMPLATE=gast.Constant(value=template, kind=None))
+        call.args += values
+        return stamp(call, arg)
 
     def visit_Assert(self, node):
         self.generic_visit(node)

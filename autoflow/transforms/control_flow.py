@@ -31,7 +31,6 @@ from ..analysis.activity import (bound_names, chain_text, declared_nonlocal, nes
                                  walrus_targets)
 from ..analysis.liveness import always_returns, defined_block, live_block
 from ..core.nodes import clone, walk
-from ..core.templates import name as name_node
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
 from .util import _SCOPES, contains, contains_return, is_generator, stamp
 

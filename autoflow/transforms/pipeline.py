@@ -2,10 +2,17 @@
 
 Order matters, and each step relies on the ones before it:
 
-0. ``index_assign`` and ``calls``: ``x[i] = v`` becomes ``x = af.setitem(x,
+0. ``matching``: a ``match`` whose patterns are values, alternatives and
+   a final capture becomes the equivalent ``if``/``elif`` chain (so every
+   later step treats it as the ``if`` it is); any other ``match`` stays
+   Python, its subject checked to be concrete.
+   ``index_assign`` and ``calls``: ``x[i] = v`` becomes ``x = af.setitem(x,
    i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
    become ``af.call(f, ...)``, ``print``/``assert`` become operators. They
    only rewrite simple statements and expressions, so they go first.
+   ``tables``: ``table[i]`` with ``i`` a loop's variable ->
+   ``af.getitem(table, i)`` (a Python table indexed by a traced ``i`` is
+   stacked, so the loop can stay rolled).
    ``writes``: ``af.mutates(obj, 'a')`` before a write to state that outlives
    the call (an attribute of a parameter or a global, a container changed in
    place), so that a caller's staged statement can carry it.
@@ -49,8 +56,10 @@ from .control_flow import ControlFlow
 from .early_exits import EarlyExits
 from .index_assign import IndexAssign
 from .logical import Logical
+from .matching import Matching
 from .raises import Raises
 from .returns import Returns
+from .tables import Tables
 from .util import is_generator
 from .writes import Writes
 
@@ -58,6 +67,14 @@ from .writes import Writes
 def _functions(tree):
     """The functions whose statements are lowered (generators run as Python)."""
     return [n for n in walk(tree) if isinstance(n, gast.FunctionDef) and not is_generator(n)]
+
+
+def _matching(tree, ctx):
+    Matching(ctx).run(tree)
+
+
+def _tables(tree, ctx):
+    Tables(ctx).run(tree)
 
 
 def _index_assign(tree, ctx):
@@ -104,8 +121,10 @@ def _control_flow(tree, ctx):
 
 
 PASSES = [
+    ("matching", _matching),
     ("index_assign", _index_assign),
     ("calls", _calls),
+    ("tables", _tables),
     ("writes", _writes),
     ("early_exits", _lower_exits),
     ("raises", _raises),

@@ -116,11 +116,11 @@ def main():
         k, (a, lo, hi) = itr
         (root, iters), first, median = af.call(bench, bisect_jit, jnp.float32(a), jnp.float32(lo), jnp.float32(hi))
         root_ref, iters_ref = af.call(bisect_reference, a, lo, hi)
-        af.print(f'a={a}: autoflow root={float(root):.7f} ({int(iters)} iters)  reference root={root_ref:.7f} ({iters_ref} iters)')
+        af.print(af.fstring('a={0}: autoflow root={1:.7f} ({2} iters)  reference root={3:.7f} ({4} iters)', a, af.float(root), af.int(iters), root_ref, iters_ref))
         note = af.if_exp(k == 0, lambda: 'trace + compile', lambda: 'already compiled')
-        af.print(f'    first call {first * 1000.0:.1f} ms ({note}), median later call {median * 1000000.0:.1f} us')
-        np.testing.assert_allclose(float(root), root_ref, atol=2e-06)
-        af.assert_(abs(int(iters) - iters_ref) <= 1, None)
+        af.print(af.fstring('    first call {0:.1f} ms ({1}), median later call {2:.1f} us', first * 1000.0, note, median * 1000000.0))
+        np.testing.assert_allclose(af.float(root), root_ref, atol=2e-06)
+        af.assert_(abs(af.int(iters) - iters_ref) <= 1, None)
     af.for_stmt(af.enumerate([(1.0, 0.0, 2.0), (0.5, 0.0, 3.0), (3.0, -1.0, 1.0)]), loop_body, (), ())
     af.print('OK')
 

@@ -87,7 +87,7 @@ def greedy_decode_reference(params, start_token, max_len=20):
 
     def loop_body(step, h, tok, tokens, broke):
         h = np.tanh(params['emb'][tok] + h @ params['U'])
-        tok = int(np.argmax(h @ params['W']))
+        tok = af.int(np.argmax(h @ params['W']))
         tokens = af.append(tokens, tok)
         broke = tok == END_TOKEN
         return (h, tok, tokens, broke)
@@ -120,14 +120,14 @@ def main():
     def loop_body(itr):
         k, start = itr
         (tokens, length), first, median = af.call(bench, greedy_decode_jit, jparams, jnp.int32(start), max_len=20)
-        out = np.asarray(tokens)[:int(length)]
+        out = np.asarray(tokens)[:af.int(length)]
         ref = af.call(greedy_decode_reference, params, start, max_len=20)
-        af.print(f'start={start}: autoflow  {out.tolist()} ({int(length)} tokens)')
-        af.print(f'         reference {ref.tolist()} ({len(ref)} tokens)')
+        af.print(af.fstring('start={0}: autoflow  {1} ({2} tokens)', start, out.tolist(), af.int(length)))
+        af.print(af.fstring('         reference {0} ({1} tokens)', ref.tolist(), len(ref)))
         note = af.if_exp(k == 0, lambda: 'trace + compile', lambda: 'already compiled')
-        af.print(f'    first call {first * 1000.0:.1f} ms ({note}), median later call {median * 1000000.0:.1f} us')
+        af.print(af.fstring('    first call {0:.1f} ms ({1}), median later call {2:.1f} us', first * 1000.0, note, median * 1000000.0))
         np.testing.assert_array_equal(out, ref)
-        np.testing.assert_array_equal(np.asarray(tokens)[int(length):], END_TOKEN)
+        np.testing.assert_array_equal(np.asarray(tokens)[af.int(length):], END_TOKEN)
     af.for_stmt(af.enumerate([2, 4, 5]), loop_body, (), ())
     af.print('OK')
 

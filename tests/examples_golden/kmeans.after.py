@@ -119,12 +119,12 @@ def main():
     points, init = af.call(make_data)
     (centroids, assign, iters), first, median = af.call(bench, kmeans_jit, jnp.asarray(points), jnp.asarray(init))
     c_ref, a_ref, iters_ref = af.call(kmeans_reference, points, init)
-    af.print(f'autoflow ({int(iters)} iterations):\n{np.asarray(centroids)}')
-    af.print(f'reference ({iters_ref} iterations):\n{c_ref}')
-    af.print(f'first call {first * 1000.0:.1f} ms, median later call {median * 1000000.0:.1f} us')
+    af.print(af.fstring('autoflow ({0} iterations):\n{1}', af.int(iters), np.asarray(centroids)))
+    af.print(af.fstring('reference ({0} iterations):\n{1}', iters_ref, c_ref))
+    af.print(af.fstring('first call {0:.1f} ms, median later call {1:.1f} us', first * 1000.0, median * 1000000.0))
     np.testing.assert_allclose(np.asarray(centroids), c_ref, rtol=0.0001, atol=1e-05)
     np.testing.assert_allclose(np.asarray(assign), a_ref)
-    np.testing.assert_allclose(int(iters), iters_ref)
+    np.testing.assert_allclose(af.int(iters), iters_ref)
     af.print('OK')
 
 

@@ -110,13 +110,13 @@ def main():
     chars = ' .:-=+*#%@'
 
     def loop_body(row):
-        af.print(''.join((chars[min(int(k) * len(chars) // MAX_ITER, len(chars) - 1)] for k in row)))
+        af.print(''.join((chars[af.min(af.int(k) * len(chars) // MAX_ITER, len(chars) - 1)] for k in row)))
     af.for_stmt(counts[::2], loop_body, (), ())
-    af.print(f'autoflow: total escape iterations {counts.sum()}, points in set {(counts == MAX_ITER).sum()}')
-    af.print(f'reference: total escape iterations {ref.sum()}, points in set {(ref == MAX_ITER).sum()}')
-    af.print(f'first call {first * 1000.0:.1f} ms, median later call {median * 1000.0:.2f} ms')
+    af.print(af.fstring('autoflow: total escape iterations {0}, points in set {1}', counts.sum(), (counts == MAX_ITER).sum()))
+    af.print(af.fstring('reference: total escape iterations {0}, points in set {1}', ref.sum(), (ref == MAX_ITER).sum()))
+    af.print(af.fstring('first call {0:.1f} ms, median later call {1:.2f} ms', first * 1000.0, median * 1000.0))
     mismatched = (counts != ref).mean()
-    af.print(f'pixels that differ from the reference: {mismatched:.2%}')
+    af.print(af.fstring('pixels that differ from the reference: {0:.2%}', mismatched))
     af.assert_(mismatched < 0.01, None)
     np.testing.assert_allclose(counts.mean(), ref.mean(), rtol=0.01)
     af.print('OK')

@@ -54,7 +54,7 @@ newton_jit = autoflow.jit(newton)
 
 
 def newton_reference(a, x0, tol=1e-06, max_iter=50):
-    x = float(x0)
+    x = af.float(x0)
     delta = (x ** 3 - 2 * x - a) / (3 * x ** 2 - 2)
     i = 0
 
@@ -91,11 +91,11 @@ def main():
         k, (a, x0) = itr
         (x, iters), first, median = af.call(bench, newton_jit, jnp.float32(a), jnp.float32(x0))
         x_ref, iters_ref = af.call(newton_reference, a, x0)
-        af.print(f'a={a:5.1f} x0={x0:4.1f}: autoflow x={float(x):.7f} ({int(iters)} iters)  reference x={x_ref:.7f} ({iters_ref} iters)')
+        af.print(af.fstring('a={0:5.1f} x0={1:4.1f}: autoflow x={2:.7f} ({3} iters)  reference x={4:.7f} ({5} iters)', a, x0, af.float(x), af.int(iters), x_ref, iters_ref))
         note = af.if_exp(k == 0, lambda: 'trace + compile', lambda: 'already compiled')
-        af.print(f'    first call {first * 1000.0:.1f} ms ({note}), median later call {median * 1000000.0:.1f} us')
-        np.testing.assert_allclose(float(x), x_ref, rtol=1e-05)
-        af.assert_(abs(float(af.call(f, x, a))) < 0.0001, None)
+        af.print(af.fstring('    first call {0:.1f} ms ({1}), median later call {2:.1f} us', first * 1000.0, note, median * 1000000.0))
+        np.testing.assert_allclose(af.float(x), x_ref, rtol=1e-05)
+        af.assert_(abs(af.float(af.call(f, x, a))) < 0.0001, None)
     af.for_stmt(af.enumerate([(5.0, 2.0), (10.0, 1.0), (-3.0, -2.0)]), loop_body, (), ())
     af.print('OK')
 

@@ -50,12 +50,12 @@ def dopri_step(t, y, h, mu):
 
     def loop_body(itr, ks):
         c, a = itr
-        y_stage = y + h * sum((a_j * k_j for a_j, k_j in zip(a, ks)))
+        y_stage = y + h * af.sum((a_j * k_j for a_j, k_j in zip(a, ks)))
         ks = af.append(ks, af.call(van_der_pol, t + c * h, y_stage, mu))
         return ks
     ks = af.for_stmt(af.zip(C[1:], A[1:]), loop_body, (ks,), ('ks',))
-    y5 = y + h * sum((b * k for b, k in zip(B5, ks)))
-    y4 = y + h * sum((b * k for b, k in zip(B4, ks)))
+    y5 = y + h * af.sum((b * k for b, k in zip(B5, ks)))
+    y4 = y + h * af.sum((b * k for b, k in zip(B4, ks)))
     return (y5, y5 - y4)
 
 
@@ -105,16 +105,16 @@ def integrate_reference(y0, t_end, mu, rtol=1e-05, atol=1e-06):
         return t < t_end
 
     def loop_body(h, t, y, n_accepted, n_rejected):
-        h = min(h, t_end - t)
+        h = af.min(h, t_end - t)
         ks = [af.call(rhs, t, y)]
 
         def loop_body(itr, ks):
             c, a = itr
-            ks = af.append(ks, af.call(rhs, t + c * h, y + h * sum((a_j * k_j for a_j, k_j in zip(a, ks)))))
+            ks = af.append(ks, af.call(rhs, t + c * h, y + h * af.sum((a_j * k_j for a_j, k_j in zip(a, ks)))))
             return ks
         ks = af.for_stmt(af.zip(C[1:], A[1:]), loop_body, (ks,), ('ks',))
-        y5 = y + h * sum((b * k for b, k in zip(B5, ks)))
-        y4 = y + h * sum((b * k for b, k in zip(B4, ks)))
+        y5 = y + h * af.sum((b * k for b, k in zip(B5, ks)))
+        y4 = y + h * af.sum((b * k for b, k in zip(B4, ks)))
         scale = atol + rtol * np.maximum(np.abs(y), np.abs(y5))
         err = np.sqrt(np.mean(((y5 - y4) / scale) ** 2))
 
@@ -155,12 +155,12 @@ def main():
         y0 = jnp.array([2.0, 0.0])
         (y, n_acc, n_rej), first, median = af.call(bench, integrate_jit, y0, jnp.float32(10.0), jnp.float32(mu))
         y_ref, n_acc_ref, n_rej_ref = af.call(integrate_reference, [2.0, 0.0], 10.0, mu)
-        af.print(f'mu={mu}: autoflow y(10)={np.asarray(y)} ({int(n_acc)} accepted, {int(n_rej)} rejected steps)')
-        af.print(f'        reference y(10)={y_ref} ({n_acc_ref} accepted, {n_rej_ref} rejected steps)')
+        af.print(af.fstring('mu={0}: autoflow y(10)={1} ({2} accepted, {3} rejected steps)', mu, np.asarray(y), af.int(n_acc), af.int(n_rej)))
+        af.print(af.fstring('        reference y(10)={0} ({1} accepted, {2} rejected steps)', y_ref, n_acc_ref, n_rej_ref))
         note = af.if_exp(k == 0, lambda: 'trace + compile', lambda: 'already compiled')
-        af.print(f'    first call {first * 1000.0:.1f} ms ({note}), median later call {median * 1000.0:.2f} ms')
+        af.print(af.fstring('    first call {0:.1f} ms ({1}), median later call {2:.2f} ms', first * 1000.0, note, median * 1000.0))
         np.testing.assert_allclose(np.asarray(y), y_ref, rtol=0.001, atol=0.001)
-        af.assert_(abs(int(n_acc) - n_acc_ref) <= max(3, n_acc_ref // 20), None)
+        af.assert_(abs(af.int(n_acc) - n_acc_ref) <= af.max(3, n_acc_ref // 20), None)
     af.for_stmt(af.enumerate([1.0, 3.0]), loop_body, (), ())
     af.print('OK')
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import pytest
 
 import autoflow
-from autoflow import ConversionError
 
-from .oracle import F, I, check, check_cases, check_error, no_internals, run_traced, Raised
+from .oracle import F, I, check, check_cases, check_error, run_traced, Raised
 
 
 def _user_error(result, exc_type, text):

@@ -1,0 +1,82 @@
+"""Every use autoflow makes of JAX's private modules (``jax._src``), in one place.
+
+JAX does not promise these across releases; each entry says what it needs
+and since when it has been there. autoflow supports ``jax>=0.4.38`` (the
+oldest release its test suite passes on; ``.ci/run`` checks it). Before
+0.4.36 JAX had no ``trace_ctx``: the trace stack was a different object and
+``is_top_level``/``trace_ctx.trace`` below cannot be written for it.
+
+=========================== =============================================== ========
+what                        private access                                  JAX
+=========================== =============================================== ========
+``is_concrete``             ``jax._src.core.is_concrete``                   >=0.4.36
+``tracing``                 ``jax._src.core.trace_ctx.is_top_level()``      >=0.4.36
+``current_trace_kind``      ``type(jax._src.core.trace_ctx.trace).__name__`` >=0.4.36
+                            (``LinearizeTrace`` under ``jax.grad``: 0.4.36+)
+``hide_frames_of``          ``jax._src.traceback_util.register_exclusion``  >=0.4.1
+                            ``jax._src.source_info_util.register_exclusion``>=0.4.1
+``DEBUGGING_LOGGER``        the logger name ``jax._src.debugging``          >=0.4.1
+``is_runtime_error``        the class name of a failed callback's error     any
+                            (``XlaRuntimeError`` in 0.4.x)
+=========================== =============================================== ========
+
+``Tracer`` is public (``jax.core.Tracer``) but listed here too, so that the
+one place to look is this module.
+"""
+
+from __future__ import annotations
+
+import jax
+from jax._src import core as _core
+from jax._src import source_info_util as _source_info_util
+from jax._src import traceback_util as _traceback_util
+
+MIN_JAX = (0, 4, 38)
+
+Tracer = jax.core.Tracer
+
+# The logger JAX reports exceptions raised in debug callbacks to.
+DEBUGGING_LOGGER = "jax._src.debugging"
+
+
+def is_concrete(x) -> bool:
+    """Is the tracer ``x``'s value known (``jax.grad`` without ``jit``)?"""
+    return _core.is_concrete(x)
+
+
+def tracing() -> bool:
+    """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
+    return not _core.trace_ctx.is_top_level()
+
+
+def current_trace_kind() -> str:
+    """The class name of the innermost trace (``LinearizeTrace`` under ``jax.grad``)."""
+    return type(_core.trace_ctx.trace).__name__
+
+
+def hide_frames_of(path: str) -> None:
+    """Leave frames of files under ``path`` out of the tracebacks JAX filters,
+    and out of the source locations JAX gives operations (so a staged
+    ``while``/``case`` points at the user's line in ``as_text(debug_info=True)``)."""
+    _traceback_util.register_exclusion(path)
+    _source_info_util.register_exclusion(path)
+
+
+def is_symbolic_dim(x) -> bool:
+    """Is ``x`` a symbolic dimension (``jax.export`` shape polymorphism)?
+    Public: ``jax.export.is_symbolic_dim`` (JAX 0.4.30+)."""
+    try:
+        from jax.export import is_symbolic_dim as _is
+    except ImportError:  # pragma: no cover - older JAX
+        return False
+    return not isinstance(x, int) and _is(x)
+
+
+def is_runtime_error(e) -> bool:
+    """Is ``e`` the error JAX raises when a callback raised while the compiled
+    code ran? ``JaxRuntimeError`` now, ``XlaRuntimeError`` in JAX 0.4.x."""
+    return type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
+
+
+def version() -> tuple:
+    return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())

@@ -1,0 +1,146 @@
+"""Python tables indexed by a loop's index.
+
+``coeffs[i]`` where ``i`` is a loop variable (a ``for`` target, or a name a
+loop body assigns, like a ``while`` counter) or a parameter becomes ``af.getitem(coeffs,
+i)``: the plain ``coeffs[i]`` unless ``coeffs`` is a Python list or tuple or
+a NumPy array and ``i`` is traced, when it indexes the table stacked into one
+``jnp`` array. A staged loop over ``i`` then stays a rolled loop instead of
+running as Python (it used to need a concrete ``i`` for ``list[i]``).
+
+Only reads whose index mentions such a name, of a table that can be a
+Python table, are rewritten: a global or closure name (``BETA``, a module
+constant), a local only ever bound to a list/tuple display or comprehension
+or a ``list(...)``/``tuple(...)``/``np.``... call, or an attribute of a global
+(``consts.BETA``). Parameters and other locals (arrays, most often) and
+slices stay as written, so the converted code keeps reading ``xs[i]``.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from ..core.nodes import Transformer, walk
+from ..core.templates import replace_expr
+from .util import stamp
+
+_LOOPS = (gast.For, gast.While)
+
+
+def _stored(target):
+    return [n.id for n in walk(target) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
+
+
+def loop_names(fn):
+    """Names bound as a ``for`` target or assigned in a loop body of ``fn``."""
+    names = set()
+    for loop in walk(fn):
+        if not isinstance(loop, _LOOPS):
+            continue
+        if isinstance(loop, gast.For):
+            names.update(_stored(loop.target))
+        for s in loop.body:
+            for n in walk(s):
+                if isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
+                    for t in (n.targets if isinstance(n, gast.Assign) else [n.target]):
+                        names.update(_stored(t))
+                elif isinstance(n, gast.NamedExpr):
+                    names.update(_stored(n.target))
+                elif isinstance(n, gast.For):
+                    names.update(_stored(n.target))
+    return names
+
+
+def _table_value(v, np_names):
+    if isinstance(v, (gast.List, gast.Tuple, gast.ListComp)):
+        return True
+    if isinstance(v, gast.Call):
+        f = v.func
+        if isinstance(f, gast.Name) and f.id in ("list", "tuple"):
+            return True
+        root = f
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        return isinstance(root, gast.Name) and root.id in np_names
+    return False
+
+
+def _updates_itself(n, af):
+    """``xs = af.setitem(xs, ...)`` / ``xs = af.append(xs, v)`` (from ``index_assign``)."""
+    v = n.value
+    return (isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute)
+            and isinstance(v.func.value, gast.Name) and v.func.value.id == af
+            and v.func.attr in ("setitem", "append") and v.args
+            and isinstance(v.args[0], gast.Name) and v.args[0].id == n.targets[0].id)
+
+
+def table_names(tree, np_names, af="af"):
+    """(names only ever bound to a table display or call, names bound in ``tree``)."""
+    table_targets = set()
+    for n in walk(tree):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                and isinstance(n.targets[0], gast.Name) and (
+                    _table_value(n.value, np_names) or _updates_itself(n, af)):
+            table_targets.add(id(n.targets[0]))
+    bound, other = set(), set()
+    for n in walk(tree):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            a = n.args
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+                if arg is not None:
+                    other.add(arg.id)
+            if not isinstance(n, gast.Lambda):
+                other.add(n.name)
+        elif isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            bound.add(n.id)
+            if id(n) not in table_targets:
+                other.add(n.id)
+    return bound - other, bound | other
+
+
+def params(tree):
+    """Parameters of the functions in ``tree`` (traced when the caller traces)."""
+    out = set()
+    for n in walk(tree):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            a = n.args
+            out.update(arg.id for arg in a.posonlyargs + a.args + a.kwonlyargs)
+    return out
+
+
+class Tables(Transformer):
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.names = frozenset()
+
+    def run(self, fn):
+        self.names = frozenset(loop_names(fn) | params(fn))
+        if self.names:
+            np_names = {n for n in self.ctx.library_names if n in ("np", "numpy", "onp")} | {"np"}
+            self.tables, self.bound = table_names(fn, np_names, self.ctx.af)
+            self.visit(fn)
+        return fn
+
+    def _may_be_table(self, v):
+        if isinstance(v, gast.Name):
+            return v.id in self.tables or v.id not in self.bound
+        root = v
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        return isinstance(root, gast.Name) and root.id not in self.bound \
+            and root.id not in ("self", "cls") and root.id not in self.ctx.library_names
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.ctx, gast.Load) or not isinstance(node.value, (gast.Name, gast.Attribute)):
+            return node
+        index = node.slice
+        if any(isinstance(n, gast.Slice) for n in walk(index)):
+            return node
+        if isinstance(node.value, gast.Name) and node.value.id == self.ctx.af \
+                or not self._may_be_table(node.value):
+            return node
+        if not any(isinstance(n, gast.Name) and n.id in self.names for n in walk(index)):
+            return node
+        call = replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=node.value,
+                            INDEX=index)
+        return stamp(call, node)
