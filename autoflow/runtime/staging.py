@@ -432,7 +432,7 @@ def _check_finished(limit, site, running):
 
         raise raising.fail(LoopLimitError(message(
             site, f"this loop did not finish within max_loop_iterations={limit}",
-            f"Raise the bound (`max_loop_iterations=`), or check that the loop ends; "
+            "Raise the bound (`max_loop_iterations=`), or check that the loop ends; "
             "`AUTOFLOW_DEBUG_LOOPS=1` reports its iterations while it runs.")), site)
 
 

@@ -24,7 +24,6 @@ is already on its way out.
 from __future__ import annotations
 
 import ast
-import linecache
 import re
 import types
 

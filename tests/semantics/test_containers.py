@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from .oracle import F, check, check_cases, check_error
+from .oracle import F, I, check, check_cases, check_error
 
 CASES = [(F(2.0),), (F(-3.0),)]
 
