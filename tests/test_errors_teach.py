@@ -97,14 +97,14 @@ def test_item_in_a_loop_body():
     check_message(exc, teach.item_in_body, names=["x", ".item()"], mentions=["Remove"])
 
 
-def test_float_in_a_loop_body():
-    exc = reissued(teach.float_in_body, 4.0, catch=jax.errors.ConcretizationTypeError)
-    check_message(exc, teach.float_in_body, names=["x", "float()"],
-                  mentions=["astype(float)"])
+def test_float_in_a_loop_body_is_a_cast():
+    # `float(x)` of a traced scalar is a cast in converted code (the vocabulary
+    # work): no error to teach, the eager answer.
+    assert float(autoflow.jit(teach.float_in_body)(4.0)) == teach.float_in_body(4.0)
 
 
 def test_the_jax_error_stays_available_and_python_runs_unchanged():
-    exc = reissued(teach.float_in_body, 4.0)
+    exc = reissued(teach.item_in_body, X3 + 2.0)
     assert type(exc.jax_error) is jax.errors.ConcretizationTypeError
     assert isinstance(exc, autoflow.errors.TracingError)
     assert exc.__cause__ is None and exc.__suppress_context__
