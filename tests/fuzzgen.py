@@ -6,7 +6,7 @@ float, ``xs`` a float array of shape (3,)) with nested ``if``/``elif``/``else``,
 bounded ``while`` loops, ``for`` loops over static ranges, traced ranges and
 arrays, ``break``/``continue``/``return`` (in branches and loops), loop
 ``else``, ``and``/``or``/``not``, chained comparisons and ternaries. Unless
-``avoid`` has ``"state"`` (the CI profile's default, see ``tests/test_fuzz.py``),
+``avoid`` has ``"state"`` (``AUTOFLOW_FUZZ_STATE=0`` in ``tests/test_fuzz.py``),
 about two programs in three also share state across those statements
 (``FEATURES``):
 closures reading the variables the loops rebind (defined at the top or in loop
