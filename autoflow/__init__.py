@@ -7,7 +7,7 @@ them as Python when values are concrete.
 """
 
 from .api import convert, do_not_convert, jit, to_source
-from .errors import AutoflowError, ConversionError, ConversionWarning
+from .errors import AutoflowError, ConversionError, ConversionWarning, PerformanceWarning
 from .explain import explain
 from .hooks import install_import_hook
 
@@ -27,5 +27,5 @@ def roll(iterable, unroll=1):  # noqa: A002
 
 
 __all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "convert", "do_not_convert",
-           "explain", "install_import_hook", "jit", "roll", "to_source", "unroll"]
+           "explain", "install_import_hook", "jit", "roll", "to_source", "unroll", "PerformanceWarning"]
 __version__ = "0.1.0"

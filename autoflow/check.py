@@ -294,7 +294,8 @@ class _Reader:
         if kind == "if" and call.args and self._is_generated_if(call.args[0]):
             return
         if kind == "ternary":
-            self._add(key, status=CONVERTS, becomes="lax.cond")
+            self._add(key, status=CONVERTS, becomes="lax.cond",
+                      note="or a select when both sides are cheap: decided when traced")
         elif kind == "if":
             self._read_if(key, call, stmt, block, k)
         elif kind == "while":
@@ -341,7 +342,7 @@ class _Reader:
             return
         if returning or names is None:
             self._add(key, status=CONVERTS, becomes="lax.cond", carries=operands,
-                      note="returns the function's result")
+                      note="returns the function's result; " + self._if_choice(block, k, call))
             return
         # Outputs unbound before the `if` (`x = af.Undefined('x')` right before
         # the branch functions) must be assigned by both branches.
@@ -369,7 +370,19 @@ class _Reader:
         if problems:
             self._add(key, status=FAILS, becomes="lax.cond", carries=names, reason="; ".join(problems))
         else:
-            self._add(key, status=CONVERTS, becomes="lax.cond", carries=names)
+            self._add(key, status=CONVERTS, becomes="lax.cond", carries=names,
+                      note=self._if_choice(block, k, call))
+
+    def _if_choice(self, block, k, call):
+        """How the cost rule (runtime/lowering.py) will likely lower this traced ``if``."""
+        for fn_name in call.args[1:3]:
+            fn = self._def_before(block, k, fn_name)
+            for n in walk(fn) if fn is not None else ():
+                if isinstance(n, (gast.For, gast.While)) or isinstance(n, gast.Call) and any(
+                        _is_call_to(n, self.alias, op) for op in ("while_stmt", "for_stmt")):
+                    return "its branches contain a loop, so it stays a cond that skips that work"
+        return ("a select instead when both branches are cheap and loop-free: decided when "
+                "traced (`autoflow explain` shows which)")
 
     def _fallback_reason(self, s, kind, in_try):
         if kind == "match":

@@ -17,3 +17,9 @@ class ConversionError(AutoflowError):
 
 class ConversionWarning(UserWarning):
     """autoflow ran a function (or part of one) as plain Python instead."""
+
+
+class PerformanceWarning(ConversionWarning):
+    """Converted code is correct but slower than it could be: a loop with traced
+    carries was unrolled into one copy of its body per iteration under ``jit``.
+    Shown once per loop; ``autoflow.unroll(iterable)`` says it is intended."""

@@ -25,7 +25,7 @@ from jax._src import core as _core
 
 from ..core.origin import message
 from ..errors import ConversionError
-from . import raising
+from . import lowering, raising
 from .raising import Signal, StagedRaise
 from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
                      same_static, staged_block, structure, unflatten)
@@ -209,8 +209,10 @@ def cond(pred, true_fn, false_fn, operands, names, site):
     for _ in range(4):
         records.clear()
         try:
-            dyn = lax.cond(as_pred(pred), make("t", true_fn), make("f", false_fn))
+            # lax.cond, or a select when the branches are cheap (see lowering.py)
+            dyn = lowering.cond(as_pred(pred), make("t", true_fn), make("f", false_fn))
         except _BranchRaised as b:
+            lowering._set_choice(None)
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
         except _Restart as r:
             if isinstance(r.changes, tuple):
