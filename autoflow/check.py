@@ -295,7 +295,7 @@ class _Reader:
             return
         if kind == "ternary":
             self._add(key, status=CONVERTS, becomes="lax.cond",
-                      note="or a select when both sides are cheap: decided when traced")
+                      note="or a select when cheap: decided when traced")
         elif kind == "if":
             self._read_if(key, call, stmt, block, k)
         elif kind == "while":
@@ -380,9 +380,8 @@ class _Reader:
             for n in walk(fn) if fn is not None else ():
                 if isinstance(n, (gast.For, gast.While)) or isinstance(n, gast.Call) and any(
                         _is_call_to(n, self.alias, op) for op in ("while_stmt", "for_stmt")):
-                    return "its branches contain a loop, so it stays a cond that skips that work"
-        return ("a select instead when both branches are cheap and loop-free: decided when "
-                "traced (`autoflow explain` shows which)")
+                    return "its branches contain a loop: stays a cond"
+        return "or a select when cheap: decided when traced"
 
     def _fallback_reason(self, s, kind, in_try):
         if kind == "match":

@@ -48,7 +48,7 @@ from jax._src.tree_util import FlatTree
 
 # Elementwise operations (counted as output elements) below which a select of
 # both branches beats a ``lax.cond``; measured with benchmarks/select_cost.py.
-SELECT_BUDGET = 2048
+SELECT_BUDGET = 4096
 
 _LOOPS = frozenset({"while", "scan", "fori_loop"})
 HEAVY = frozenset({
