@@ -306,3 +306,27 @@ def test_autoflow_unroll_silences_the_warning():
         got = autoflow.jit(table_loop_unrolled)(2.0)
     assert not [w for w in caught if issubclass(w.category, autoflow.PerformanceWarning)]
     assert_same(got, table_loop_unrolled(2.0))
+
+
+def sqrt_or_zero(x):
+    if x > 0:
+        y = jnp.sqrt(x)
+        k = 1
+    else:
+        y = 0.0 * x
+        k = 2
+    return y * k
+
+
+@pytest.mark.parametrize("x", [0.0, 4.0, -1.0])
+def test_select_is_differentiated_like_a_cond(x):
+    # A plain select would give 0 * inf = nan at 0: the branch not taken must
+    # never reach the gradient, as with Python or lax.cond.
+    conv = autoflow.convert(sqrt_or_zero)
+    assert "cond" not in _prims(jax.make_jaxpr(conv)(1.0))
+    expected = jax.grad(sqrt_or_zero)(x)
+    assert_same(jax.jit(jax.grad(conv))(x), expected)
+    assert_same(jax.jacfwd(conv)(x), expected)
+    xs = jnp.array([0.0, 4.0, -1.0])
+    assert_same(jax.vmap(jax.grad(conv))(xs),
+                jnp.stack([jax.grad(sqrt_or_zero)(v) for v in (0.0, 4.0, -1.0)]))

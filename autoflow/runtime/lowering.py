@@ -38,6 +38,7 @@ import math
 import threading
 
 import numpy as np
+import jax
 from jax import lax
 from jax import numpy as jnp
 from jax._src import api_util
@@ -162,6 +163,54 @@ def _select(pred, a, b):
     return lax.select(pred, a, b)
 
 
+def _selected(t, f):
+    """``g(pred, *consts)``: the select of both branches, differentiated as a cond.
+
+    Values come from a select; derivatives from a ``lax.cond`` of the branches'
+    derivatives, so the branch not taken never reaches a gradient (a select
+    would give ``0 * inf = nan`` for ``sqrt(x) if x > 0 else 0.`` at 0, where
+    Python and ``lax.cond`` give 0)."""
+    nt = len(t.consts)
+
+    def values(pred, *consts):
+        ta = _core.eval_jaxpr(t.jaxpr, consts[:nt])
+        fa = _core.eval_jaxpr(f.jaxpr, consts[nt:])
+        return [_select(pred, a, b) for a, b in zip(ta, fa)]
+
+    def derivatives(primals, tangents):
+        pred, *consts = primals
+        _, *dconsts = tangents
+
+        def branch(closed, lo, hi):
+            def run():
+                outs, douts = jax.jvp(lambda *c: _core.eval_jaxpr(closed.jaxpr, c),
+                                      tuple(consts[lo:hi]), tuple(dconsts[lo:hi]))
+                return [jnp.asarray(o) for o in outs], [_as_float(d, o)
+                                                        for o, d in zip(outs, douts)]
+            return run
+
+        outs, douts = lax.cond(pred, branch(t, 0, nt), branch(f, nt, len(consts)))
+        return values(pred, *consts), [_from_float(d, o) for d, o in zip(douts, outs)]
+
+    fn = jax.custom_jvp(values)
+    fn.defjvp(derivatives)
+    return fn
+
+
+def _as_float(d, o):
+    if getattr(d, "dtype", None) == jax.dtypes.float0 or not jnp.issubdtype(
+            jnp.asarray(o).dtype, jnp.inexact):
+        return jnp.zeros(np.shape(o), jnp.float32)
+    return jnp.asarray(d)
+
+
+def _from_float(d, o):
+    """Integer and boolean outputs have float0 tangents (carried as float32 zeros in the cond)."""
+    if jnp.issubdtype(o.dtype, jnp.inexact):
+        return d
+    return np.zeros(o.shape, jax.dtypes.float0)
+
+
 def cond(pred, true_fn, false_fn):
     """``lax.cond(pred, true_fn, false_fn)`` for thunks returning lists of arrays,
     or a select of both when that is cheaper (see the module docstring)."""
@@ -170,5 +219,5 @@ def cond(pred, true_fn, false_fn):
     choice, why = decide(t, f, _batched(pred))
     _set_choice(choice)
     if choice == "select":
-        return [_select(pred, a, b) for a, b in zip(_run(t), _run(f))]
+        return _selected(t, f)(pred, *t.consts, *f.consts)
     return lax.cond(pred, lambda: _run(t), lambda: _run(f))
