@@ -41,6 +41,7 @@ import numpy as np
 import jax
 from jax import lax
 from jax import numpy as jnp
+from jax import custom_batching
 from jax._src import api_util
 from jax._src import core as _core
 from jax._src.interpreters import batching
@@ -163,19 +164,54 @@ def _select(pred, a, b):
     return lax.select(pred, a, b)
 
 
-def _selected(t, f):
-    """``g(pred, *consts)``: the select of both branches, differentiated as a cond.
+def _selected(t, f, kind="select"):
+    """``g(pred, *consts)``: the select of both branches (``kind='select'``) or
+    their ``lax.cond`` (``kind='cond'``), differentiated as a cond.
 
-    Values come from a select; derivatives from a ``lax.cond`` of the branches'
-    derivatives, so the branch not taken never reaches a gradient (a select
-    would give ``0 * inf = nan`` for ``sqrt(x) if x > 0 else 0.`` at 0, where
-    Python and ``lax.cond`` give 0)."""
+    Values come from the select (or cond); derivatives from a ``lax.cond`` of
+    the branches' derivatives, so the branch not taken never reaches a
+    gradient (a select would give ``0 * inf = nan`` for ``sqrt(x) if x > 0
+    else 0.`` at 0, where Python and ``lax.cond`` give 0).
+
+    The cond form batches with ``_batch_cond``: JAX's own rule for a cond
+    with a batched predicate broadcasts every operand to the batch, including
+    the values the branches only read; inside a loop body this ``if`` is
+    traced before ``vmap`` sees it, so it cannot choose a select then."""
     nt = len(t.consts)
 
-    def values(pred, *consts):
+    def select_values(pred, *consts):
         ta = _core.eval_jaxpr(t.jaxpr, consts[:nt])
         fa = _core.eval_jaxpr(f.jaxpr, consts[nt:])
         return [_select(pred, a, b) for a, b in zip(ta, fa)]
+
+    if kind == "select":
+        values = select_values
+    else:
+        def cond_values(pred, *consts):
+            return lax.cond(pred, lambda: _core.eval_jaxpr(t.jaxpr, consts[:nt]),
+                            lambda: _core.eval_jaxpr(f.jaxpr, consts[nt:]))
+
+        values = custom_batching.custom_vmap(cond_values)
+
+        @values.def_vmap
+        def _batch_cond(axis_size, in_batched, pred, *consts):
+            pred_b, *consts_b = in_batched
+
+            def batched(closed, lo, hi):
+                axes = [0 if b else None for b in consts_b[lo:hi]]
+                fn = lambda *c: _core.eval_jaxpr(closed.jaxpr, c)  # noqa: E731
+                if not any(b is not None for b in axes):
+                    return lambda: [jnp.broadcast_to(o, (axis_size,) + jnp.shape(o))
+                                    for o in fn(*consts[lo:hi])]
+                return lambda: jax.vmap(fn, in_axes=axes, axis_size=axis_size)(
+                    *consts[lo:hi])
+
+            bt, bf = batched(t, 0, nt), batched(f, nt, len(consts))
+            if pred_b:  # both branches run; what they only read stays unbatched
+                outs = [_select(_bcast_pred(pred, a), a, b) for a, b in zip(bt(), bf())]
+            else:
+                outs = lax.cond(pred, bt, bf)
+            return outs, [True] * len(outs)
 
     def derivatives(primals, tangents):
         pred, *consts = primals
@@ -195,6 +231,11 @@ def _selected(t, f):
     fn = jax.custom_jvp(values)
     fn.defjvp(derivatives)
     return fn
+
+
+def _bcast_pred(pred, like):
+    """A batched predicate ``(B,)`` shaped to select between ``(B, ...)`` values."""
+    return lax.broadcast_in_dim(pred, jnp.shape(like), (0,))
 
 
 def _as_float(d, o):
@@ -220,4 +261,6 @@ def cond(pred, true_fn, false_fn):
     _set_choice(choice)
     if choice == "select":
         return _selected(t, f)(pred, *t.consts, *f.consts)
-    return lax.cond(pred, lambda: _run(t), lambda: _run(f))
+    if why == "a branch has effects":
+        return lax.cond(pred, lambda: _run(t), lambda: _run(f))
+    return _selected(t, f, "cond")(pred, *t.consts, *f.consts)
