@@ -344,14 +344,14 @@ def matvec_loop(x, a):
 def test_kept_cond_in_a_loop_batches_without_broadcasting():
     # Inside a loop body the `if` is traced before vmap sees it; its cond must
     # still batch without copying the matrix per lane, and differentiate.
-    a = jnp.eye(50) * 0.5
-    xs = jnp.stack([jnp.linspace(-1, 1, 50), -jnp.linspace(-1, 1, 50) - 1,
-                    jnp.linspace(0, 1, 50)])
+    a = jnp.eye(80) * 0.5
+    xs = jnp.stack([jnp.linspace(-1, 1, 80), -jnp.linspace(-1, 1, 80) - 1,
+                    jnp.linspace(0, 1, 80)])
     conv = autoflow.convert(matvec_loop)
     assert "cond" in _prims(jax.make_jaxpr(conv)(xs[0], a))
     batched = jax.vmap(conv, in_axes=(0, None))
     assert not [v for v in _avals(jax.make_jaxpr(batched)(xs, a))
-                if getattr(v, "shape", None) == (3, 50, 50)]
+                if getattr(v, "shape", None) == (3, 80, 80)]
     assert_same(jax.jit(batched)(xs, a), jnp.stack([matvec_loop(x, a) for x in xs]))
     assert_same(jax.vmap(jax.grad(conv), in_axes=(0, None))(xs, a),
                 jnp.stack([jax.grad(matvec_loop)(x, a) for x in xs]))
