@@ -408,7 +408,7 @@ def test_explain_follows_helpers_and_fallbacks(tmp_path):
     assert lowerings == (
         "  m.py:8:5: while -> lax.while_loop\n"
         "  m.py:11:9: if -> python\n"
-        "  m.py:2:5: if -> select (lax.select) (in helper)\n")
+        "  m.py:2:5: if -> lax.cond (in helper)\n")
 
 
 def test_explain_reports_conversion_errors(tmp_path):
@@ -430,7 +430,7 @@ def test_explain_api():
     result = explain(collatz.collatz_steps, jax.ShapeDtypeStruct((), jnp.int32))
     assert isinstance(result, Explanation)
     assert [(low.line, low.kind, low.lowered) for low in result.lowerings] == [
-        (30, "while", ("lax.while_loop",)), (31, "if", ("select (lax.select)",))]
+        (30, "while", ("lax.while_loop",)), (31, "if", ("lax.cond",))]
     assert result.signature == "collatz_steps(i32[])"
     assert "while[" in str(result.jaxpr) and str(result).startswith("collatz_steps(i32[])\n")
     # The same function under autoflow.jit, and a concrete argument: Python all the way.

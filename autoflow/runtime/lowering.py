@@ -10,10 +10,11 @@ both are traced we know exactly what each one computes (its jaxpr), and pick
 the cheaper lowering:
 
 * **select** (``lax.select`` on the branch outputs, both branches computed
-  inline) when both branches are pure, loop-free and cheap: a ``lax.cond``
-  costs a conditional (a host round trip on CPU, a kernel boundary on GPU)
-  that is larger than a few thousand elementwise operations, and it blocks
-  fusion of the branches with the code around them;
+  inline) when both branches are pure, loop-free and cheap and compute arrays:
+  a ``lax.cond`` costs a conditional that is larger than a few thousand
+  elementwise operations, and it blocks fusion of the branches with the code
+  around them. Branches that compute only scalars keep the cond: XLA makes
+  one kernel per selected scalar, which costs more than the conditional;
 * **lax.cond** when a branch skips real work: a loop, a call to a heavy
   operation (``solve``, a decomposition, an FFT, a large ``dot``), or more
   elementwise work than ``SELECT_BUDGET``; and always when a branch has an
@@ -146,6 +147,11 @@ def decide(t, f, batched):
         return "lax.cond", "a branch has effects"
     if batched:
         return "select", "batched predicate"
+    if all(_size(a) == 1 for a in t.out_avals):
+        # Only scalars: XLA makes one kernel per selected output, and a cond of
+        # scalar branches is cheaper than that (benchmarks/run.py: bisection,
+        # first_above_return).
+        return "lax.cond", "the branches compute scalars only"
     work = cost(t.jaxpr) + cost(f.jaxpr)
     if work == math.inf:
         return "lax.cond", "a branch contains a loop or a heavy operation"
