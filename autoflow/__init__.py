@@ -8,7 +8,7 @@ them as Python when values are concrete.
 
 from .api import convert, do_not_convert, jit, to_source
 from .errors import (AutoflowError, ConversionError, ConversionWarning, LoopLimitError,
-                     TracingError)
+                     PerformanceWarning, TracingError)
 from .explain import explain
 from .hooks import install_import_hook
 
@@ -27,7 +27,7 @@ def roll(iterable, unroll=1):  # noqa: A002
     return _roll(iterable, unroll)
 
 
-__all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "LoopLimitError", "TracingError",
-           "convert", "do_not_convert",
-           "explain", "install_import_hook", "jit", "roll", "to_source", "unroll"]
+__all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "LoopLimitError",
+           "PerformanceWarning", "TracingError", "convert", "do_not_convert", "explain",
+           "install_import_hook", "jit", "roll", "to_source", "unroll"]
 __version__ = "0.1.0"

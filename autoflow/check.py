@@ -301,7 +301,8 @@ class _Reader:
                 and isinstance(self.user[key], gast.If):
             return
         if kind == "ternary":
-            self._add(key, status=CONVERTS, becomes="lax.cond")
+            self._add(key, status=CONVERTS, becomes="lax.cond",
+                      note="or a select when cheap: decided when traced")
         elif kind == "if":
             self._read_if(key, call, stmt, block, k)
         elif kind == "while":
@@ -348,7 +349,7 @@ class _Reader:
             return
         if returning or names is None:
             self._add(key, status=CONVERTS, becomes="lax.cond", carries=operands,
-                      note="returns the function's result")
+                      note="returns the function's result; " + self._if_choice(block, k, call))
             return
         # Outputs unbound before the `if` (`x = af.Undefined('x')` right before
         # the branch functions) must be assigned by both branches.
@@ -376,7 +377,18 @@ class _Reader:
         if problems:
             self._add(key, status=FAILS, becomes="lax.cond", carries=names, reason="; ".join(problems))
         else:
-            self._add(key, status=CONVERTS, becomes="lax.cond", carries=names)
+            self._add(key, status=CONVERTS, becomes="lax.cond", carries=names,
+                      note=self._if_choice(block, k, call))
+
+    def _if_choice(self, block, k, call):
+        """How the cost rule (runtime/lowering.py) will likely lower this traced ``if``."""
+        for fn_name in call.args[1:3]:
+            fn = self._def_before(block, k, fn_name)
+            for n in walk(fn) if fn is not None else ():
+                if isinstance(n, (gast.For, gast.While)) or isinstance(n, gast.Call) and any(
+                        _is_call_to(n, self.alias, op) for op in ("while_stmt", "for_stmt")):
+                    return "its branches contain a loop: stays a cond"
+        return "or a select when cheap: decided when traced"
 
     def _fallback_reason(self, s, kind, in_try):
         if kind == "match":

@@ -38,3 +38,9 @@ class TracingError(AutoflowError):
 
     def __str__(self):
         return self.args[0] if self.args else ""
+
+
+class PerformanceWarning(ConversionWarning):
+    """Converted code is correct but slower than it could be: a loop with traced
+    carries was unrolled into one copy of its body per iteration under ``jit``.
+    Shown once per loop; ``autoflow.unroll(iterable)`` says it is intended."""

@@ -380,7 +380,7 @@ def test_explain_hlo_and_python_lowerings(tmp_path):
     assert proc.returncode == 0, proc.err
     assert proc.out.startswith("f(f32[2,2], 3, bool[])\n")
     lowerings, rest = _lowering_lines(proc.out)
-    assert lowerings == "  m.py:2:5: if -> lax.cond\n  m.py:5:5: while -> python\n"
+    assert lowerings == "  m.py:2:5: if -> select (lax.select)\n  m.py:5:5: while -> python\n"
     assert "stablehlo:" in rest and "module @jit_f" in rest
 
 

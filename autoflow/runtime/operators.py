@@ -17,7 +17,7 @@ from jax import lax
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from . import events, staging
+from . import events, lowering, staging
 from .raising import StagedRaise
 from ._jax_compat import is_symbolic_dim
 from .state import (MoreState, Shared, contents, entry_values, kept, names_of, reachable,
@@ -176,8 +176,15 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
     if c is not None:
         events.note("if", "python")
         return true_fn(*operands) if c else false_fn(*operands)
-    events.note("if", "lax.cond")
-    return _cond(cond, true_fn, false_fn, operands, names, state)
+    try:
+        return _cond(cond, true_fn, false_fn, operands, names, state)
+    finally:  # what the cost rule chose (runtime/lowering.py)
+        events.note("if", _lowered_as())
+
+
+def _lowered_as():
+    return {"select": "select (lax.select)", None: "lax.cond"}.get(lowering.last_choice(),
+                                                                   "lax.cond")
 
 
 @reissuing
@@ -225,8 +232,10 @@ def if_exp(cond, true_thunk, false_thunk):
     if c is not None:
         events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
-    events.note("ternary", "lax.cond")
-    return staging.cond(cond, true_thunk, false_thunk, (), None, _site)
+    try:
+        return staging.cond(cond, true_thunk, false_thunk, (), None, _site)
+    finally:
+        events.note("ternary", _lowered_as())
 
 
 def _logical(kind, a, thunks):
@@ -425,6 +434,7 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None):
     """
     n = len(names)
     shared, state = state, _loop_state(init)
+    previous = None  # the state before the last iteration run as Python
     while True:
         c = truth(test(*state), _site, what="loop condition")
         if c is None:
@@ -432,11 +442,21 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None):
         if not c:
             events.note("while", "python")
             return _unpack(state)
+        previous = state
         state = _pack(body(*state), n)
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
-    return _stage_loop("while", _unpack(state), names, shared,
-                       step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
-                       cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations)
+    kwargs = dict(step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
+                  cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations)
+    if previous is not None and under_trace() \
+            and _rerunnable(previous, shared):
+        # The last Python iteration made the carries traced: stage the loop from
+        # the state before it, so the compiled program holds the body once (see
+        # for_stmt). If that fails, stage from the state after it as before.
+        try:
+            return _stage_loop("while", _unpack(previous), names, shared, **kwargs)
+        except _NEEDS_CONCRETE as e:
+            log.debug("autoflow: loop at %s staged from its peeled state (%s)", _site(), e)
+    return _stage_loop("while", _unpack(state), names, shared, **kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -600,6 +620,20 @@ def _python_for(items, body, test, state, n, names, shared=None):
     return _unpack(state)
 
 
+def _immutable(value):
+    """Nothing a Python iteration could change in place (arrays, numbers, None, tuples)."""
+    if isinstance(value, tuple):
+        return builtins.all(_immutable(v) for v in value)
+    return value is None or isinstance(value, (Undefined, str)) or (
+        staging.is_array_like(value) and not isinstance(value, np.ndarray))
+
+
+def _rerunnable(state, shared):
+    """May a staged loop start again from ``state``, discarding iterations run as
+    Python from it? Only when they cannot have changed anything in place."""
+    return not shared and _immutable(state)
+
+
 def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, state=None):
     """Python's ``for`` over explicit carries.
 
@@ -658,6 +692,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
 
     # A concrete trip count under a trace: roll the loop once a carry is traced.
     start = 0
+    before_peel = state
     if mode != "roll" and not _has_traced(state) and seq.length > 0:
         # Peel the first iteration as Python: loops doing Python bookkeeping
         # (counters, shapes, lists) stay Python; the rest roll from here.
@@ -677,6 +712,19 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     if start >= seq.length:
         events.note("for", "python")
         return _unpack(state)
+    if start == 1 and _rerunnable(before_peel, shared):
+        # One copy of the body: the peeled iteration only told us that the loop
+        # must be staged; stage all of it from the state before the peel (the
+        # peeled values are unused, and jit drops them), so the compiled program
+        # holds the body once. If that fails, stage from the peeled state as before.
+        try:
+            out = _stage_loop("for", _unpack(before_peel), names, shared, step=step,
+                              cond_fn=cond_fn, start=0, length=seq.length, unroll=unroll,
+                              max_iterations=max_iterations)
+            events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
+            return out
+        except _NEEDS_CONCRETE as e:
+            log.debug("autoflow: loop at %s staged from its peeled state (%s)", site(), e)
     try:
         out = _stage_loop("for", _unpack(state), names, shared, step=step, cond_fn=cond_fn,
                           start=start, length=seq.length - start, unroll=unroll,
@@ -688,10 +736,45 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
             raise
         log.debug("autoflow: loop at %s runs as Python (%s: %s)", site(), type(e).__name__, e)
         events.note("for", f"python (unrolled: {type(e).__name__})")
+        _warn_unrolled(site(), seq.length, e)
     rest = iter(seq.python)
     for _ in builtins.range(start):
         next(rest)
     return _python_for(rest, body, test, state, n, names, shared)
+
+
+def _unroll_reason(e):
+    if isinstance(e, ConversionError):
+        text = str(e).splitlines()[0]
+        return text.split(": ", 1)[-1] if ": " in text else text
+    return ("its body needs the loop index as a Python number (it indexes a Python list or "
+            "a NumPy table, or builds a shape or a slice from it)")
+
+
+_WARNED_UNROLLED = set()  # loops already warned about (file, line, column)
+
+
+def _warn_unrolled(site, trip_count, e):
+    """A loop with traced carries runs as Python: say so, once per loop (PerformanceWarning)."""
+    import warnings
+
+    from ..errors import PerformanceWarning
+
+    where = f"{site}: " if site is not None else ""
+    text = (f"{where}this `for` loop has traced carries but runs as Python, unrolled into "
+            f"{trip_count} copies of its body under jit, because {_unroll_reason(e)}. "
+            "Write `for ... in autoflow.unroll(...)` if unrolling is intended (this silences "
+            "the warning), or change the body so the index can stay traced.")
+    key = None if site is None else (site.filename, site.lineno, site.col)
+    if key in _WARNED_UNROLLED:
+        return
+    if key is not None:
+        _WARNED_UNROLLED.add(key)
+    if site is None:
+        warnings.warn(text, PerformanceWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(text, PerformanceWarning, site.filename, site.lineno,
+                               module=site.filename)
 
 
 def unroll(iterable):

@@ -25,7 +25,7 @@ from ._jax_compat import current_trace_kind
 
 from ..core.origin import message
 from ..errors import ConversionError
-from . import loopdebug, raising
+from . import loopdebug, lowering, raising
 from .teach import value_advice
 from .raising import Signal, StagedRaise
 from .values import (Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like, is_extended,
@@ -216,8 +216,10 @@ def cond(pred, true_fn, false_fn, operands, names, site):
     for _ in range(4):
         records.clear()
         try:
-            dyn = lax.cond(as_pred(pred), make("t", true_fn), make("f", false_fn))
+            # lax.cond, or a select when the branches are cheap (see lowering.py)
+            dyn = lowering.cond(as_pred(pred), make("t", true_fn), make("f", false_fn))
         except _BranchRaised as b:
+            lowering._set_choice(None)
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
         except _Restart as r:
             if isinstance(r.changes, tuple):
