@@ -22,7 +22,7 @@ from .raising import StagedRaise
 from ._jax_compat import is_symbolic_dim
 from .state import (MoreState, Shared, contents, entry_values, kept, names_of, reachable,
                     recording)
-from .teach import reissuing
+from .teach import reissuing, traced_shape_error
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
 
@@ -31,7 +31,8 @@ log = logging.getLogger("autoflow")
 # Errors that mean "this body needs a concrete loop index" (it indexes a
 # Python list, builds a shape or a slice from the index...).
 _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
-                   jax.errors.TracerArrayConversionError, IndexError, ConversionError)
+                   jax.errors.TracerArrayConversionError, IndexError, ConversionError,
+                   traced_shape_error())
 
 
 def _site():

@@ -61,6 +61,13 @@ def _class_for(jax_type):
     return cls
 
 
+def traced_shape_error():
+    """The class of a re-issued "shapes must be concrete" error (``TracingError``
+    and ``TypeError``): a static loop whose body builds a shape from its index
+    runs as Python instead."""
+    return _class_for(TypeError)
+
+
 def _is_shape_error(exc):
     return isinstance(exc, TypeError) and "Shapes must be 1D sequences of concrete values" \
         in str(exc)
