@@ -18,6 +18,11 @@ what                        private access                                  JAX
 ``DEBUGGING_LOGGER``        the logger name ``jax._src.debugging``          >=0.4.1
 ``is_runtime_error``        the class name of a failed callback's error     any
                             (``XlaRuntimeError`` in 0.4.x)
+``lowering_internals``      ``api_util.debug_info``, ``core.eval_jaxpr``,   newer
+                            ``partial_eval.trace_to_jaxpr``,                than
+                            ``batching.BatchTracer``, ``tree_util.FlatTree`` 0.4.38
+                            (the select-or-cond choice: without them every
+                            traced ``if`` is a ``lax.cond``)
 =========================== =============================================== ========
 
 ``Tracer`` is public (``jax.core.Tracer``) but listed here too, so that the
@@ -80,3 +85,18 @@ def is_runtime_error(e) -> bool:
 
 def version() -> tuple:
     return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
+
+
+def lowering_internals():
+    """``(api_util, core, batching, partial_eval, FlatTree)`` for
+    ``runtime.lowering``, or None on a JAX without them (an ``if`` is then
+    always a ``lax.cond``)."""
+    try:
+        from jax._src import api_util
+        from jax._src import core
+        from jax._src.interpreters import batching
+        from jax._src.interpreters import partial_eval
+        from jax._src.tree_util import FlatTree
+    except ImportError:
+        return None
+    return api_util, core, batching, partial_eval, FlatTree

@@ -43,11 +43,12 @@ import jax
 from jax import lax
 from jax import numpy as jnp
 from jax import custom_batching
-from jax._src import api_util
-from jax._src import core as _core
-from jax._src.interpreters import batching
-from jax._src.interpreters import partial_eval as pe
-from jax._src.tree_util import FlatTree
+
+from ._jax_compat import lowering_internals
+
+_INTERNALS = lowering_internals()
+if _INTERNALS is not None:
+    api_util, _core, batching, pe, FlatTree = _INTERNALS
 
 # Elementwise operations (counted as output elements) below which a select of
 # both branches beats a ``lax.cond``; measured with benchmarks/select_cost.py.
@@ -232,7 +233,9 @@ def _selected(t, f, kind="select"):
             return run
 
         outs, douts = lax.cond(pred, branch(t, 0, nt), branch(f, nt, len(consts)))
-        return values(pred, *consts), [_from_float(d, o) for d, o in zip(douts, outs)]
+        # The primal outputs come from this cond too: a `custom_vmap` primal is not
+        # known to JAX's linearization (a custom_jvp rule using this `if` under grad).
+        return outs, [_from_float(d, o) for d, o in zip(douts, outs)]
 
     fn = jax.custom_jvp(values)
     fn.defjvp(derivatives)
@@ -261,12 +264,25 @@ def _from_float(d, o):
 def cond(pred, true_fn, false_fn):
     """``lax.cond(pred, true_fn, false_fn)`` for thunks returning lists of arrays,
     or a select of both when that is cheaper (see the module docstring)."""
+    if _INTERNALS is None:  # an older JAX (see _jax_compat): always the cond
+        _set_choice("lax.cond")
+        return lax.cond(pred, true_fn, false_fn)
     t = _trace(true_fn)
     f = _trace(false_fn)
     choice, why = decide(t, f, _batched(pred))
     _set_choice(choice)
     if choice == "select":
         return _selected(t, f)(pred, *t.consts, *f.consts)
-    if why == "a branch has effects":
+    if why == "a branch has effects" or not _batchable():
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
     return _selected(t, f, "cond")(pred, *t.consts, *f.consts)
+
+
+def _batchable():
+    """Use the kept cond's own batching rule (``custom_vmap``) only inside a staged
+    branch or loop body, where the ``if`` is traced before ``vmap`` can see a
+    batched predicate: elsewhere a plain ``lax.cond`` (JAX's linearization does
+    not see through ``custom_vmap``: ``jit(grad(...))`` of a custom_jvp rule that
+    branches failed)."""
+    from .values import in_staged_block
+    return in_staged_block()
