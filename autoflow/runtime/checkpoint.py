@@ -1,0 +1,271 @@
+"""A ``lax.while_loop`` that ``jax.grad`` can differentiate, with no bound on its trip count.
+
+Plain Python meaning (what ``while_loop`` computes)::
+
+    def while_loop(cond, body, carry):
+        while cond(carry):
+            carry = body(carry)
+        return carry
+
+Staged, it is one JAX primitive (a ``jax.experimental.hijax.VJPHiPrimitive``)
+whose rules differ by transformation, chosen by JAX when it transforms it, so it
+does not matter where ``jit`` or ``vmap`` sit around it:
+
+* evaluated, lowered or ``jit``-compiled: exactly ``lax.while_loop`` (no cost
+  when nobody differentiates);
+* forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``): the plain
+  ``lax.while_loop`` JVP;
+* reverse mode (``jax.grad``, ``jax.vjp``): the forward pass runs the loop and
+  keeps at most ``checkpoints // 2`` copies of the carry, thinned as it goes
+  (online: the trip count is not known in advance; when the slots are full,
+  every other one is dropped and the spacing doubles), and the backward pass
+  reverses the steps from the last to the first, recomputing states from the
+  nearest checkpoint by bisection into the free slots. Memory grows with
+  ``checkpoints``, not with the trip count; the steps are recomputed about
+  ``log2(N / checkpoints)`` times each.
+* ``vmap``: a loop over the batch that runs while any element runs (the
+  finished ones keep their values), itself one of these primitives.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax._src import core as _core
+from jax._src import ad_util as _ad_util
+from jax._src.interpreters import partial_eval as _pe
+from jax.experimental.hijax import VJPHiPrimitive
+
+DEFAULT_CHECKPOINTS = 64
+
+
+def _trace(fn, consts_hint, avals):
+    """``fn(*carry)`` as a jaxpr taking ``(*consts, *carry)``, and the consts."""
+    closed = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+    jaxpr = _pe.convert_constvars_jaxpr(closed.jaxpr)
+    return jaxpr, tuple(closed.consts)
+
+
+def _run(jaxpr, consts, carry):
+    return _core.eval_jaxpr(jaxpr, (), *consts, *carry)
+
+
+def _inexact(aval):
+    return jnp.issubdtype(aval.dtype, jnp.inexact)
+
+
+def _zeros_like_aval(aval):
+    return jnp.zeros(aval.shape, aval.dtype)
+
+
+def _instantiate(tangents, avals):
+    return tuple(jnp.zeros(a.shape, a.to_tangent_aval().dtype) if isinstance(t, _ad_util.Zero)
+                 else t for t, a in zip(tangents, avals))
+
+
+class _WhileLoop(VJPHiPrimitive):
+    """``while cond(carry): carry = body(carry)`` over flat tuples of arrays."""
+
+    def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects):
+        self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals
+        self.out_aval = in_avals[2]
+        self.params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                           checkpoints=checkpoints)
+        self.effects = effects
+        super().__init__()
+
+    # -- meaning --------------------------------------------------------------
+
+    def _cond(self, cc, x):
+        return _run(self.cond_jaxpr, cc, x)[0]
+
+    def _body(self, bc, x):
+        return tuple(_run(self.body_jaxpr, bc, x))
+
+    def expand(self, cc, bc, carry):
+        return tuple(lax.while_loop(lambda x: self._cond(cc, x),
+                                    lambda x: self._body(bc, x), tuple(carry)))
+
+    # -- forward mode -----------------------------------------------------------
+
+    def jvp(self, primals, tangents):
+        tangents = tuple(_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
+        return jax.jvp(self.expand, primals, tangents)
+
+    def lin(self, nzs_in, *primals):
+        return self.expand(*primals), primals
+
+    def linearized(self, residuals, *tangents):
+        tangents = tuple(_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
+        return jax.jvp(self.expand, residuals, tangents)[1]
+
+    # -- reverse mode -----------------------------------------------------------
+
+    def vjp_fwd(self, nzs_in, cc, bc, carry):
+        out, saved = _forward(self._cond, self._body, cc, bc, tuple(carry), self.checkpoints)
+        return out, (cc, bc, saved)
+
+    def vjp_bwd_retval(self, res, out_ct):
+        cc, bc, saved = res
+        carry_avals = self.in_avals[2]
+        out_ct = _instantiate(out_ct, carry_avals)
+        ct_bc, ct_carry = _backward(self._body, bc, saved, out_ct, self.in_avals[1],
+                                    carry_avals, self.checkpoints)
+        zero = lambda a: _ad_util.Zero(a.to_ct_aval())
+        return (tuple(zero(a) for a in self.in_avals[0]), ct_bc, ct_carry)
+
+    # -- vmap -------------------------------------------------------------------
+
+    def batch(self, axis_data, args, dims):
+        size = axis_data.size
+        cc, bc, carry = args
+        dcc, dbc, dcarry = dims
+
+        def moved(x, d):
+            return x if d is None else jnp.moveaxis(x, d, 0)
+
+        cc = tuple(moved(x, d) for x, d in zip(cc, dcc))
+        bc = tuple(moved(x, d) for x, d in zip(bc, dbc))
+        carry = tuple(jnp.broadcast_to(x, (size,) + x.shape) if d is None else moved(x, d)
+                      for x, d in zip(carry, dcarry))
+        in_cc = tuple(None if d is None else 0 for d in dcc)
+        in_bc = tuple(None if d is None else 0 for d in dbc)
+        cond1 = lambda c, x: self._cond(c, x)
+        body1 = lambda c, x: self._body(c, x)
+
+        def cond_b(cc, x):
+            return jax.vmap(cond1, (in_cc, 0), axis_size=size)(cc, x)
+
+        def bcond(ccbc, x):
+            return jnp.any(cond_b(ccbc[0], x))
+
+        def bbody(ccbc, x):
+            go = cond_b(ccbc[0], x)
+            new = jax.vmap(body1, (in_bc, 0), axis_size=size)(ccbc[1], x)
+            return tuple(jnp.where(go.reshape((size,) + (1,) * (n.ndim - 1)), n, o)
+                         for n, o in zip(new, x))
+
+        out = while_loop(lambda x: bcond((cc, bc), x), lambda x: bbody((cc, bc), x), carry,
+                         checkpoints=self.checkpoints)
+        return tuple(out), tuple(0 for _ in out)
+
+
+def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
+    """``lax.while_loop(cond_fun, body_fun, init)`` for a flat tuple ``init`` of
+    arrays, reverse-differentiable with ``checkpoints`` saved carries."""
+    init = tuple(init)
+    avals = tuple(_core.typeof(x) for x in init)
+    avals = tuple(_core.ShapedArray(a.shape, a.dtype) for a in avals)  # not weak
+    cond_jaxpr, cc = _trace(lambda *x: cond_fun(tuple(x)), None, avals)
+    body_jaxpr, bc = _trace(lambda *x: tuple(body_fun(tuple(x))), None, avals)
+    effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
+    in_avals = (tuple(_core.typeof(x) for x in cc), tuple(_core.typeof(x) for x in bc),
+                avals)
+    init = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(init, avals))
+    prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(2, int(checkpoints)), effects)
+    return prim(cc, bc, init)
+
+
+# ---------------------------------------------------------------------------
+# the checkpointed forward and backward passes
+# ---------------------------------------------------------------------------
+
+def _slots(carry, k):
+    return tuple(jnp.zeros((k,) + jnp.shape(x), jnp.result_type(x)) for x in carry)
+
+
+def _forward(cond, body, cc, bc, carry, checkpoints):
+    """Run the loop, keeping the carry before step ``i * stride`` in slot ``i``
+    (at most ``checkpoints // 2`` slots; full slots are thinned to every other
+    one, doubling ``stride``). Returns ``(final carry, (slots, count, stride, n))``."""
+    half = max(2, (checkpoints // 2) // 2 * 2)
+
+    def step(s):
+        x, n, buf, count, stride = s
+        save = n % stride == 0
+
+        def thin(args):
+            buf, count, stride = args
+            return (tuple(b.at[:half // 2].set(b[0:half:2]) for b in buf),
+                    jnp.int32(half // 2), stride * 2)
+
+        buf, count, stride = lax.cond(save & (count == half), thin, lambda a: a,
+                                      (buf, count, stride))
+
+        def put(args):
+            buf, count = args
+            return tuple(lax.dynamic_update_index_in_dim(b, v, count, 0)
+                         for b, v in zip(buf, x)), count + 1
+
+        buf, count = lax.cond(save, put, lambda a: a, (buf, count))
+        return body(bc, x), n + 1, buf, count, stride
+
+    s = (carry, jnp.int32(0), _slots(carry, half), jnp.int32(0), jnp.int32(1))
+    x, n, buf, count, stride = lax.while_loop(lambda s: cond(cc, s[0]), step, s)
+    return x, (buf, count, stride, n)
+
+
+def _advance(body, bc, x, k):
+    return lax.fori_loop(0, k, lambda i, x: body(bc, x), x)
+
+
+def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
+    """Reverse steps ``n-1 .. 0``: the carry before step ``t`` is recomputed from
+    the nearest saved one below it, saving midpoints while slots are free."""
+    buf, count, stride, n = saved
+    half = buf[0].shape[0]
+    size = max(checkpoints, half + 1)
+    stack = tuple(jnp.zeros((size,) + b.shape[1:], b.dtype).at[:half].set(b) for b in buf)
+    pos = jnp.where(jnp.arange(size) < count, jnp.arange(size, dtype=jnp.int32) * stride, -1)
+    fi = [i for i, a in enumerate(carry_avals) if _inexact(a)]
+    fb = [i for i, a in enumerate(bc_avals) if _inexact(a)]
+
+    def step_vjp(x, ct, ct_bc):
+        def f(bcf, xf):
+            bc2 = list(bc)
+            for i, v in zip(fb, bcf):
+                bc2[i] = v
+            x2 = list(x)
+            for i, v in zip(fi, xf):
+                x2[i] = v
+            out = body(tuple(bc2), tuple(x2))
+            return tuple(out[i] for i in fi)
+
+        _, pull = jax.vjp(f, tuple(bc[i] for i in fb), tuple(x[i] for i in fi))
+        g_bc, g_x = pull(ct)
+        return g_x, tuple(a + b for a, b in zip(ct_bc, g_bc))
+
+    def loop_body(s):
+        t, stack, pos, h, ct, ct_bc = s
+        p = pos[h - 1]
+        xp = tuple(b[h - 1] for b in stack)
+        gap = t - p
+        q = jnp.where((gap > 1) & (h < size), p + (gap + 1) // 2, t)
+        xq = _advance(body, bc, xp, q - p)
+
+        def reverse(args):
+            stack, pos, h, ct, ct_bc = args
+            ct, ct_bc = step_vjp(xq, ct, ct_bc)
+            return stack, pos, jnp.where(gap == 0, h - 1, h), ct, ct_bc
+
+        def push(args):
+            stack, pos, h, ct, ct_bc = args
+            stack = tuple(lax.dynamic_update_index_in_dim(b, v, h, 0) for b, v in zip(stack, xq))
+            return stack, pos.at[h].set(q), h + 1, ct, ct_bc
+
+        stack, pos, h, ct, ct_bc = lax.cond(q == t, reverse, push, (stack, pos, h, ct, ct_bc))
+        return jnp.where(q == t, t - 1, t), stack, pos, h, ct, ct_bc
+
+    ct0 = tuple(out_ct[i] for i in fi)
+    ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
+    s = (n - 1, stack, pos, count, ct0, ct_bc0)
+    _, _, _, _, ct, ct_bc = lax.while_loop(lambda s: s[0] >= 0, loop_body, s)
+    ct_carry = [_ad_util.Zero(a.to_ct_aval()) for a in carry_avals]
+    for i, v in zip(fi, ct):
+        ct_carry[i] = v
+    ct_bcs = [_ad_util.Zero(a.to_ct_aval()) for a in bc_avals]
+    for i, v in zip(fb, ct_bc):
+        ct_bcs[i] = v
+    return tuple(ct_bcs), tuple(ct_carry)
