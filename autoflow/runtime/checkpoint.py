@@ -41,7 +41,7 @@ from jax.experimental.hijax import VJPHiPrimitive
 DEFAULT_CHECKPOINTS = 64
 
 
-def _trace(fn, consts_hint, avals):
+def _trace(fn, avals):
     """``fn(*carry)`` as a jaxpr taking ``(*consts, *carry)``, and the consts."""
     closed = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
     jaxpr = _pe.convert_constvars_jaxpr(closed.jaxpr)
@@ -153,19 +153,26 @@ class _WhileLoop(VJPHiPrimitive):
 
 
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
-    """``lax.while_loop(cond_fun, body_fun, init)`` for a flat tuple ``init`` of
-    arrays, reverse-differentiable with ``checkpoints`` saved carries."""
-    init = tuple(init)
-    avals = tuple(_core.typeof(x) for x in init)
-    avals = tuple(_core.ShapedArray(a.shape, a.dtype) for a in avals)  # not weak
-    cond_jaxpr, cc = _trace(lambda *x: cond_fun(tuple(x)), None, avals)
-    body_jaxpr, bc = _trace(lambda *x: tuple(body_fun(tuple(x))), None, avals)
+    """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
+    reverse-differentiable with at most ``checkpoints`` saved carries."""
+    leaves, tree = jax.tree_util.tree_flatten(init)
+    avals = tuple(_core.ShapedArray(jnp.shape(x), jnp.result_type(x)) for x in leaves)
+    unflat = lambda x: jax.tree_util.tree_unflatten(tree, list(x))
+
+    def body_flat(*x):
+        out, out_tree = jax.tree_util.tree_flatten(body_fun(unflat(x)))
+        if out_tree != tree:
+            raise TypeError(f"while_loop body changed the carry's structure: {tree} -> "
+                            f"{out_tree}")
+        return tuple(out)
+
+    cond_jaxpr, cc = _trace(lambda *x: cond_fun(unflat(x)), avals)
+    body_jaxpr, bc = _trace(body_flat, avals)
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
-    in_avals = (tuple(_core.typeof(x) for x in cc), tuple(_core.typeof(x) for x in bc),
-                avals)
-    init = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(init, avals))
-    prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(2, int(checkpoints)), effects)
-    return prim(cc, bc, init)
+    in_avals = (tuple(_core.typeof(x) for x in cc), tuple(_core.typeof(x) for x in bc), avals)
+    flat = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(leaves, avals))
+    prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects)
+    return unflat(prim(cc, bc, flat))
 
 
 # ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from jax._src import core as _core
 
 from ..core.origin import message
 from ..errors import ConversionError
-from . import raising
+from . import checkpoint, raising
 from .raising import Signal, StagedRaise
 from .values import (Undefined, as_pred, aval_of, describe, flatten, is_array_like, promote,
                      same_static, staged_block, structure, unflatten)
@@ -434,21 +434,21 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
     return dyn
 
 
-def _reverse_mode():
-    """Is ``jax.grad``/``jax.vjp`` linearizing the code being traced now?"""
-    return type(_core.trace_ctx.trace).__name__ == "LinearizeTrace"
-
-
 def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
-         max_iterations=None):
+         max_iterations=None, checkpoints=None):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
     counter); ``cond_fn(state)`` is tested before each iteration. With an
     int ``length`` and no ``cond_fn`` the loop is ``lax.fori_loop`` with a
     static trip count (a scan: reverse-differentiable); otherwise it is a
-    ``lax.while_loop`` (``length`` may then be traced).
+    ``lax.while_loop`` (``length`` may then be traced), staged as
+    ``checkpoint.while_loop``: a plain ``lax.while_loop`` unless reverse-mode
+    differentiated, then checkpointed with ``checkpoints`` saved carries.
+    With ``max_iterations`` it is a masked ``lax.scan`` of that many steps.
     """
+    if checkpoints is None:
+        checkpoints = checkpoint.DEFAULT_CHECKPOINTS
     accum = {}  # variable index -> the list before the loop (see _loop_body)
     scan_form = cond_fn is None and isinstance(length, int)
     for _ in range(16):
@@ -480,7 +480,6 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     "not a scalar", "Reduce it with `.any()` or `.all()`."))
             return as_pred(c)
 
-        uses_while = False
         try:
             if scan_form:
                 # lax.fori_loop with a static trip count, written as the scan it is,
@@ -490,30 +489,27 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     return (c[0] + 1, new), outs
                 (_, dyn), stacked = lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
                                              None, length=length, unroll=unroll)
-            elif max_iterations is not None or (_reverse_mode() and isinstance(length, int)):
-                # A bounded loop (static range with `break`, or max_loop_iterations):
-                # under jax.grad it must be a scan to be reverse-differentiable.
+            elif max_iterations is not None:
+                # max_loop_iterations: a masked scan of that many steps.
                 steps = max_iterations if max_iterations is not None else length
                 if isinstance(length, int):
                     steps = min(steps, length)
                 dyn = _bounded(body, test if cond_fn is not None else (lambda d: True), init,
                                start, None if length is None else start + length, steps, site)
             elif length is None:
-                uses_while = True
-                _, dyn = lax.while_loop(
+                _, dyn = checkpoint.while_loop(
                     lambda c: test(c[1]),
                     lambda c: (c[0] + 1, body(c[0], c[1], lambda: test(c[1]))),
-                    (jnp.int32(start), init))
+                    (jnp.int32(start), init), checkpoints=checkpoints)
             else:
                 stop = start + length
-                uses_while = True
 
                 def full_test(c):
                     more = c[0] < stop
                     return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
-                _, dyn = lax.while_loop(
+                _, dyn = checkpoint.while_loop(
                     full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
-                    (jnp.asarray(start, jnp.int32), init))
+                    (jnp.asarray(start, jnp.int32), init), checkpoints=checkpoints)
         except _Restart as r:
             kind_of_change, changes = r.changes
             if kind_of_change == "accumulate":
@@ -538,14 +534,6 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     leaves[i] = _cast(jnp.asarray(leaves[i]), dtype)
                 state = unflatten(tree, leaves)
             continue
-        if uses_while and _reverse_mode() and any(isinstance(x, jax.core.Tracer) and
-                                   type(x).__name__ == "LinearizeTracer" for x in dyn):
-            raise ConversionError(message(
-                site(), f"this traced `{kind}` loop has a data-dependent trip count, and "
-                "`jax.grad` cannot differentiate a `lax.while_loop` in reverse mode",
-                "Pass `max_loop_iterations=N` to `autoflow.jit`/`autoflow.convert` (the loop "
-                "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
-                "count static."))
         result = merge(dyn)
         if accum:
             parts = _parts(result, names)
