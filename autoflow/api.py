@@ -175,8 +175,11 @@ def _fallback(fn, reason, strict):
     return fn
 
 
-def _options(strict, recursive, include, asserts, debug, max_loop_iterations=None):
-    return (("asserts", bool(asserts)), ("debug", bool(debug)),
+def _options(strict, recursive, include, asserts, debug, max_loop_iterations=None,
+             checkpoints=None):
+    return (("asserts", bool(asserts)),
+            ("checkpoints", None if checkpoints is None else int(checkpoints)),
+            ("debug", bool(debug)),
             ("include", tuple(include or ())),
             ("max_loop_iterations", None if max_loop_iterations is None
              else int(max_loop_iterations)),
@@ -189,7 +192,7 @@ def _transform_options(options):
 
 
 def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
-            max_loop_iterations=None, debug=False):
+            max_loop_iterations=None, checkpoints=None, debug=False):
     """Return ``fn`` with its Python control flow converted (not jitted).
 
     The result runs ``if``/``while``/``for`` as Python on concrete values and
@@ -213,6 +216,10 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
       as a masked ``lax.scan`` of ``N`` steps, so ``jax.grad`` can
       differentiate them (a loop still running after ``N`` steps is an error
       at run time).
+    * ``checkpoints=K`` (default 64): how many copies of a loop's carries
+      ``jax.grad`` may keep when it differentiates a loop with a
+      data-dependent trip count (the backward pass recomputes the rest from
+      them: memory grows with ``K``, not with the trip count).
     * ``debug``: print the source after each pass of the rewriter.
 
     Conversion is cached per function (code object, closure) and options.
@@ -222,8 +229,9 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     if fn is None:
         return functools.partial(convert, strict=strict, recursive=recursive, include=include,
                                  asserts=asserts, max_loop_iterations=max_loop_iterations,
-                                 debug=debug)
-    options = _options(strict, recursive, include, asserts, debug, max_loop_iterations)
+                                 checkpoints=checkpoints, debug=debug)
+    options = _options(strict, recursive, include, asserts, debug, max_loop_iterations,
+                       checkpoints)
     kw = dict(options)
     if getattr(fn, _DO_NOT_CONVERT, False) or getattr(fn, _CONVERTED, False):
         return fn
@@ -418,11 +426,12 @@ def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
 
 
 def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
-        max_loop_iterations=None, **jit_kwargs):
+        max_loop_iterations=None, checkpoints=None, **jit_kwargs):
     """``jax.jit(autoflow.convert(fn), **jit_kwargs)``.
 
     Takes ``convert``'s options (``strict``, ``recursive``, ``include``,
-    ``asserts``, ``max_loop_iterations``) and every keyword argument of ``jax.jit``, and returns what ``jax.jit``
+    ``asserts``, ``max_loop_iterations``, ``checkpoints``) and every keyword argument
+    of ``jax.jit``, and returns what ``jax.jit``
     returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
     or with arguments::
 
@@ -440,11 +449,12 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     if fn is None:
         return functools.partial(jit, strict=strict, recursive=recursive, include=include,
                                  asserts=asserts, max_loop_iterations=max_loop_iterations,
-                                 **jit_kwargs)
+                                 checkpoints=checkpoints, **jit_kwargs)
     import jax
 
     jitted = jax.jit(convert(fn, strict=strict, recursive=recursive, include=include,
-                             asserts=asserts, max_loop_iterations=max_loop_iterations),
+                             asserts=asserts, max_loop_iterations=max_loop_iterations,
+                             checkpoints=checkpoints),
                      **jit_kwargs)
     # A thin wrapper re-raises the user's exception from a staged `raise`; it
     # costs about a microsecond a call, so only code that can raise gets it.

@@ -124,11 +124,11 @@ class _WhileLoop(VJPHiPrimitive):
         dcc, dbc, dcarry = dims
 
         def moved(x, d):
-            return x if d is None else jnp.moveaxis(x, d, 0)
+            return x if d is None else jnp.moveaxis(jnp.asarray(x), d, 0)
 
         cc = tuple(moved(x, d) for x, d in zip(cc, dcc))
         bc = tuple(moved(x, d) for x, d in zip(bc, dbc))
-        carry = tuple(jnp.broadcast_to(x, (size,) + x.shape) if d is None else moved(x, d)
+        carry = tuple(jnp.broadcast_to(x, (size,) + jnp.shape(x)) if d is None else moved(x, d)
                       for x, d in zip(carry, dcarry))
         in_cc = tuple(None if d is None else 0 for d in dcc)
         in_bc = tuple(None if d is None else 0 for d in dbc)

@@ -377,7 +377,7 @@ def _stage_loop(kind, state, names, shared, *, step, cond_fn=None, **kwargs):
     raise ConversionError(message(_site(), "the state this loop changes never settles"))
 
 
-def while_stmt(test, body, init, names, *, max_iterations=None, state=None):
+def while_stmt(test, body, init, names, *, max_iterations=None, state=None, checkpoints=None):
     """Python's ``while`` over explicit carries.
 
     Plain Python::
@@ -406,7 +406,8 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None):
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     return _stage_loop("while", _unpack(state), names, shared,
                        step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
-                       cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations)
+                       cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations,
+                       checkpoints=checkpoints)
 
 
 # ---------------------------------------------------------------------------
@@ -566,7 +567,8 @@ def _python_for(items, body, test, state, n, names, shared=None):
     return _unpack(state)
 
 
-def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, state=None):
+def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, state=None,
+             checkpoints=None):
     """Python's ``for`` over explicit carries.
 
     Plain Python::
@@ -616,7 +618,8 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     if not isinstance(seq.length, int):  # traced trip count
         events.note("for", "lax.while_loop")
         return _stage_loop("for", _unpack(state), names, shared, step=step, cond_fn=cond_fn,
-                           length=seq.length, unroll=unroll, max_iterations=max_iterations)
+                           length=seq.length, unroll=unroll, max_iterations=max_iterations,
+                           checkpoints=checkpoints)
     if seq.python is None or (not under_trace() and mode != "roll"):
         events.note("for", "python")
         return _python_for(seq.python if seq.python is not None else iterable,
@@ -646,7 +649,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     try:
         out = _stage_loop("for", _unpack(state), names, shared, step=step, cond_fn=cond_fn,
                           start=start, length=seq.length - start, unroll=unroll,
-                          max_iterations=max_iterations)
+                          max_iterations=max_iterations, checkpoints=checkpoints)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:
