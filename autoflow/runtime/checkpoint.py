@@ -183,35 +183,38 @@ def _slots(carry, k):
     return tuple(jnp.zeros((k,) + jnp.shape(x), jnp.result_type(x)) for x in carry)
 
 
+def _write(buf, slot, x):
+    return tuple(lax.dynamic_update_index_in_dim(b, v, slot, 0) for b, v in zip(buf, x))
+
+
 def _forward(cond, body, cc, bc, carry, checkpoints):
-    """Run the loop, keeping the carry before step ``i * stride`` in slot ``i``
-    (at most ``checkpoints // 2`` slots; full slots are thinned to every other
-    one, doubling ``stride``). Returns ``(final carry, (slots, count, stride, n))``."""
+    """Run the loop, saving the carry before step ``n`` whenever ``n`` is a
+    multiple of ``stride``, in at most ``checkpoints // 2`` slots: when they are
+    full, the saves at odd multiples of ``stride`` are dropped and ``stride``
+    doubles. Saved carries never move: ``pos[i]`` is the step whose carry slot
+    ``i`` holds (-1: free); the last slot is scratch, written when nothing is
+    saved, so that every step writes unconditionally (in place).
+    Returns ``(final carry, (slots, pos, n))``."""
+    size = checkpoints
     half = max(2, (checkpoints // 2) // 2 * 2)
 
     def step(s):
-        x, n, buf, count, stride = s
+        x, n, buf, pos, count, stride = s
         save = n % stride == 0
+        thin = save & (count == half)
+        pos = jnp.where(thin & (pos >= 0) & ((pos // stride) % 2 == 1), -1, pos)
+        count = jnp.where(thin, half // 2, count)
+        stride = jnp.where(thin, stride * 2, stride)
+        free = jnp.argmax(pos[:size] < 0).astype(jnp.int32)
+        slot = jnp.where(save, free, size)
+        buf = _write(buf, slot, x)
+        pos = pos.at[slot].set(jnp.where(save, n, -1))
+        return body(bc, x), n + 1, buf, pos, count + save, stride
 
-        def thin(args):
-            buf, count, stride = args
-            return (tuple(b.at[:half // 2].set(b[0:half:2]) for b in buf),
-                    jnp.int32(half // 2), stride * 2)
-
-        buf, count, stride = lax.cond(save & (count == half), thin, lambda a: a,
-                                      (buf, count, stride))
-
-        def put(args):
-            buf, count = args
-            return tuple(lax.dynamic_update_index_in_dim(b, v, count, 0)
-                         for b, v in zip(buf, x)), count + 1
-
-        buf, count = lax.cond(save, put, lambda a: a, (buf, count))
-        return body(bc, x), n + 1, buf, count, stride
-
-    s = (carry, jnp.int32(0), _slots(carry, half), jnp.int32(0), jnp.int32(1))
-    x, n, buf, count, stride = lax.while_loop(lambda s: cond(cc, s[0]), step, s)
-    return x, (buf, count, stride, n)
+    pos = jnp.full((size + 1,), -1, jnp.int32)
+    s = (carry, jnp.int32(0), _slots(carry, size + 1), pos, jnp.int32(0), jnp.int32(1))
+    x, n, buf, pos, _, _ = lax.while_loop(lambda s: cond(cc, s[0]), step, s)
+    return x, (buf, pos, n)
 
 
 def _advance(body, bc, x, k):
@@ -219,13 +222,19 @@ def _advance(body, bc, x, k):
 
 
 def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
-    """Reverse steps ``n-1 .. 0``: the carry before step ``t`` is recomputed from
-    the nearest saved one below it, saving midpoints while slots are free."""
-    buf, count, stride, n = saved
-    half = buf[0].shape[0]
-    size = max(checkpoints, half + 1)
-    stack = tuple(jnp.zeros((size,) + b.shape[1:], b.dtype).at[:half].set(b) for b in buf)
-    pos = jnp.where(jnp.arange(size) < count, jnp.arange(size, dtype=jnp.int32) * stride, -1)
+    """Reverse steps ``n-1 .. 0``, from the last to the first.
+
+    Each round looks at the gap between the step ``t`` to reverse next and the
+    nearest saved carry ``p <= t``. A gap shorter than the sweep buffer
+    (``checkpoints // 4`` carries, at most 64) is swept: its carries are recomputed into
+    the buffer, then reversed one by one. A longer gap is halved, saving the
+    carry at its midpoint in a free slot (bisection: each step is recomputed
+    about ``log2(gap / sweep)`` times); with no free slot left, the last
+    ``sweep`` steps before ``t`` are recomputed from ``p`` and swept.
+    """
+    buf, pos, n = saved
+    size = checkpoints
+    sweep_len = min(64, max(2, checkpoints // 4))
     fi = [i for i, a in enumerate(carry_avals) if _inexact(a)]
     fb = [i for i, a in enumerate(bc_avals) if _inexact(a)]
 
@@ -244,31 +253,53 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
         g_bc, g_x = pull(ct)
         return g_x, tuple(a + b for a, b in zip(ct_bc, g_bc))
 
+    def sweep(args):
+        x0, length, ct, ct_bc = args
+
+        def fill(j, c):
+            x, sb = c
+            return body(bc, x), _write(sb, j, x)
+
+        _, sb = lax.fori_loop(0, length, fill, (x0, _slots(x0, sweep_len)))
+
+        def back(j, c):
+            x = tuple(b[length - 1 - j] for b in sb)
+            return step_vjp(x, *c)
+
+        return lax.fori_loop(0, length, back, (ct, ct_bc))
+
     def loop_body(s):
-        t, stack, pos, h, ct, ct_bc = s
-        p = pos[h - 1]
-        xp = tuple(b[h - 1] for b in stack)
-        gap = t - p
-        q = jnp.where((gap > 1) & (h < size), p + (gap + 1) // 2, t)
+        t, buf, pos, ct, ct_bc = s
+        live = pos[:size]
+        below = jnp.where((live >= 0) & (live <= t), live, -1)
+        slot_p = jnp.argmax(below).astype(jnp.int32)
+        gap = t - below[slot_p]
+        free = jnp.argmax(live < 0).astype(jnp.int32)
+        has_free = live[free] < 0
+        halve = (gap >= sweep_len) & has_free
+        # a short gap sweeps from the lowest save within reach instead, so that
+        # one round reverses up to `sweep_len` steps
+        reach = jnp.where((live >= 0) & (live >= t - (sweep_len - 1)) & (live <= t), live,
+                          size + n)
+        slot_p = jnp.where(gap < sweep_len, jnp.argmin(reach).astype(jnp.int32), slot_p)
+        p = pos[slot_p]
+        xp = tuple(b[slot_p] for b in buf)
+        start = jnp.where(gap < sweep_len, p, t - (sweep_len - 1))
+        q = jnp.where(halve, t - gap + (gap + 1) // 2, start)
         xq = _advance(body, bc, xp, q - p)
-
-        def reverse(args):
-            stack, pos, h, ct, ct_bc = args
-            ct, ct_bc = step_vjp(xq, ct, ct_bc)
-            return stack, pos, jnp.where(gap == 0, h - 1, h), ct, ct_bc
-
-        def push(args):
-            stack, pos, h, ct, ct_bc = args
-            stack = tuple(lax.dynamic_update_index_in_dim(b, v, h, 0) for b, v in zip(stack, xq))
-            return stack, pos.at[h].set(q), h + 1, ct, ct_bc
-
-        stack, pos, h, ct, ct_bc = lax.cond(q == t, reverse, push, (stack, pos, h, ct, ct_bc))
-        return jnp.where(q == t, t - 1, t), stack, pos, h, ct, ct_bc
+        ct, ct_bc = lax.cond(halve, lambda a: a[2:],
+                             sweep, (xq, t - q + 1, ct, ct_bc))
+        # a midpoint is saved; the saves a sweep covered are freed
+        slot = jnp.where(halve, free, size)
+        buf = _write(buf, slot, xq)
+        pos = pos.at[slot].set(jnp.where(halve, q, -1))
+        pos = jnp.where(~halve & (pos >= start) & (pos <= t), -1, pos)
+        return jnp.where(halve, t, q - 1), buf, pos, ct, ct_bc
 
     ct0 = tuple(out_ct[i] for i in fi)
     ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
-    s = (n - 1, stack, pos, count, ct0, ct_bc0)
-    _, _, _, _, ct, ct_bc = lax.while_loop(lambda s: s[0] >= 0, loop_body, s)
+    s = (n - 1, buf, pos, ct0, ct_bc0)
+    _, _, _, ct, ct_bc = lax.while_loop(lambda s: s[0] >= 0, loop_body, s)
     ct_carry = [_ad_util.Zero(a.to_ct_aval()) for a in carry_avals]
     for i, v in zip(fi, ct):
         ct_carry[i] = v
