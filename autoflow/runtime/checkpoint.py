@@ -213,12 +213,22 @@ def _forward(cond, body, cc, bc, carry, checkpoints):
 
     pos = jnp.full((size + 1,), -1, jnp.int32)
     s = (carry, jnp.int32(0), _slots(carry, size + 1), pos, jnp.int32(0), jnp.int32(1))
-    x, n, buf, pos, _, _ = lax.while_loop(lambda s: cond(cc, s[0]), step, s)
+    x, n, buf, pos, _, _ = while_loop(lambda s: cond(cc, s[0]), step, s,
+                                      checkpoints=checkpoints)
     return x, (buf, pos, n)
 
 
-def _advance(body, bc, x, k):
-    return lax.fori_loop(0, k, lambda i, x: body(bc, x), x)
+def _fori(n, fn, init, checkpoints):
+    """``lax.fori_loop(0, n, fn, init)`` for a traced ``n``, as a ``while_loop``
+    of this module: the passes of a gradient are differentiable in turn
+    (``jax.grad`` of ``jax.grad``)."""
+    _, out = while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, fn(c[0], c[1])),
+                        (jnp.int32(0), init), checkpoints=checkpoints)
+    return out
+
+
+def _advance(body, bc, x, k, checkpoints):
+    return _fori(k, lambda i, x: body(bc, x), x, checkpoints)
 
 
 def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
@@ -260,13 +270,13 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
             x, sb = c
             return body(bc, x), _write(sb, j, x)
 
-        _, sb = lax.fori_loop(0, length, fill, (x0, _slots(x0, sweep_len)))
+        _, sb = _fori(length, fill, (x0, _slots(x0, sweep_len)), checkpoints)
 
         def back(j, c):
             x = tuple(b[length - 1 - j] for b in sb)
             return step_vjp(x, *c)
 
-        return lax.fori_loop(0, length, back, (ct, ct_bc))
+        return _fori(length, back, (ct, ct_bc), checkpoints)
 
     def loop_body(s):
         t, buf, pos, ct, ct_bc = s
@@ -286,7 +296,7 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
         xp = tuple(b[slot_p] for b in buf)
         start = jnp.where(gap < sweep_len, p, t - (sweep_len - 1))
         q = jnp.where(halve, t - gap + (gap + 1) // 2, start)
-        xq = _advance(body, bc, xp, q - p)
+        xq = _advance(body, bc, xp, q - p, checkpoints)
         ct, ct_bc = lax.cond(halve, lambda a: a[2:],
                              sweep, (xq, t - q + 1, ct, ct_bc))
         # a midpoint is saved; the saves a sweep covered are freed
@@ -299,7 +309,7 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
     ct0 = tuple(out_ct[i] for i in fi)
     ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
     s = (n - 1, buf, pos, ct0, ct_bc0)
-    _, _, _, ct, ct_bc = lax.while_loop(lambda s: s[0] >= 0, loop_body, s)
+    _, _, _, ct, ct_bc = while_loop(lambda s: s[0] >= 0, loop_body, s, checkpoints=checkpoints)
     ct_carry = [_ad_util.Zero(a.to_ct_aval()) for a in carry_avals]
     for i, v in zip(fi, ct):
         ct_carry[i] = v
