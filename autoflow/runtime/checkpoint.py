@@ -49,7 +49,55 @@ def _trace(fn, avals):
 
 
 def _run(jaxpr, consts, carry):
+    if isinstance(jaxpr, _core.ClosedJaxpr):
+        return _core.jaxpr_as_fun(jaxpr)(*consts, *carry)
     return _core.eval_jaxpr(jaxpr, (), *consts, *carry)
+
+
+# What the backward pass recomputes must not print again, nor check again: the
+# forward pass did. `_quiet` is a loop body with its debug callbacks (autoflow's
+# `print`, `assert` and staged `raise` checks, the user's `jax.debug.print`) left out.
+
+def _quiet_eval(jaxpr, consts, args):
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, _core.Literal) else env[v]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for e in jaxpr.eqns:
+        if e.primitive.name in ("debug_callback", "debug_print"):
+            continue
+        params = dict(e.params)
+        for k, v in params.items():
+            if isinstance(v, _core.ClosedJaxpr) and v.effects:
+                params[k] = _quiet_closed(v)
+            elif isinstance(v, tuple) and v and all(isinstance(j, _core.ClosedJaxpr) for j in v) \
+                    and any(j.effects for j in v):
+                params[k] = tuple(_quiet_closed(j) for j in v)
+            elif isinstance(v, _WhileLoop) and v.effects:
+                params[k] = v.quiet()
+        bind_params = e.primitive.get_bind_params(params)
+        with e.ctx.manager:
+            outs = e.primitive.bind(*map(read, e.invars), **bind_params)
+        if not e.primitive.multiple_results:
+            outs = [outs]
+        for v, x in zip(e.outvars, outs):
+            env[v] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _quiet_closed(closed):
+    """``closed`` (a ClosedJaxpr) without its debug callbacks."""
+    jaxpr = closed.jaxpr if isinstance(closed, _core.ClosedJaxpr) else closed
+    consts = closed.consts if isinstance(closed, _core.ClosedJaxpr) else ()
+    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype,
+                                  weak_type=getattr(v.aval, "weak_type", False))
+             for v in jaxpr.invars]
+    return jax.make_jaxpr(lambda *a: _quiet_eval(jaxpr, consts, a))(*specs)
 
 
 def _inexact(aval):
@@ -75,6 +123,7 @@ class _WhileLoop(VJPHiPrimitive):
                            checkpoints=checkpoints)
         self.effects = effects
         super().__init__()
+        self.quiet_body = _quiet_closed(body_jaxpr) if effects else body_jaxpr
 
     # -- meaning --------------------------------------------------------------
 
@@ -83,6 +132,17 @@ class _WhileLoop(VJPHiPrimitive):
 
     def _body(self, bc, x):
         return tuple(_run(self.body_jaxpr, bc, x))
+
+    def _recompute(self, bc, x):
+        """The body as the backward pass recomputes it (no callbacks)."""
+        return tuple(_run(self.quiet_body, bc, x))
+
+    def quiet(self):
+        """This loop without debug callbacks."""
+        if not self.effects:
+            return self
+        return _WhileLoop(_quiet_closed(self.cond_jaxpr), self.quiet_body, self.in_avals,
+                          self.checkpoints, frozenset())
 
     def expand(self, cc, bc, carry):
         return tuple(lax.while_loop(lambda x: self._cond(cc, x),
@@ -111,7 +171,7 @@ class _WhileLoop(VJPHiPrimitive):
         cc, bc, saved = res
         carry_avals = self.in_avals[2]
         out_ct = _instantiate(out_ct, carry_avals)
-        ct_bc, ct_carry = _backward(self._body, bc, saved, out_ct, self.in_avals[1],
+        ct_bc, ct_carry = _backward(self._recompute, bc, saved, out_ct, self.in_avals[1],
                                     carry_avals, self.checkpoints)
         zero = lambda a: _ad_util.Zero(a.to_ct_aval())
         return (tuple(zero(a) for a in self.in_avals[0]), ct_bc, ct_carry)
