@@ -290,3 +290,18 @@ def test_a_raise_in_a_differentiated_loop():
         jax.grad(raising)(-1.0)
     with pytest.raises(ValueError, match="negative"):
         jax.block_until_ready(jax.grad(autoflow.jit(raising))(-1.0))
+
+
+def test_reverse_over_forward():
+    eps = 1e-2
+    f = autoflow.jit(data_while)
+    for x in (1.0, 3.0):
+        fd = (jax.grad(data_while)(x + eps) - jax.grad(data_while)(x - eps)) / (2 * eps)
+        _close(jax.grad(lambda x: jax.jvp(f, (x,), (1.0,))[1])(x), fd, tol=2e-2)
+        _close(jax.jacrev(jax.jacfwd(f))(x), fd, tol=2e-2)
+
+
+def test_vmap_keeps_unbatched_carries_unbatched():
+    # jax.jacfwd needs the primal output of a loop under vmap of tangents unbatched
+    _close(jax.vmap(jax.jacfwd(autoflow.jit(data_while)))(jnp.array(POINTS)),
+           np.stack([jax.grad(data_while)(x) for x in POINTS]))

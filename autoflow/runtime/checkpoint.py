@@ -151,8 +151,27 @@ class _WhileLoop(VJPHiPrimitive):
     # -- forward mode -----------------------------------------------------------
 
     def jvp(self, primals, tangents):
-        tangents = tuple(_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
-        return jax.jvp(self.expand, primals, tangents)
+        # The JVP loop carries (primal, tangent) and is one of these loops too,
+        # so that it can be reverse-differentiated in turn (jax.grad of jax.jvp).
+        cc, bc, x = primals
+        _, tbc, tx = (_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
+        fi = [i for i, a in enumerate(self.in_avals[2]) if _inexact(a)]
+
+        def body(c):
+            x, txf = c
+            t_all = [np.zeros(np.shape(v), jax.dtypes.float0) for v in x]
+            for i, t in zip(fi, txf):
+                t_all[i] = t
+            y, ty = jax.jvp(lambda bc, x: self._body(bc, x), (bc, tuple(x)),
+                            (tbc, tuple(t_all)))
+            return tuple(y), tuple(ty[i] for i in fi)
+
+        y, tyf = while_loop(lambda c: self._cond(cc, c[0]), body,
+                            (tuple(x), tuple(tx[i] for i in fi)), checkpoints=self.checkpoints)
+        ty = [_ad_util.Zero(a.to_tangent_aval()) for a in self.in_avals[2]]
+        for i, t in zip(fi, tyf):
+            ty[i] = t
+        return tuple(y), tuple(ty)
 
     def lin(self, nzs_in, *primals):
         return self.expand(*primals), primals
@@ -179,6 +198,8 @@ class _WhileLoop(VJPHiPrimitive):
     # -- vmap -------------------------------------------------------------------
 
     def batch(self, axis_data, args, dims):
+        from jax._src.interpreters import batching as _batching
+
         size = axis_data.size
         cc, bc, carry = args
         dcc, dbc, dcarry = dims
@@ -186,30 +207,52 @@ class _WhileLoop(VJPHiPrimitive):
         def moved(x, d):
             return x if d is None else jnp.moveaxis(jnp.asarray(x), d, 0)
 
+        def closed(j):
+            return j if isinstance(j, _core.ClosedJaxpr) else _core.ClosedJaxpr(j, ())
+
+        in_cc = tuple(d is not None for d in dcc)
+        in_bc = tuple(d is not None for d in dbc)
+        batched = tuple(d is not None for d in dcarry)
+        # Which carries are batched: those batched at the start, and those the
+        # body makes batched (to a fixed point), as lax.while_loop does.
+        for _ in range(len(batched) + 1):
+            _, out = _batching.batch_jaxpr(closed(self.body_jaxpr), axis_data,
+                                           in_bc + batched, False)
+            new = tuple(a or b for a, b in zip(batched, out))
+            if new == batched:
+                break
+            batched = new
+        _, (pred_batched,) = _batching.batch_jaxpr(closed(self.cond_jaxpr), axis_data,
+                                                   in_cc + batched, False)
+        if pred_batched:  # finished elements keep their values: all carries batched
+            batched = tuple(True for _ in batched)
         cc = tuple(moved(x, d) for x, d in zip(cc, dcc))
         bc = tuple(moved(x, d) for x, d in zip(bc, dbc))
-        carry = tuple(jnp.broadcast_to(x, (size,) + jnp.shape(x)) if d is None else moved(x, d)
-                      for x, d in zip(carry, dcarry))
-        in_cc = tuple(None if d is None else 0 for d in dcc)
-        in_bc = tuple(None if d is None else 0 for d in dbc)
-        cond1 = lambda c, x: self._cond(c, x)
-        body1 = lambda c, x: self._body(c, x)
+        carry = tuple((jnp.broadcast_to(x, (size,) + jnp.shape(x)) if d is None else moved(x, d))
+                      if b else x for x, d, b in zip(carry, dcarry, batched))
+        ax = lambda flags: tuple(0 if f else None for f in flags)
+        vcond = jax.vmap(self._cond, (ax(in_cc), ax(batched)), 0 if pred_batched else None,
+                         axis_size=size)
+        vbody = jax.vmap(self._body, (ax(in_bc), ax(batched)), ax(batched), axis_size=size)
 
-        def cond_b(cc, x):
-            return jax.vmap(cond1, (in_cc, 0), axis_size=size)(cc, x)
+        if pred_batched:
+            def bcond(x):
+                return jnp.any(vcond(cc, x))
 
-        def bcond(ccbc, x):
-            return jnp.any(cond_b(ccbc[0], x))
+            def bbody(x):
+                go = vcond(cc, x)
+                new = vbody(bc, x)
+                return tuple(jnp.where(go.reshape((size,) + (1,) * (jnp.ndim(n) - 1)), n, o)
+                             for n, o in zip(new, x))
+        else:
+            def bcond(x):
+                return vcond(cc, x)
 
-        def bbody(ccbc, x):
-            go = cond_b(ccbc[0], x)
-            new = jax.vmap(body1, (in_bc, 0), axis_size=size)(ccbc[1], x)
-            return tuple(jnp.where(go.reshape((size,) + (1,) * (n.ndim - 1)), n, o)
-                         for n, o in zip(new, x))
+            def bbody(x):
+                return vbody(bc, x)
 
-        out = while_loop(lambda x: bcond((cc, bc), x), lambda x: bbody((cc, bc), x), carry,
-                         checkpoints=self.checkpoints)
-        return tuple(out), tuple(0 for _ in out)
+        out = while_loop(bcond, bbody, carry, checkpoints=self.checkpoints)
+        return tuple(out), tuple(0 if b else None for b in batched)
 
 
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
