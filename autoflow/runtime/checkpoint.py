@@ -29,6 +29,9 @@ does not matter where ``jit`` or ``vmap`` sit around it:
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -255,9 +258,26 @@ class _WhileLoop(VJPHiPrimitive):
         return tuple(out), tuple(0 if b else None for b in batched)
 
 
+_plain = threading.local()
+
+
+@contextlib.contextmanager
+def plain_loops():
+    """Stage ``while_loop`` as the ``lax.while_loop`` it compiles to (for
+    ``autoflow explain``, which shows people the jaxpr)."""
+    before = getattr(_plain, "on", False)
+    _plain.on = True
+    try:
+        yield
+    finally:
+        _plain.on = before
+
+
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries."""
+    if getattr(_plain, "on", False):
+        return lax.while_loop(cond_fun, body_fun, init)
     leaves, tree = jax.tree_util.tree_flatten(init)
     avals = tuple(_core.ShapedArray(jnp.shape(x), jnp.result_type(x)) for x in leaves)
     unflat = lambda x: jax.tree_util.tree_unflatten(tree, list(x))
