@@ -11,20 +11,29 @@ Staged, it is one JAX primitive (a ``jax.experimental.hijax.VJPHiPrimitive``)
 whose rules differ by transformation, chosen by JAX when it transforms it, so it
 does not matter where ``jit`` or ``vmap`` sit around it:
 
-* evaluated, lowered or ``jit``-compiled: exactly ``lax.while_loop`` (no cost
-  when nobody differentiates);
-* forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``): the plain
-  ``lax.while_loop`` JVP;
-* reverse mode (``jax.grad``, ``jax.vjp``): the forward pass runs the loop and
-  keeps at most ``checkpoints // 2`` copies of the carry, thinned as it goes
-  (online: the trip count is not known in advance; when the slots are full,
-  every other one is dropped and the spacing doubles), and the backward pass
-  reverses the steps from the last to the first, recomputing states from the
-  nearest checkpoint by bisection into the free slots. Memory grows with
-  ``checkpoints``, not with the trip count; the steps are recomputed about
-  ``log2(N / checkpoints)`` times each.
-* ``vmap``: a loop over the batch that runs while any element runs (the
-  finished ones keep their values), itself one of these primitives.
+* evaluated, lowered or ``jit``-compiled: exactly ``lax.while_loop`` (the
+  same compiled program: no cost when nobody differentiates);
+* forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``): the
+  ``lax.while_loop`` JVP (a loop over primal and tangent, itself one of these
+  loops, so that ``jax.grad`` of a ``jax.jvp`` works);
+* reverse mode (``jax.grad``, ``jax.vjp``): online checkpointing with a budget
+  of ``checkpoints`` carries. The forward pass runs the loop and saves the
+  carry every ``stride`` steps in at most ``checkpoints // 2`` slots (the trip
+  count is not known in advance: when the slots are full, every other save is
+  dropped and the stride doubles). The backward pass reverses the steps from
+  the last to the first: a short gap above the nearest save is recomputed into
+  a sweep buffer and reversed; a long one is halved, saving its midpoint in a
+  free slot (bisection). Memory grows with ``checkpoints``, not with the trip
+  count ``N``; each step is recomputed about ``1 + log2(N / checkpoints)``
+  times. The loops of the backward pass are these loops too (``jax.grad`` of
+  ``jax.grad``), and recompute the body without its debug callbacks (prints
+  and checks ran in the forward pass).
+* ``vmap``: the carries that must be batched are (as ``lax.while_loop``
+  does); with a batched condition, a loop that runs while any element runs,
+  the finished ones keeping their values; itself one of these loops.
+
+Not supported: ``jax.checkpoint`` (remat) around such a loop under ``jax.grad``
+(JAX's remat linearizes through the JVP rule, which is a loop it cannot split).
 """
 
 from __future__ import annotations
@@ -310,6 +319,17 @@ def _write(buf, slot, x):
     return tuple(lax.dynamic_update_index_in_dim(b, v, slot, 0) for b, v in zip(buf, x))
 
 
+def _layout(checkpoints):
+    """How a budget of ``checkpoints`` carries is spent: ``(slots, forward, sweep)``:
+    ``slots`` saved carries (at most ``forward`` of them by the forward pass, the
+    rest by the backward pass's bisection), and a sweep buffer of ``sweep``
+    carries. ``slots + sweep == checkpoints`` (one more scratch slot)."""
+    sweep = min(64, max(2, checkpoints // 4))
+    slots = max(2, checkpoints - sweep)
+    forward = max(2, min(slots, checkpoints // 2) // 2 * 2)
+    return slots, forward, sweep
+
+
 def _forward(cond, body, cc, bc, carry, checkpoints):
     """Run the loop, saving the carry before step ``n`` whenever ``n`` is a
     multiple of ``stride``, in at most ``checkpoints // 2`` slots: when they are
@@ -318,8 +338,7 @@ def _forward(cond, body, cc, bc, carry, checkpoints):
     ``i`` holds (-1: free); the last slot is scratch, written when nothing is
     saved, so that every step writes unconditionally (in place).
     Returns ``(final carry, (slots, pos, n))``."""
-    size = checkpoints
-    half = max(2, (checkpoints // 2) // 2 * 2)
+    size, half, _ = _layout(checkpoints)
 
     def step(s):
         x, n, buf, pos, count, stride = s
@@ -366,8 +385,7 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
     ``sweep`` steps before ``t`` are recomputed from ``p`` and swept.
     """
     buf, pos, n = saved
-    size = checkpoints
-    sweep_len = min(64, max(2, checkpoints // 4))
+    size, _, sweep_len = _layout(checkpoints)
     fi = [i for i, a in enumerate(carry_avals) if _inexact(a)]
     fb = [i for i, a in enumerate(bc_avals) if _inexact(a)]
 
