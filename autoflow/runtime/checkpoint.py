@@ -48,7 +48,10 @@ from jax import lax
 from jax._src import core as _core
 from jax._src import ad_util as _ad_util
 from jax._src.interpreters import partial_eval as _pe
-from jax.experimental.hijax import VJPHiPrimitive
+try:  # JAX's user-defined primitives with their own rules per transformation
+    from jax.experimental.hijax import VJPHiPrimitive
+except ImportError:  # pragma: no cover - an older or newer JAX: plain while loops
+    VJPHiPrimitive = None
 
 DEFAULT_CHECKPOINTS = 64
 
@@ -125,7 +128,7 @@ def _instantiate(tangents, avals):
                  else t for t, a in zip(tangents, avals))
 
 
-class _WhileLoop(VJPHiPrimitive):
+class _WhileLoop(VJPHiPrimitive or object):
     """``while cond(carry): carry = body(carry)`` over flat tuples of arrays."""
 
     def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects):
@@ -285,7 +288,7 @@ def plain_loops():
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries."""
-    if getattr(_plain, "on", False):
+    if VJPHiPrimitive is None or getattr(_plain, "on", False):
         return lax.while_loop(cond_fun, body_fun, init)
     leaves, tree = jax.tree_util.tree_flatten(init)
     avals = tuple(_core.ShapedArray(jnp.shape(x), jnp.result_type(x)) for x in leaves)
