@@ -175,8 +175,11 @@ def _fallback(fn, reason, strict):
     return fn
 
 
-def _options(strict, recursive, include, asserts, debug, max_loop_iterations=None):
-    return (("asserts", bool(asserts)), ("debug", bool(debug)),
+def _options(strict, recursive, include, asserts, debug, max_loop_iterations=None,
+             checkpoints=None):
+    return (("asserts", bool(asserts)),
+            ("checkpoints", None if checkpoints is None else int(checkpoints)),
+            ("debug", bool(debug)),
             ("include", tuple(include or ())),
             ("max_loop_iterations", None if max_loop_iterations is None
              else int(max_loop_iterations)),
@@ -189,7 +192,7 @@ def _transform_options(options):
 
 
 def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
-            max_loop_iterations=None, debug=False):
+            max_loop_iterations=None, checkpoints=None, debug=False):
     """Return ``fn`` with its Python control flow converted (not jitted).
 
     The result runs ``if``/``while``/``for`` as Python on concrete values and
@@ -213,6 +216,10 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
       as a masked ``lax.scan`` of ``N`` steps, so ``jax.grad`` can
       differentiate them (a loop still running after ``N`` steps is an error
       at run time).
+    * ``checkpoints=K`` (default 64): how many copies of a loop's carries
+      ``jax.grad`` may keep when it differentiates a loop with a
+      data-dependent trip count (the backward pass recomputes the rest from
+      them: memory grows with ``K``, not with the trip count).
     * ``debug``: print the source after each pass of the rewriter.
 
     Conversion is cached per function (code object, closure) and options.
@@ -222,8 +229,9 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     if fn is None:
         return functools.partial(convert, strict=strict, recursive=recursive, include=include,
                                  asserts=asserts, max_loop_iterations=max_loop_iterations,
-                                 debug=debug)
-    options = _options(strict, recursive, include, asserts, debug, max_loop_iterations)
+                                 checkpoints=checkpoints, debug=debug)
+    options = _options(strict, recursive, include, asserts, debug, max_loop_iterations,
+                       checkpoints)
     kw = dict(options)
     if getattr(fn, _DO_NOT_CONVERT, False) or getattr(fn, _CONVERTED, False):
         return fn
@@ -419,11 +427,12 @@ def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
 
 
 def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
-        max_loop_iterations=None, **jit_kwargs):
+        max_loop_iterations=None, checkpoints=None, **jit_kwargs):
     """``jax.jit(autoflow.convert(fn), **jit_kwargs)``.
 
     Takes ``convert``'s options (``strict``, ``recursive``, ``include``,
-    ``asserts``, ``max_loop_iterations``) and every keyword argument of ``jax.jit``, and returns what ``jax.jit``
+    ``asserts``, ``max_loop_iterations``, ``checkpoints``) and every keyword argument
+    of ``jax.jit``, and returns what ``jax.jit``
     returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
     or with arguments::
 
@@ -441,16 +450,18 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     if fn is None:
         return functools.partial(jit, strict=strict, recursive=recursive, include=include,
                                  asserts=asserts, max_loop_iterations=max_loop_iterations,
-                                 **jit_kwargs)
+                                 checkpoints=checkpoints, **jit_kwargs)
     import jax
 
     converted = convert(fn, strict=strict, recursive=recursive, include=include,
-                        asserts=asserts, max_loop_iterations=max_loop_iterations)
+                        asserts=asserts, max_loop_iterations=max_loop_iterations,
+                        checkpoints=checkpoints)
     jitted = jax.jit(_teaching(converted), **jit_kwargs)
     # A thin wrapper re-raises the user's exception from a staged `raise`/`assert`
-    # or loop bound, and turns JAX's backward-pass error for a `while` under
-    # `jax.grad` into autoflow's; it costs about a microsecond a call, so only
-    # code that can need it (see `_may_raise`) gets it.
+    # or loop bound (and, on a JAX without checkpointed loops, turns JAX's
+    # backward-pass error for a `while` under `jax.grad` into autoflow's); it
+    # costs about a microsecond a call, so only code that can need it (see
+    # `_may_raise`) gets it.
     return _Jitted(jitted, converted) if max_loop_iterations is not None or _may_raise(fn) \
         or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
 
@@ -474,8 +485,9 @@ def _teaching(fn):
 
 def _may_raise(fn) -> bool:
     """Does the file ``fn`` comes from have a ``raise`` or ``assert`` statement (so a
-    staged check can fire in ``fn`` or the helpers it calls there), or a ``while``
-    or ``for ... range(`` loop (which ``jax.grad`` may fail to differentiate)?"""
+    staged check can fire in ``fn`` or the helpers it calls there), or, on a JAX
+    without checkpointed loops, a ``while`` or ``for ... range(`` loop (which
+    ``jax.grad`` may then fail to differentiate)?"""
     import linecache
 
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
@@ -484,9 +496,17 @@ def _may_raise(fn) -> bool:
     if code is None:
         return True
     lines = linecache.getlines(code.co_filename)
-    return not lines or any(line.lstrip().startswith(("raise ", "assert ", "while "))
-                            or line.lstrip().startswith("for ") and "range(" in line
+    loops = () if _checkpointed_loops() else ("while ",)
+    return not lines or any(line.lstrip().startswith(("raise ", "assert ") + loops)
+                            or loops and line.lstrip().startswith("for ") and "range(" in line
                             for line in lines)
+
+
+def _checkpointed_loops() -> bool:
+    """Can ``jax.grad`` differentiate a staged data-dependent loop (``runtime.checkpoint``)?"""
+    from .runtime import checkpoint
+
+    return checkpoint.AVAILABLE
 
 
 class _Jitted:
@@ -499,16 +519,19 @@ class _Jitted:
     ``except ValueError`` expects the ``ValueError``.
     """
 
-    __slots__ = ("_jitted", "_converted", "_grad_checked", "__dict__", "__weakref__")
+    __slots__ = ("_jitted", "_converted", "__dict__", "__weakref__")
 
     def __init__(self, jitted, converted=None):
-        self._jitted, self._converted, self._grad_checked = jitted, converted, set()
+        self._jitted, self._converted = jitted, converted
         functools.update_wrapper(self, jitted)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
-        if self._converted is not None and _linearizing():
-            self._check_reverse(args, kwargs)
+        if self._converted is not None and _linearizing() and not _checkpointed_loops():
+            # jax.grad around it, on a JAX without checkpointed loops: trace the
+            # function inline, so that its loops are staged knowing they are
+            # differentiated (a scan where one can be, autoflow's error otherwise).
+            return self._converted(*args, **kwargs)
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
@@ -533,58 +556,15 @@ class _Jitted:
     def __reduce__(self):
         return (_Jitted, (self._jitted, self._converted))
 
-    def _check_reverse(self, args, kwargs):
-        """Under ``jax.grad``: JAX traces the jitted function without knowing
-        about the gradient and fails only in the backward pass, with its own
-        ValueError, on a ``lax.while_loop``. Once per signature, linearize the
-        converted function itself (abstractly) so that autoflow sees the
-        differentiated values and raises its own error naming the loop."""
-        import jax
-
-        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        diff = [type(x).__name__ == "LinearizeTracer" for x in leaves]
-        try:
-            key = (tree, tuple((getattr(x, "shape", None), str(getattr(x, "dtype", None)), d)
-                               if d or hasattr(x, "shape") else (repr(x), d)
-                               for x, d in zip(leaves, diff)))
-            hash(key)
-        except Exception:  # noqa: BLE001 - an unhashable static value: check every time
-            key = None
-        if key is not None and key in self._grad_checked:
-            return
-        specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x, d in zip(leaves, diff) if d]
-
-        def with_diff(*dl):
-            it = iter(dl)
-            a, k = jax.tree_util.tree_unflatten(tree, [next(it) if d else x
-                                                       for x, d in zip(leaves, diff)])
-            return self._converted(*a, **k)
-
-        try:
-            jax.eval_shape(lambda *dl: jax.vjp(with_diff, *dl)[0], *specs)
-        except ConversionError as e:
-            if "jax.grad" in str(e):
-                raise e.with_traceback(None) from None
-        except Exception:  # noqa: BLE001 - anything else: the real call reports it
-            pass
-        if key is not None:
-            self._grad_checked.add(key)
-
-
-_LINEARIZE = []  # [JAX's trace context, its LinearizeTrace class], found once
-
-
-def _linearizing() -> bool:
-    """Is ``jax.grad``/``jax.vjp`` linearizing the caller (a cheap look at JAX's trace state)?"""
-    if not _LINEARIZE:
-        from jax._src import core
-        from jax._src.interpreters import ad
-
-        _LINEARIZE[:] = [core.trace_ctx, getattr(ad, "LinearizeTrace", None)]
-    return type(_LINEARIZE[0].trace) is _LINEARIZE[1]
-
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
     def __repr__(self):
         return f"autoflow.jit({self._jitted!r})"
+
+
+def _linearizing() -> bool:
+    """Is ``jax.grad``/``jax.vjp`` linearizing the caller?"""
+    from .runtime._jax_compat import current_trace_kind
+
+    return current_trace_kind() == "LinearizeTrace"

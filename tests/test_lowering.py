@@ -16,8 +16,20 @@ import pytest
 
 import autoflow
 from autoflow.runtime import lowering
+from autoflow.runtime.checkpoint import plain_loops
 
 from .equivalence import assert_same
+
+
+def _jaxpr(fn, *args):
+    """``fn``'s jaxpr with autoflow's own primitives (a traced ``if``, a
+    data-dependent loop) shown as the lax operations they compile to."""
+    with plain_loops():
+        return jax.make_jaxpr(fn)(*args)
+
+
+def _hlo(fn, *args):
+    return jax.jit(fn).lower(*args).as_text()
 
 
 def _prims(jaxpr):
@@ -36,26 +48,6 @@ def _prims(jaxpr):
                         todo.append(x.jaxpr)
     return out
 
-
-def _avals(jaxpr):
-    out = []
-    todo = [jaxpr.jaxpr]
-    while todo:
-        j = todo.pop()
-        for eqn in j.eqns:
-            out += [v.aval for v in eqn.outvars]
-            for v in eqn.params.values():
-                for x in (v if isinstance(v, (tuple, list)) else (v,)):
-                    if hasattr(x, "jaxpr") and hasattr(x.jaxpr, "eqns"):
-                        todo.append(x.jaxpr)
-                    elif hasattr(x, "eqns"):
-                        todo.append(x)
-    return out
-
-
-# ---------------------------------------------------------------------------
-# 1. select where select is cheaper
-# ---------------------------------------------------------------------------
 
 def bisect(f_lo, lo, hi):
     """Bisection of a vector of intervals at once (the branches compute arrays)."""
@@ -91,7 +83,7 @@ def clip_abs(x, t):
 def test_cheap_if_is_a_select():
     conv = autoflow.convert(bisect)
     lo, hi = jnp.zeros(4), jnp.full(4, 2.0)
-    jaxpr = jax.make_jaxpr(conv)(2.0, lo, hi)
+    jaxpr = _jaxpr(conv, 2.0, lo, hi)
     prims = _prims(jaxpr)
     assert "cond" not in prims and "select_n" in prims
     for target in (0.5, 2.0, 5.0):
@@ -101,7 +93,7 @@ def test_cheap_if_is_a_select():
 def test_scalar_branches_keep_a_cond():
     # One select kernel per scalar costs more than a cond on CPU (benchmarks/run.py).
     conv = autoflow.convert(bisect_scalar)
-    assert "cond" in _prims(jax.make_jaxpr(conv)(2.0, 0.0, 2.0))
+    assert "cond" in _prims(_jaxpr(conv, 2.0, 0.0, 2.0))
     assert_same(jax.jit(conv)(2.0, 0.0, 2.0), bisect_scalar(2.0, 0.0, 2.0))
 
 
@@ -109,7 +101,7 @@ def test_scalar_branches_keep_a_cond():
 def test_cheap_if_and_ternary_match_python(s):
     conv = autoflow.convert(clip_abs)
     x = s * jnp.array([1.0, 0.5, 0.25])
-    assert "cond" not in _prims(jax.make_jaxpr(conv)(x, 1.0))
+    assert "cond" not in _prims(_jaxpr(conv, x, 1.0))
     assert_same(jax.jit(conv)(x, 1.0), clip_abs(x, 1.0))
 
 
@@ -141,10 +133,10 @@ def with_effect(x):
 
 
 def test_loops_heavy_work_and_effects_keep_a_cond():
-    assert "cond" in _prims(jax.make_jaxpr(autoflow.convert(with_loop))(1.0, 3.0))
+    assert "cond" in _prims(_jaxpr(autoflow.convert(with_loop), 1.0, 3.0))
     a = jnp.eye(64) * 0.5
-    assert "cond" in _prims(jax.make_jaxpr(autoflow.convert(with_matmul))(jnp.ones(64), a))
-    assert "cond" in _prims(jax.make_jaxpr(autoflow.convert(with_effect))(1.0))
+    assert "cond" in _prims(_jaxpr(autoflow.convert(with_matmul), jnp.ones(64), a))
+    assert "cond" in _prims(_jaxpr(autoflow.convert(with_effect), 1.0))
     for x in (-2.5, 0.5):
         assert_same(autoflow.jit(with_loop)(x, 3.0), with_loop(x, 3.0))
     for s in (-1.0, 1.0):
@@ -153,15 +145,15 @@ def test_loops_heavy_work_and_effects_keep_a_cond():
 
 
 def test_cost_rule():
-    cheap = jax.make_jaxpr(lambda x: x * 2 + 1)(jnp.ones(8))
-    big = jax.make_jaxpr(lambda x: x * 2 + 1)(jnp.ones(lowering.SELECT_BUDGET))
-    loop = jax.make_jaxpr(lambda x: jax.lax.fori_loop(0, 3, lambda i, c: c + 1, x))(1.0)
-    dot = jax.make_jaxpr(lambda a: a @ a)(jnp.ones((32, 32)))
+    cheap = _jaxpr(lambda x: x * 2 + 1, jnp.ones(8))
+    big = _jaxpr(lambda x: x * 2 + 1, jnp.ones(lowering.SELECT_BUDGET))
+    loop = _jaxpr(lambda x: jax.lax.fori_loop(0, 3, lambda i, c: c + 1, x), 1.0)
+    dot = _jaxpr(lambda a: a @ a, jnp.ones((32, 32)))
     assert lowering.cost(cheap.jaxpr) == 16
     assert lowering.cost(big.jaxpr) == 2 * lowering.SELECT_BUDGET
     assert lowering.cost(loop.jaxpr) == float("inf")
     assert lowering.cost(dot.jaxpr) == 32 ** 3
-    scalar = jax.make_jaxpr(lambda x: x * 2 + 1)(1.0)
+    scalar = _jaxpr(lambda x: x * 2 + 1, 1.0)
     assert lowering.decide(scalar, scalar, False)[0] == "lax.cond"
     assert lowering.decide(cheap, cheap, False)[0] == "select"
     assert lowering.decide(big, cheap, False)[0] == "lax.cond"
@@ -182,9 +174,8 @@ def test_batched_predicate_never_broadcasts_what_branches_only_read():
     a = jnp.asarray(np.random.default_rng(0).normal(size=(50, 50)), jnp.float32)
     xs = jnp.asarray(np.random.default_rng(1).normal(size=(8, 50)), jnp.float32)
     batched = jax.vmap(autoflow.convert(matvec_or_keep), in_axes=(0, None))
-    jaxpr = jax.make_jaxpr(batched)(xs, a)
     # No (8, 50, 50) copy of the matrix anywhere (lax.cond's batching rule makes one).
-    assert not [v for v in _avals(jaxpr) if getattr(v, "shape", None) == (8, 50, 50)]
+    assert "8x50x50" not in _hlo(batched, xs, a)
     got = jax.jit(batched)(xs, a)
     for i in range(8):
         assert_same(got[i], matvec_or_keep(xs[i], a))
@@ -248,7 +239,7 @@ def test_peeled_while_iteration_is_not_in_the_program():
     hlo = f.lower(1.0).as_text()
     assert _calls["n"] == 2
     assert hlo.count("divide") == 1
-    assert jaxpr_whiles(jax.make_jaxpr(autoflow.convert(newton))(1.0)) == 1
+    assert jaxpr_whiles(_jaxpr(autoflow.convert(newton), 1.0)) == 1
     x, k = f(1.0)
     ex, ek = newton(1.0)
     assert_same((x, k), (ex, ek))
@@ -346,7 +337,7 @@ def test_select_is_differentiated_like_a_cond(s):
     # never reach the gradient, as with Python or lax.cond.
     x = jnp.array([s, 0.0])
     conv = autoflow.convert(sqrt_or_zero)
-    assert "cond" not in _prims(jax.make_jaxpr(conv)(x))
+    assert "cond" not in _prims(_jaxpr(conv, x))
     expected = jax.grad(sqrt_or_zero)(x)
     assert not np.isnan(np.asarray(expected)).any() or s > 0
     assert_same(jax.jit(jax.grad(conv))(x), expected)
@@ -372,11 +363,56 @@ def test_kept_cond_in_a_loop_batches_without_broadcasting():
     xs = jnp.stack([jnp.linspace(-1, 1, 80), -jnp.linspace(-1, 1, 80) - 1,
                     jnp.linspace(0, 1, 80)])
     conv = autoflow.convert(matvec_loop)
-    assert "cond" in _prims(jax.make_jaxpr(conv)(xs[0], a))
+    assert "cond" in _prims(_jaxpr(conv, xs[0], a))
     batched = jax.vmap(conv, in_axes=(0, None))
-    assert not [v for v in _avals(jax.make_jaxpr(batched)(xs, a))
-                if getattr(v, "shape", None) == (3, 80, 80)]
+    assert "3x80x80" not in _hlo(batched, xs, a)
     assert_same(jax.jit(batched)(xs, a), jnp.stack([matvec_loop(x, a) for x in xs]))
     assert_same(jax.vmap(jax.grad(conv), in_axes=(0, None))(xs, a),
                 jnp.stack([jax.grad(matvec_loop)(x, a) for x in xs]))
     assert_same(jax.jit(jax.grad(conv))(xs[2], a), jax.grad(matvec_loop)(xs[2], a))
+
+
+def scalar_if(x):
+    if x > 1.0:
+        y = jnp.sqrt(x) * 2.0
+    else:
+        y = x * 3.0
+    return y
+
+
+def scalar_if_in_loop(x):
+    i = 0
+    while i < 3:
+        if x > 1.0:
+            x = jnp.sqrt(x) * 2.0
+        else:
+            x = x * 3.0
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("fn", [scalar_if, scalar_if_in_loop, sqrt_or_zero, matvec_loop],
+                         ids=lambda f: f.__name__)
+def test_gradient_of_a_vmapped_if(fn):
+    # jax.grad outside jax.vmap: the branch outputs are selected per lane and
+    # the gradient of each lane is its own branch's (a batched `if` once hit
+    # "no transpose rule for stop_gradient" here).
+    if fn is sqrt_or_zero:
+        xs, extra = jnp.array([[0.0, 0.0], [4.0, 1.0], [-1.0, 0.0]]), ()
+    elif fn is matvec_loop:
+        xs = jnp.stack([jnp.linspace(-1, 1, 80), -jnp.linspace(-1, 1, 80) - 1])
+        extra = (jnp.eye(80) * 0.5,)
+    else:
+        xs, extra = jnp.array([0.5, 2.0, 3.0, 0.0]), ()
+    axes = (0,) + (None,) * len(extra)
+    want = jnp.stack([jax.grad(fn)(x, *extra) for x in xs])
+    for wrap in (autoflow.convert, autoflow.jit):
+        got = jax.grad(lambda xs: jnp.sum(jax.vmap(wrap(fn), axes)(xs, *extra)))(xs)
+        assert_same(got, want)
+        got = jax.jit(jax.grad(lambda xs: jnp.sum(jax.vmap(wrap(fn), axes)(xs, *extra))))(xs)
+        assert_same(got, want)
+    if extra:  # the gradient with respect to the matrix every lane reads
+        got = jax.grad(lambda a: jnp.sum(jax.vmap(autoflow.convert(fn), (0, None))(xs, a)))(
+            *extra)
+        want = sum(jax.grad(fn, 1)(x, *extra) for x in xs)
+        assert_same(got, want)

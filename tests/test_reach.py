@@ -67,6 +67,13 @@ def test_custom_jvp_rule_kept(x):
     expected = 1.0 if x > 0 else 5.0 * np.exp(x)
     assert np.allclose(jax.grad(autoflow.convert(soft_relu))(F(x)), expected)
     assert np.allclose(jax.jit(jax.grad(autoflow.convert(soft_relu)))(F(x)), expected)
+    assert np.allclose(jax.grad(jax.jit(autoflow.convert(soft_relu)))(F(x)), expected)
+    assert np.allclose(jax.grad(autoflow.jit(soft_relu))(F(x)), expected)
+    xs = jnp.array([x, -x])
+    both = np.array([expected, 1.0 if -x > 0 else 5.0 * np.exp(-x)])
+    assert np.allclose(jax.vmap(jax.grad(autoflow.convert(soft_relu)))(xs), both)
+    assert np.allclose(jax.grad(lambda v: jax.vmap(autoflow.convert(soft_relu))(v).sum())(xs),
+                       both)
 
 
 @jax.custom_vjp

@@ -35,7 +35,10 @@ def both(fn, *args, **jit_kwargs):
 
 
 def _primitives(fn, *args):
-    jaxpr = jax.make_jaxpr(autoflow.convert(fn))(*args)
+    from autoflow.runtime.checkpoint import plain_loops
+
+    with plain_loops():  # autoflow's own primitives shown as the lax operations they are
+        jaxpr = jax.make_jaxpr(autoflow.convert(fn))(*args)
     out = set()
 
     def visit(j):

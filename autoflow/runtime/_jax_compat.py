@@ -23,6 +23,13 @@ what                        private access                                  JAX
                             ``batching.BatchTracer``, ``tree_util.FlatTree`` 0.4.38
                             (the select-or-cond choice: without them every
                             traced ``if`` is a ``lax.cond``)
+``checkpoint_internals``    ``jax.experimental.hijax.VJPHiPrimitive``,      newer
+                            ``core``, ``ad_util.Zero``,                     than
+                            ``partial_eval.convert_constvars_jaxpr``,       0.4.38
+                            ``batching.batch_jaxpr`` (the checkpointed
+                            while loop: without them a data-dependent loop
+                            is a ``lax.while_loop``, which ``jax.grad``
+                            cannot differentiate in reverse mode)
 =========================== =============================================== ========
 
 ``Tracer`` is public (``jax.core.Tracer``) but listed here too, so that the
@@ -100,3 +107,19 @@ def lowering_internals():
     except ImportError:
         return None
     return api_util, core, batching, partial_eval, FlatTree
+
+
+def checkpoint_internals():
+    """``(VJPHiPrimitive, core, ad_util, partial_eval, batching)`` for
+    ``runtime.checkpoint``, or None on a JAX without user-defined primitives
+    (``jax.experimental.hijax``): data-dependent loops are then plain
+    ``lax.while_loop``s."""
+    try:
+        from jax.experimental.hijax import VJPHiPrimitive
+        from jax._src import ad_util
+        from jax._src import core
+        from jax._src.interpreters import batching
+        from jax._src.interpreters import partial_eval
+    except ImportError:
+        return None
+    return VJPHiPrimitive, core, ad_util, partial_eval, batching

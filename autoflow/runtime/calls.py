@@ -111,11 +111,17 @@ class Runtime(types.ModuleType):
         return f
 
     def while_stmt(self, *args, **kwargs):
-        kwargs.setdefault("max_iterations", dict(self._options).get("max_loop_iterations"))
+        options = dict(self._options)
+        kwargs.setdefault("max_iterations", options.get("max_loop_iterations"))
+        if options.get("checkpoints") is not None:
+            kwargs.setdefault("checkpoints", options["checkpoints"])
         return self._base.while_stmt(*args, **kwargs)
 
     def for_stmt(self, *args, **kwargs):
-        kwargs.setdefault("max_iterations", dict(self._options).get("max_loop_iterations"))
+        options = dict(self._options)
+        kwargs.setdefault("max_iterations", options.get("max_loop_iterations"))
+        if options.get("checkpoints") is not None:
+            kwargs.setdefault("checkpoints", options["checkpoints"])
         return self._base.for_stmt(*args, **kwargs)
 
     def converted(self, f):

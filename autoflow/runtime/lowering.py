@@ -31,24 +31,37 @@ effects): values the branches only read stay unbatched.
 The cost of a branch (``cost``) is the number of elements its equations
 produce, with ``dot_general`` counted as multiply-adds and loops, and the
 operations in ``HEAVY``, as infinite.
+
+Either lowering is staged as one primitive, ``_Cond``, whose rules for
+``vmap``, ``jvp`` and ``grad`` are its own (see its docstring): so the
+choice, and the unbatched reads under a batched predicate, survive any order
+of ``jit``, ``vmap`` and ``grad``, and gradients are always those of a cond.
+On a JAX without user-defined primitives every traced ``if`` is a plain
+``lax.cond``.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 import threading
 
 import numpy as np
 import jax
 from jax import lax
 from jax import numpy as jnp
-from jax import custom_batching
 
-from ._jax_compat import lowering_internals
+from ._jax_compat import checkpoint_internals, lowering_internals
 
 _INTERNALS = lowering_internals()
-if _INTERNALS is not None:
+_HI = checkpoint_internals()
+if _INTERNALS is None or _HI is None:  # an older JAX: every traced `if` is a lax.cond
+    _INTERNALS = None
+    _VJPHiPrimitive = object
+else:
     api_util, _core, batching, pe, FlatTree = _INTERNALS
+    _VJPHiPrimitive, _, _ad_util, _, _ = _HI
 
 # Elementwise operations (counted as output elements) below which a select of
 # both branches beats a ``lax.cond``; measured with benchmarks/select_cost.py.
@@ -98,6 +111,12 @@ def cost(jaxpr):
             return math.inf
         if name == "cond":  # an inner if that kept its cond: it skips work
             return math.inf
+        prim = eqn.params.get("_prim")
+        if prim is not None:  # one of autoflow's own primitives (runtime/checkpoint.py, _Cond)
+            if isinstance(prim, _Cond) and prim.kind == "select" and prim.inner is None:
+                total += cost(prim.t.jaxpr) + cost(prim.f.jaxpr)
+                continue
+            return math.inf  # a kept cond, a while loop
         subs = list(_subjaxprs(eqn))
         if subs:  # pjit, custom_jvp_call, closed_call, remat...: what they contain
             inner = max(cost(j) for j in subs)
@@ -168,97 +187,226 @@ def _select(pred, a, b):
         a, b = lax.convert_element_type(a, dtype), lax.convert_element_type(b, dtype)
     if _core.typeof(a).weak_type != _core.typeof(b).weak_type:
         a, b = lax.convert_element_type(a, a.dtype), lax.convert_element_type(b, b.dtype)
+    if jnp.ndim(pred) and jnp.ndim(pred) < jnp.ndim(a):  # a batched predicate (B,)
+        pred = lax.broadcast_in_dim(pred, jnp.shape(a), tuple(range(jnp.ndim(pred))))
     return lax.select(pred, a, b)
 
 
-def _selected(t, f, kind="select"):
-    """``g(pred, *consts)``: the select of both branches (``kind='select'``) or
-    their ``lax.cond`` (``kind='cond'``), differentiated as a cond.
-
-    Values come from the select (or cond); derivatives from a ``lax.cond`` of
-    the branches' derivatives, so the branch not taken never reaches a
-    gradient (a select would give ``0 * inf = nan`` for ``sqrt(x) if x > 0
-    else 0.`` at 0, where Python and ``lax.cond`` give 0).
-
-    The cond form batches with ``_batch_cond``: JAX's own rule for a cond
-    with a batched predicate broadcasts every operand to the batch, including
-    the values the branches only read; inside a loop body this ``if`` is
-    traced before ``vmap`` sees it, so it cannot choose a select then."""
-    nt = len(t.consts)
-
-    def select_values(pred, *consts):
-        ta = _core.eval_jaxpr(t.jaxpr, consts[:nt])
-        fa = _core.eval_jaxpr(f.jaxpr, consts[nt:])
-        return [_select(pred, a, b) for a, b in zip(ta, fa)]
-
-    if kind == "select":
-        values = select_values
-    else:
-        def cond_values(pred, *consts):
-            return lax.cond(pred, lambda: _core.eval_jaxpr(t.jaxpr, consts[:nt]),
-                            lambda: _core.eval_jaxpr(f.jaxpr, consts[nt:]))
-
-        values = custom_batching.custom_vmap(cond_values)
-
-        @values.def_vmap
-        def _batch_cond(axis_size, in_batched, pred, *consts):
-            pred_b, *consts_b = in_batched
-
-            def batched(closed, lo, hi):
-                axes = [0 if b else None for b in consts_b[lo:hi]]
-                fn = lambda *c: _core.eval_jaxpr(closed.jaxpr, c)  # noqa: E731
-                if not any(b is not None for b in axes):
-                    return lambda: [jnp.broadcast_to(o, (axis_size,) + jnp.shape(o))
-                                    for o in fn(*consts[lo:hi])]
-                return lambda: jax.vmap(fn, in_axes=axes, axis_size=axis_size)(
-                    *consts[lo:hi])
-
-            bt, bf = batched(t, 0, nt), batched(f, nt, len(consts))
-            if pred_b:  # both branches run; what they only read stays unbatched
-                outs = [_select(_bcast_pred(pred, a), a, b) for a, b in zip(bt(), bf())]
-            else:
-                outs = lax.cond(pred, bt, bf)
-            return outs, [True] * len(outs)
-
-    def derivatives(primals, tangents):
-        pred, *consts = primals
-        _, *dconsts = tangents
-
-        def branch(closed, lo, hi):
-            def run():
-                outs, douts = jax.jvp(lambda *c: _core.eval_jaxpr(closed.jaxpr, c),
-                                      tuple(consts[lo:hi]), tuple(dconsts[lo:hi]))
-                return [jnp.asarray(o) for o in outs], [_as_float(d, o)
-                                                        for o, d in zip(outs, douts)]
-            return run
-
-        outs, douts = lax.cond(pred, branch(t, 0, nt), branch(f, nt, len(consts)))
-        # The primal outputs come from this cond too: a `custom_vmap` primal is not
-        # known to JAX's linearization (a custom_jvp rule using this `if` under grad).
-        return outs, [_from_float(d, o) for d, o in zip(douts, outs)]
-
-    fn = jax.custom_jvp(values)
-    fn.defjvp(derivatives)
-    return fn
+def _eval(closed, args):
+    return _core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
-def _bcast_pred(pred, like):
-    """A batched predicate ``(B,)`` shaped to select between ``(B, ...)`` values."""
-    return lax.broadcast_in_dim(pred, jnp.shape(like), (0,))
+def _inexact(aval):
+    return jnp.issubdtype(aval.dtype, jnp.inexact)
 
 
-def _as_float(d, o):
-    if getattr(d, "dtype", None) == jax.dtypes.float0 or not jnp.issubdtype(
-            jnp.asarray(o).dtype, jnp.inexact):
-        return jnp.zeros(np.shape(o), jnp.float32)
-    return jnp.asarray(d)
+def _tangent_zeros(aval):
+    if _inexact(aval):
+        return jnp.zeros(aval.shape, aval.dtype)
+    return np.zeros(aval.shape, jax.dtypes.float0)
 
 
-def _from_float(d, o):
-    """Integer and boolean outputs have float0 tangents (carried as float32 zeros in the cond)."""
-    if jnp.issubdtype(o.dtype, jnp.inexact):
-        return d
-    return np.zeros(o.shape, jax.dtypes.float0)
+def _instantiate(tangents, avals):
+    return tuple(_tangent_zeros(a) if isinstance(t, _ad_util.Zero) else t
+                 for t, a in zip(tangents, avals))
+
+
+def _vjp(closed, args, ct):
+    """Cotangents of ``closed``'s inexact inputs, for ``ct`` on its inexact outputs."""
+    fi = [i for i, a in enumerate(closed.in_avals) if _inexact(a)]
+    fo = [j for j, a in enumerate(closed.out_avals) if _inexact(a)]
+
+    def f(*xs):
+        full = list(args)
+        for i, x in zip(fi, xs):
+            full[i] = x
+        outs = _eval(closed, full)
+        return [outs[j] for j in fo]
+
+    _, pull = jax.vjp(f, *[args[i] for i in fi])
+    return list(pull([ct[j] for j in fo]))
+
+
+class _Cond(_VJPHiPrimitive):
+    """A traced ``if`` of two branches (jaxprs taking their operands, no consts),
+    as one primitive with a rule per transformation, so that where ``jit``,
+    ``vmap`` and ``grad`` sit around it does not matter:
+
+    * evaluated or compiled: a select of both branches (``kind='select'``) or
+      a ``lax.cond`` (``kind='cond'``);
+    * ``vmap`` (``batch``): the same ``if`` one level up (``inner``: the
+      primitive it batches, ``axes``: which operands are batched). With a
+      batched predicate it is a select of both branches, run on the operands
+      as they are: a matrix the branches only read is not copied per lane
+      (JAX's own ``cond`` batching rule broadcasts every operand). Otherwise
+      the ``vmap`` of the inner ``if``;
+    * ``jax.jvp``/``jax.jacfwd``: JAX's JVP of the form above;
+    * ``jax.grad``/``jax.vjp``: the values are the form above; the cotangents
+      come from a ``lax.cond`` of the branches' VJPs (one per lane under a
+      batched predicate), so the branch not taken never reaches a gradient
+      (``sqrt(x) if x > 0 else 0.`` has gradient 0 at 0, as in Python, not the
+      ``nan`` of a select's gradient).
+    """
+
+    def __init__(self, t, f, kind, in_avals, inner=None, axes=None, size=None):
+        self.in_avals = in_avals  # (predicate, true operands, false operands)
+        if inner is None:
+            self.out_aval = tuple(t.out_avals)
+        else:
+            self.out_aval = tuple(_unmapped(a, 0, size) for a in inner.out_aval)
+        self.params = dict(t=t, f=f, kind=kind, inner=inner, axes=axes, size=size)
+        self.effects = frozenset()
+        super().__init__()
+
+    # -- meaning --------------------------------------------------------------
+
+    def both(self, pred, tc, fc):
+        """The select of both branches' outputs."""
+        if self.inner is None:
+            return tuple(_select(pred, a, b) for a, b in zip(_eval(self.t, tc), _eval(self.f, fc)))
+        return tuple(jax.vmap(self.inner.both, self.axes, 0, axis_size=self.size)(pred, tc, fc))
+
+    def expand(self, pred, tc, fc):
+        if self.inner is None:
+            if self.kind == "select":
+                return self.both(pred, tc, fc)
+            return tuple(lax.cond(pred, lambda: _eval(self.t, tc), lambda: _eval(self.f, fc)))
+        if self.axes[0] is not None:  # a batched predicate: both branches run
+            return self.both(pred, tc, fc)
+        return tuple(jax.vmap(self.inner.expand, self.axes, 0, axis_size=self.size)(pred, tc, fc))
+
+    # -- forward mode -----------------------------------------------------------
+
+    def jvp(self, primals, tangents):
+        pred, tc, fc = primals
+        ttc, tfc = (_instantiate(t, a) for t, a in zip(tangents[1:], self.in_avals[1:]))
+        out, tout = jax.jvp(lambda tc, fc: self.expand(pred, tc, fc), (tuple(tc), tuple(fc)),
+                            (ttc, tfc))
+        tout = tuple(t if _inexact(a) else _ad_util.Zero(a.to_tangent_aval())
+                     for t, a in zip(tout, self.out_aval))
+        return tuple(out), tout
+
+    def lin(self, nzs_in, *primals):
+        return self.expand(*primals), primals
+
+    def linearized(self, residuals, *tangents):
+        return self.jvp(residuals, tangents)[1]
+
+    # -- reverse mode -----------------------------------------------------------
+
+    def vjp_fwd(self, nzs_in, pred, tc, fc):
+        return self.expand(pred, tc, fc), (pred, tc, fc)
+
+    def bwd(self, pred, tc, fc, ct):
+        """Cotangents of the inexact operands of each branch (two lists)."""
+        if self.inner is None:
+            def zeros(avals):
+                return [jnp.zeros(a.shape, a.dtype) for a in avals if _inexact(a)]
+
+            return lax.cond(pred,
+                            lambda: (_vjp(self.t, tc, ct), zeros(self.in_avals[2])),
+                            lambda: (zeros(self.in_avals[1]), _vjp(self.f, fc, ct)))
+        gt, gf = jax.vmap(self.inner.bwd, (*self.axes, 0), 0, axis_size=self.size)(
+            pred, tc, fc, ct)
+        _, ta, fa = self.axes
+        # an operand shared by every lane gets the sum of the lanes' cotangents
+        inexact_axes = [[d for d, a in zip(ax, avals) if _inexact(a)]
+                        for ax, avals in ((ta, self.inner.in_avals[1]),
+                                          (fa, self.inner.in_avals[2]))]
+        return ([g if d is not None else jnp.sum(g, 0) for g, d in zip(gt, inexact_axes[0])],
+                [g if d is not None else jnp.sum(g, 0) for g, d in zip(gf, inexact_axes[1])])
+
+    def vjp_bwd_retval(self, res, out_ct):
+        pred, tc, fc = res
+        ct = tuple(jnp.zeros(a.shape, a.dtype) if isinstance(c, _ad_util.Zero) and _inexact(a)
+                   else c for c, a in zip(out_ct, self.out_aval))
+        gt, gf = self.bwd(pred, tc, fc, ct)
+
+        def spread(grads, avals):
+            grads, out = iter(grads), []
+            for a in avals:
+                out.append(next(grads) if _inexact(a) else _ad_util.Zero(a.to_ct_aval()))
+            return tuple(out)
+
+        return (_ad_util.Zero(self.in_avals[0].to_ct_aval()),
+                spread(gt, self.in_avals[1]), spread(gf, self.in_avals[2]))
+
+    # -- vmap -------------------------------------------------------------------
+
+    def batch(self, axis_data, args, dims):
+        size = axis_data.size
+
+        def moved(x, d):
+            return x if d is None else jnp.moveaxis(jnp.asarray(x), d, 0)
+
+        def axis(d):
+            return None if d is None else 0
+
+        pred, tc, fc = args
+        dp, dt, df = dims
+        args = (moved(pred, dp), tuple(map(moved, tc, dt)), tuple(map(moved, fc, df)))
+        axes = (axis(dp), tuple(map(axis, dt)), tuple(map(axis, df)))
+        in_avals = tuple(_core.typeof(x) for x in args[:1]) + tuple(
+            tuple(_core.typeof(x) for x in group) for group in args[1:])
+        prim = _Cond(self.t, self.f, self.kind, in_avals, inner=self, axes=axes, size=size)
+        return prim(*args), tuple(0 for _ in self.out_aval)
+
+
+def _unmapped(aval, d, size):
+    if d is None:
+        return aval
+    return _core.ShapedArray((size,) + tuple(aval.shape), aval.dtype,
+                             weak_type=getattr(aval, "weak_type", False))
+
+
+def _operands(closed):
+    """``closed`` (a ClosedJaxpr with consts) as a jaxpr taking its consts as operands."""
+    jaxpr = pe.convert_constvars_jaxpr(closed.jaxpr)
+    return _core.ClosedJaxpr(jaxpr, ()), list(closed.consts)
+
+
+def _staged_if(pred, t, f, kind):
+    if _plain_now():  # autoflow explain: what it compiles to
+        if kind == "select":
+            return [_select(pred, a, b) for a, b in zip(_run(t), _run(f))]
+        return lax.cond(pred, lambda: _run(t), lambda: _run(f))
+    tj, tc = _operands(t)
+    fj, fc = _operands(f)
+    pred = jnp.asarray(pred)
+    in_avals = (_core.typeof(pred), tuple(_core.typeof(x) for x in tc),
+                tuple(_core.typeof(x) for x in fc))
+    return list(_Cond(tj, fj, kind, in_avals)(pred, tuple(tc), tuple(fc)))
+
+
+def _partial_eval():
+    """May JAX partially evaluate this ``if`` with some operands unknown: is it
+    in the rule of a ``jax.custom_jvp`` (whose tangents are unknown under
+    ``jax.grad``) or of a ``jax.custom_vjp``? A ``lax.cond`` splits into known
+    and unknown outputs there; one primitive cannot, and the rule's primal
+    outputs must stay known. (The rule may be traced to a jaxpr first, under
+    ``jit``, so the trace alone does not tell: the frames of JAX's custom
+    derivatives module do.)"""
+    from ._jax_compat import current_trace_kind
+
+    if current_trace_kind() == "JaxprTrace":
+        return True
+    frame = sys._getframe(2)
+    for _ in range(200):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith(_CUSTOM_DERIVATIVES):
+            return True
+        frame = frame.f_back
+    return False
+
+
+_CUSTOM_DERIVATIVES = os.path.join("jax", "_src", "custom_derivatives.py")
+
+
+def _plain_now():
+    from .checkpoint import plain_now
+
+    return plain_now()
 
 
 def cond(pred, true_fn, false_fn):
@@ -271,18 +419,10 @@ def cond(pred, true_fn, false_fn):
     f = _trace(false_fn)
     choice, why = decide(t, f, _batched(pred))
     _set_choice(choice)
-    if choice == "select":
-        return _selected(t, f)(pred, *t.consts, *f.consts)
-    if why == "a branch has effects" or not _batchable():
+    if why == "a branch has effects":
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
-    return _selected(t, f, "cond")(pred, *t.consts, *f.consts)
-
-
-def _batchable():
-    """Use the kept cond's own batching rule (``custom_vmap``) only inside a staged
-    branch or loop body, where the ``if`` is traced before ``vmap`` can see a
-    batched predicate: elsewhere a plain ``lax.cond`` (JAX's linearization does
-    not see through ``custom_vmap``: ``jit(grad(...))`` of a custom_jvp rule that
-    branches failed)."""
-    from .values import in_staged_block
-    return in_staged_block()
+    if _partial_eval():  # JAX's own operations, which partial evaluation can split
+        if why == "batched predicate":  # (JAX's cond would stop_gradient the tangents)
+            return [_select(pred, a, b) for a, b in zip(_run(t), _run(f))]
+        return lax.cond(pred, lambda: _run(t), lambda: _run(f))
+    return _staged_if(pred, t, f, "select" if choice == "select" else "cond")

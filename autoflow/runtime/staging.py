@@ -25,7 +25,7 @@ from ._jax_compat import current_trace_kind
 
 from ..core.origin import message
 from ..errors import ConversionError
-from . import loopdebug, lowering, raising
+from . import checkpoint, loopdebug, lowering, raising
 from .teach import value_advice
 from .raising import Signal, StagedRaise
 from .values import (Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like, is_extended,
@@ -464,15 +464,20 @@ def _reverse_mode():
 
 
 def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
-         max_iterations=None):
+         max_iterations=None, checkpoints=None):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
     counter); ``cond_fn(state)`` is tested before each iteration. With an
     int ``length`` and no ``cond_fn`` the loop is ``lax.fori_loop`` with a
     static trip count (a scan: reverse-differentiable); otherwise it is a
-    ``lax.while_loop`` (``length`` may then be traced).
+    ``lax.while_loop`` (``length`` may then be traced), staged as
+    ``checkpoint.while_loop``: a plain ``lax.while_loop`` unless reverse-mode
+    differentiated, then checkpointed with ``checkpoints`` saved carries.
+    With ``max_iterations`` it is a masked ``lax.scan`` of that many steps.
     """
+    if checkpoints is None:
+        checkpoints = checkpoint.DEFAULT_CHECKPOINTS
     accum = {}  # variable index -> the list before the loop (see _loop_body)
     scan_form = cond_fn is None and isinstance(length, int)
     for _ in range(16):
@@ -515,9 +520,11 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     return (c[0] + 1, new), outs
                 (_, dyn), stacked = lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
                                              None, length=length, unroll=unroll)
-            elif max_iterations is not None or (_reverse_mode() and isinstance(length, int)):
-                # A bounded loop (static range with `break`, or max_loop_iterations):
-                # under jax.grad it must be a scan to be reverse-differentiable.
+            elif max_iterations is not None or (not checkpoint.AVAILABLE and _reverse_mode()
+                                                and isinstance(length, int)):
+                # max_loop_iterations: a masked scan of that many steps. (On a JAX
+                # without checkpointed loops, also a static range with `break`
+                # under jax.grad: a scan is reverse-differentiable.)
                 steps = max_iterations if max_iterations is not None else length
                 if isinstance(length, int):
                     steps = min(steps, length)
@@ -525,10 +532,10 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                start, None if length is None else start + length, steps, site)
             elif length is None:
                 uses_while = True
-                _, dyn = lax.while_loop(
+                _, dyn = checkpoint.while_loop(
                     lambda c: test(c[1]),
                     lambda c: (c[0] + 1, body(c[0], c[1], lambda: test(c[1]))),
-                    (jnp.int32(start), init))
+                    (jnp.int32(start), init), checkpoints=checkpoints)
             else:
                 stop = start + length
                 uses_while = True
@@ -536,9 +543,9 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 def full_test(c):
                     more = c[0] < stop
                     return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
-                _, dyn = lax.while_loop(
+                _, dyn = checkpoint.while_loop(
                     full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
-                    (jnp.asarray(start, jnp.int32), init))
+                    (jnp.asarray(start, jnp.int32), init), checkpoints=checkpoints)
         except _Restart as r:
             kind_of_change, changes = r.changes
             if kind_of_change == "accumulate":
@@ -563,7 +570,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                     leaves[i] = _cast(jnp.asarray(leaves[i]), dtype)
                 state = unflatten(tree, leaves)
             continue
-        if uses_while and _reverse_mode() and any(isinstance(x, Tracer) and
+        if uses_while and not checkpoint.AVAILABLE and _reverse_mode() and any(isinstance(x, Tracer) and
                                    type(x).__name__ == "LinearizeTracer" for x in dyn):
             raise ConversionError(message(
                 site(), f"this traced `{kind}` loop has a data-dependent trip count, and "

@@ -1,0 +1,473 @@
+"""A ``lax.while_loop`` that ``jax.grad`` can differentiate, with no bound on its trip count.
+
+Plain Python meaning (what ``while_loop`` computes)::
+
+    def while_loop(cond, body, carry):
+        while cond(carry):
+            carry = body(carry)
+        return carry
+
+Staged, it is one JAX primitive (a ``jax.experimental.hijax.VJPHiPrimitive``)
+whose rules differ by transformation, chosen by JAX when it transforms it, so it
+does not matter where ``jit`` or ``vmap`` sit around it:
+
+* evaluated, lowered or ``jit``-compiled: exactly ``lax.while_loop`` (the
+  same compiled program: no cost when nobody differentiates);
+* forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``): the
+  ``lax.while_loop`` JVP (a loop over primal and tangent, itself one of these
+  loops, so that ``jax.grad`` of a ``jax.jvp`` works);
+* reverse mode (``jax.grad``, ``jax.vjp``): online checkpointing with a budget
+  of ``checkpoints`` carries. The forward pass runs the loop and saves the
+  carry every ``stride`` steps in at most ``checkpoints // 2`` slots (the trip
+  count is not known in advance: when the slots are full, every other save is
+  dropped and the stride doubles). The backward pass reverses the steps from
+  the last to the first: a short gap above the nearest save is recomputed into
+  a sweep buffer and reversed; a long one is halved, saving its midpoint in a
+  free slot (bisection). Memory grows with ``checkpoints``, not with the trip
+  count ``N``; each step is recomputed about ``1 + log2(N / checkpoints)``
+  times. The loops of the backward pass are these loops too (``jax.grad`` of
+  ``jax.grad``), and recompute the body without its debug callbacks (prints
+  and checks ran in the forward pass).
+* ``vmap``: the carries that must be batched are (as ``lax.while_loop``
+  does); with a batched condition, a loop that runs while any element runs,
+  the finished ones keeping their values; itself one of these loops.
+
+Not supported: ``jax.checkpoint`` (remat) around such a loop under ``jax.grad``
+(JAX's remat linearizes through the JVP rule, which is a loop it cannot split).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from ._jax_compat import checkpoint_internals
+
+_internals = checkpoint_internals()
+# Where JAX has no user-defined primitives (before jax.experimental.hijax), a
+# data-dependent loop is a plain lax.while_loop (see `while_loop`).
+AVAILABLE = _internals is not None
+if AVAILABLE:
+    VJPHiPrimitive, _core, _ad_util, _pe, _batching = _internals
+else:  # pragma: no cover - exercised by the old-JAX CI stage
+    VJPHiPrimitive, _core, _ad_util, _pe, _batching = object, None, None, None, None
+
+DEFAULT_CHECKPOINTS = 64
+
+
+def _trace(fn, avals):
+    """``fn(*carry)`` as a jaxpr taking ``(*consts, *carry)``, and the consts."""
+    closed = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+    jaxpr = _pe.convert_constvars_jaxpr(closed.jaxpr)
+    return jaxpr, tuple(closed.consts)
+
+
+def _run(jaxpr, consts, carry):
+    if isinstance(jaxpr, _core.ClosedJaxpr):
+        return _core.jaxpr_as_fun(jaxpr)(*consts, *carry)
+    return _core.eval_jaxpr(jaxpr, (), *consts, *carry)
+
+
+# What the backward pass recomputes must not print again, nor check again: the
+# forward pass did. `_quiet` is a loop body with its debug callbacks (autoflow's
+# `print`, `assert` and staged `raise` checks, the user's `jax.debug.print`) left out.
+
+def _quiet_eval(jaxpr, consts, args):
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, _core.Literal) else env[v]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for e in jaxpr.eqns:
+        if e.primitive.name in ("debug_callback", "debug_print"):
+            continue
+        params = dict(e.params)
+        for k, v in params.items():
+            if isinstance(v, _core.ClosedJaxpr) and v.effects:
+                params[k] = _quiet_closed(v)
+            elif isinstance(v, tuple) and v and all(isinstance(j, _core.ClosedJaxpr) for j in v) \
+                    and any(j.effects for j in v):
+                params[k] = tuple(_quiet_closed(j) for j in v)
+            elif isinstance(v, _WhileLoop) and v.effects:
+                params[k] = v.quiet()
+        bind_params = e.primitive.get_bind_params(params)
+        with e.ctx.manager:
+            outs = e.primitive.bind(*map(read, e.invars), **bind_params)
+        if not e.primitive.multiple_results:
+            outs = [outs]
+        for v, x in zip(e.outvars, outs):
+            env[v] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _quiet_closed(closed):
+    """``closed`` (a ClosedJaxpr) without its debug callbacks."""
+    jaxpr = closed.jaxpr if isinstance(closed, _core.ClosedJaxpr) else closed
+    consts = closed.consts if isinstance(closed, _core.ClosedJaxpr) else ()
+    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype,
+                                  weak_type=getattr(v.aval, "weak_type", False))
+             for v in jaxpr.invars]
+    return jax.make_jaxpr(lambda *a: _quiet_eval(jaxpr, consts, a))(*specs)
+
+
+def _inexact(aval):
+    return jnp.issubdtype(aval.dtype, jnp.inexact)
+
+
+def _zeros_like_aval(aval):
+    return jnp.zeros(aval.shape, aval.dtype)
+
+
+def _instantiate(tangents, avals):
+    return tuple(jnp.zeros(a.shape, a.to_tangent_aval().dtype) if isinstance(t, _ad_util.Zero)
+                 else t for t, a in zip(tangents, avals))
+
+
+class _WhileLoop(VJPHiPrimitive):
+    """``while cond(carry): carry = body(carry)`` over flat tuples of arrays."""
+
+    def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects):
+        self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals
+        self.out_aval = in_avals[2]
+        self.params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                           checkpoints=checkpoints)
+        self.effects = effects
+        super().__init__()
+        self.quiet_body = _quiet_closed(body_jaxpr) if effects else body_jaxpr
+
+    # -- meaning --------------------------------------------------------------
+
+    def _cond(self, cc, x):
+        return _run(self.cond_jaxpr, cc, x)[0]
+
+    def _body(self, bc, x):
+        return tuple(_run(self.body_jaxpr, bc, x))
+
+    def _recompute(self, bc, x):
+        """The body as the backward pass recomputes it (no callbacks)."""
+        return tuple(_run(self.quiet_body, bc, x))
+
+    def quiet(self):
+        """This loop without debug callbacks."""
+        if not self.effects:
+            return self
+        return _WhileLoop(_quiet_closed(self.cond_jaxpr), self.quiet_body, self.in_avals,
+                          self.checkpoints, frozenset())
+
+    def expand(self, cc, bc, carry):
+        return tuple(lax.while_loop(lambda x: self._cond(cc, x),
+                                    lambda x: self._body(bc, x), tuple(carry)))
+
+    # -- forward mode -----------------------------------------------------------
+
+    def jvp(self, primals, tangents):
+        # The JVP loop carries (primal, tangent) and is one of these loops too,
+        # so that it can be reverse-differentiated in turn (jax.grad of jax.jvp).
+        cc, bc, x = primals
+        _, tbc, tx = (_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
+        fi = [i for i, a in enumerate(self.in_avals[2]) if _inexact(a)]
+
+        def body(c):
+            x, txf = c
+            t_all = [np.zeros(np.shape(v), jax.dtypes.float0) for v in x]
+            for i, t in zip(fi, txf):
+                t_all[i] = t
+            y, ty = jax.jvp(lambda bc, x: self._body(bc, x), (bc, tuple(x)),
+                            (tbc, tuple(t_all)))
+            return tuple(y), tuple(ty[i] for i in fi)
+
+        y, tyf = while_loop(lambda c: self._cond(cc, c[0]), body,
+                            (tuple(x), tuple(tx[i] for i in fi)), checkpoints=self.checkpoints)
+        ty = [_ad_util.Zero(a.to_tangent_aval()) for a in self.in_avals[2]]
+        for i, t in zip(fi, tyf):
+            ty[i] = t
+        return tuple(y), tuple(ty)
+
+    def lin(self, nzs_in, *primals):
+        return self.expand(*primals), primals
+
+    def linearized(self, residuals, *tangents):
+        tangents = tuple(_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
+        return jax.jvp(self.expand, residuals, tangents)[1]
+
+    # -- reverse mode -----------------------------------------------------------
+
+    def vjp_fwd(self, nzs_in, cc, bc, carry):
+        out, saved = _forward(self._cond, self._body, cc, bc, tuple(carry), self.checkpoints)
+        return out, (cc, bc, saved)
+
+    def vjp_bwd_retval(self, res, out_ct):
+        cc, bc, saved = res
+        carry_avals = self.in_avals[2]
+        out_ct = _instantiate(out_ct, carry_avals)
+        ct_bc, ct_carry = _backward(self._recompute, bc, saved, out_ct, self.in_avals[1],
+                                    carry_avals, self.checkpoints)
+        def zero(a):
+            return _ad_util.Zero(a.to_ct_aval())
+        return (tuple(zero(a) for a in self.in_avals[0]), ct_bc, ct_carry)
+
+    # -- vmap -------------------------------------------------------------------
+
+    def batch(self, axis_data, args, dims):
+        size = axis_data.size
+        cc, bc, carry = args
+        dcc, dbc, dcarry = dims
+
+        def moved(x, d):
+            return x if d is None else jnp.moveaxis(jnp.asarray(x), d, 0)
+
+        def closed(j):
+            return j if isinstance(j, _core.ClosedJaxpr) else _core.ClosedJaxpr(j, ())
+
+        in_cc = tuple(d is not None for d in dcc)
+        in_bc = tuple(d is not None for d in dbc)
+        batched = tuple(d is not None for d in dcarry)
+        # Which carries are batched: those batched at the start, and those the
+        # body makes batched (to a fixed point), as lax.while_loop does.
+        for _ in range(len(batched) + 1):
+            _, out = _batching.batch_jaxpr(closed(self.body_jaxpr), axis_data,
+                                           in_bc + batched, False)
+            new = tuple(a or b for a, b in zip(batched, out))
+            if new == batched:
+                break
+            batched = new
+        _, (pred_batched,) = _batching.batch_jaxpr(closed(self.cond_jaxpr), axis_data,
+                                                   in_cc + batched, False)
+        if pred_batched:  # finished elements keep their values: all carries batched
+            batched = tuple(True for _ in batched)
+        cc = tuple(moved(x, d) for x, d in zip(cc, dcc))
+        bc = tuple(moved(x, d) for x, d in zip(bc, dbc))
+        carry = tuple((jnp.broadcast_to(x, (size,) + jnp.shape(x)) if d is None else moved(x, d))
+                      if b else x for x, d, b in zip(carry, dcarry, batched))
+        def ax(flags):
+            return tuple(0 if f else None for f in flags)
+        vcond = jax.vmap(self._cond, (ax(in_cc), ax(batched)), 0 if pred_batched else None,
+                         axis_size=size)
+        vbody = jax.vmap(self._body, (ax(in_bc), ax(batched)), ax(batched), axis_size=size)
+
+        if pred_batched:
+            def bcond(x):
+                return jnp.any(vcond(cc, x))
+
+            def bbody(x):
+                go = vcond(cc, x)
+                new = vbody(bc, x)
+                return tuple(jnp.where(go.reshape((size,) + (1,) * (jnp.ndim(n) - 1)), n, o)
+                             for n, o in zip(new, x))
+        else:
+            def bcond(x):
+                return vcond(cc, x)
+
+            def bbody(x):
+                return vbody(bc, x)
+
+        out = while_loop(bcond, bbody, carry, checkpoints=self.checkpoints)
+        return tuple(out), tuple(0 if b else None for b in batched)
+
+
+_plain = threading.local()
+
+
+@contextlib.contextmanager
+def plain_loops():
+    """Stage ``while_loop`` as the ``lax.while_loop`` it compiles to, and a
+    traced ``if`` as its ``lax.cond`` or select (``lowering._Cond``), for
+    ``autoflow explain``, which shows people the jaxpr."""
+    before = getattr(_plain, "on", False)
+    _plain.on = True
+    try:
+        yield
+    finally:
+        _plain.on = before
+
+
+def plain_now() -> bool:
+    """Inside ``plain_loops()``?"""
+    return getattr(_plain, "on", False)
+
+
+def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
+    """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
+    reverse-differentiable with at most ``checkpoints`` saved carries."""
+    if not AVAILABLE or getattr(_plain, "on", False):
+        return lax.while_loop(cond_fun, body_fun, init)
+    leaves, tree = jax.tree_util.tree_flatten(init)
+    avals = tuple(_core.ShapedArray(jnp.shape(x), jnp.result_type(x)) for x in leaves)
+    def unflat(x):
+        return jax.tree_util.tree_unflatten(tree, list(x))
+
+    def body_flat(*x):
+        out, out_tree = jax.tree_util.tree_flatten(body_fun(unflat(x)))
+        if out_tree != tree:
+            raise TypeError(f"while_loop body changed the carry's structure: {tree} -> "
+                            f"{out_tree}")
+        return tuple(out)
+
+    cond_jaxpr, cc = _trace(lambda *x: cond_fun(unflat(x)), avals)
+    body_jaxpr, bc = _trace(body_flat, avals)
+    effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
+    in_avals = (tuple(_core.typeof(x) for x in cc), tuple(_core.typeof(x) for x in bc), avals)
+    flat = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(leaves, avals))
+    prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects)
+    return unflat(prim(cc, bc, flat))
+
+
+# ---------------------------------------------------------------------------
+# the checkpointed forward and backward passes
+# ---------------------------------------------------------------------------
+
+def _slots(carry, k):
+    return tuple(jnp.zeros((k,) + jnp.shape(x), jnp.result_type(x)) for x in carry)
+
+
+def _write(buf, slot, x):
+    return tuple(lax.dynamic_update_index_in_dim(b, v, slot, 0) for b, v in zip(buf, x))
+
+
+def _layout(checkpoints):
+    """How a budget of ``checkpoints`` carries is spent: ``(slots, forward, sweep)``:
+    ``slots`` saved carries (at most ``forward`` of them by the forward pass, the
+    rest by the backward pass's bisection), and a sweep buffer of ``sweep``
+    carries. ``slots + sweep == checkpoints`` (one more scratch slot)."""
+    sweep = min(64, max(2, checkpoints // 4))
+    slots = max(2, checkpoints - sweep)
+    forward = max(2, min(slots, checkpoints // 2) // 2 * 2)
+    return slots, forward, sweep
+
+
+def _forward(cond, body, cc, bc, carry, checkpoints):
+    """Run the loop, saving the carry before step ``n`` whenever ``n`` is a
+    multiple of ``stride``, in at most ``checkpoints // 2`` slots: when they are
+    full, the saves at odd multiples of ``stride`` are dropped and ``stride``
+    doubles. Saved carries never move: ``pos[i]`` is the step whose carry slot
+    ``i`` holds (-1: free); the last slot is scratch, written when nothing is
+    saved, so that every step writes unconditionally (in place).
+    Returns ``(final carry, (slots, pos, n))``."""
+    size, half, _ = _layout(checkpoints)
+
+    def step(s):
+        x, n, buf, pos, count, stride = s
+        save = n % stride == 0
+        thin = save & (count == half)
+        pos = jnp.where(thin & (pos >= 0) & ((pos // stride) % 2 == 1), -1, pos)
+        count = jnp.where(thin, half // 2, count)
+        stride = jnp.where(thin, stride * 2, stride)
+        free = jnp.argmax(pos[:size] < 0).astype(jnp.int32)
+        slot = jnp.where(save, free, size)
+        buf = _write(buf, slot, x)
+        pos = pos.at[slot].set(jnp.where(save, n, -1))
+        return body(bc, x), n + 1, buf, pos, count + save, stride
+
+    pos = jnp.full((size + 1,), -1, jnp.int32)
+    s = (carry, jnp.int32(0), _slots(carry, size + 1), pos, jnp.int32(0), jnp.int32(1))
+    x, n, buf, pos, _, _ = while_loop(lambda s: cond(cc, s[0]), step, s,
+                                      checkpoints=checkpoints)
+    return x, (buf, pos, n)
+
+
+def _fori(n, fn, init, checkpoints):
+    """``lax.fori_loop(0, n, fn, init)`` for a traced ``n``, as a ``while_loop``
+    of this module: the passes of a gradient are differentiable in turn
+    (``jax.grad`` of ``jax.grad``)."""
+    _, out = while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, fn(c[0], c[1])),
+                        (jnp.int32(0), init), checkpoints=checkpoints)
+    return out
+
+
+def _advance(body, bc, x, k, checkpoints):
+    return _fori(k, lambda i, x: body(bc, x), x, checkpoints)
+
+
+def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
+    """Reverse steps ``n-1 .. 0``, from the last to the first.
+
+    Each round looks at the gap between the step ``t`` to reverse next and the
+    nearest saved carry ``p <= t``. A gap shorter than the sweep buffer
+    (``checkpoints // 4`` carries, at most 64) is swept: its carries are recomputed into
+    the buffer, then reversed one by one. A longer gap is halved, saving the
+    carry at its midpoint in a free slot (bisection: each step is recomputed
+    about ``log2(gap / sweep)`` times); with no free slot left, the last
+    ``sweep`` steps before ``t`` are recomputed from ``p`` and swept.
+    """
+    buf, pos, n = saved
+    size, _, sweep_len = _layout(checkpoints)
+    fi = [i for i, a in enumerate(carry_avals) if _inexact(a)]
+    fb = [i for i, a in enumerate(bc_avals) if _inexact(a)]
+
+    def step_vjp(x, ct, ct_bc):
+        def f(bcf, xf):
+            bc2 = list(bc)
+            for i, v in zip(fb, bcf):
+                bc2[i] = v
+            x2 = list(x)
+            for i, v in zip(fi, xf):
+                x2[i] = v
+            out = body(tuple(bc2), tuple(x2))
+            return tuple(out[i] for i in fi)
+
+        _, pull = jax.vjp(f, tuple(bc[i] for i in fb), tuple(x[i] for i in fi))
+        g_bc, g_x = pull(ct)
+        return g_x, tuple(a + b for a, b in zip(ct_bc, g_bc))
+
+    def sweep(args):
+        x0, length, ct, ct_bc = args
+
+        def fill(j, c):
+            x, sb = c
+            return body(bc, x), _write(sb, j, x)
+
+        _, sb = _fori(length, fill, (x0, _slots(x0, sweep_len)), checkpoints)
+
+        def back(j, c):
+            x = tuple(b[length - 1 - j] for b in sb)
+            return step_vjp(x, *c)
+
+        return _fori(length, back, (ct, ct_bc), checkpoints)
+
+    def loop_body(s):
+        t, buf, pos, ct, ct_bc = s
+        live = pos[:size]
+        below = jnp.where((live >= 0) & (live <= t), live, -1)
+        slot_p = jnp.argmax(below).astype(jnp.int32)
+        gap = t - below[slot_p]
+        free = jnp.argmax(live < 0).astype(jnp.int32)
+        has_free = live[free] < 0
+        halve = (gap >= sweep_len) & has_free
+        # a short gap sweeps from the lowest save within reach instead, so that
+        # one round reverses up to `sweep_len` steps
+        reach = jnp.where((live >= 0) & (live >= t - (sweep_len - 1)) & (live <= t), live,
+                          size + n)
+        slot_p = jnp.where(gap < sweep_len, jnp.argmin(reach).astype(jnp.int32), slot_p)
+        p = pos[slot_p]
+        xp = tuple(b[slot_p] for b in buf)
+        start = jnp.where(gap < sweep_len, p, t - (sweep_len - 1))
+        q = jnp.where(halve, t - gap + (gap + 1) // 2, start)
+        xq = _advance(body, bc, xp, q - p, checkpoints)
+        ct, ct_bc = lax.cond(halve, lambda a: a[2:],
+                             sweep, (xq, t - q + 1, ct, ct_bc))
+        # a midpoint is saved; the saves a sweep covered are freed
+        slot = jnp.where(halve, free, size)
+        buf = _write(buf, slot, xq)
+        pos = pos.at[slot].set(jnp.where(halve, q, -1))
+        pos = jnp.where(~halve & (pos >= start) & (pos <= t), -1, pos)
+        return jnp.where(halve, t, q - 1), buf, pos, ct, ct_bc
+
+    ct0 = tuple(out_ct[i] for i in fi)
+    ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
+    s = (n - 1, buf, pos, ct0, ct_bc0)
+    _, _, _, ct, ct_bc = while_loop(lambda s: s[0] >= 0, loop_body, s, checkpoints=checkpoints)
+    ct_carry = [_ad_util.Zero(a.to_ct_aval()) for a in carry_avals]
+    for i, v in zip(fi, ct):
+        ct_carry[i] = v
+    ct_bcs = [_ad_util.Zero(a.to_ct_aval()) for a in bc_avals]
+    for i, v in zip(fb, ct_bc):
+        ct_bcs[i] = v
+    return tuple(ct_bcs), tuple(ct_carry)
