@@ -10,9 +10,10 @@ added after the module's docstring and ``__future__`` imports.
 from __future__ import annotations
 
 import builtins
+import io
 import os
-
 import sys
+import tokenize
 
 import gast
 
@@ -112,11 +113,44 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
         sys.setrecursionlimit(limit)
 
 
+def runtime_import(tree):
+    """The name a module-level ``import autoflow.runtime as NAME`` binds (the
+    module is autoflow's own output), or None."""
+    for stmt in tree.body:
+        if isinstance(stmt, gast.Import):
+            for a in stmt.names:
+                if a.name == "autoflow.runtime" and a.asname:
+                    return a.asname
+    return None
+
+
+def _uses(node, name):
+    return any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(node))
+
+
+def indent_code(text, indent):
+    """``text`` (Python source at column 0) indented by ``indent``, except the
+    lines that continue a string literal (a docstring's later lines are part
+    of its value)."""
+    inside = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.end[0] > tok.start[0] and tok.type not in (tokenize.NEWLINE, tokenize.NL):
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - unparser output parses
+        pass
+    return "".join(indent + line if line.strip() and k not in inside else line
+                   for k, line in enumerate(text.splitlines(True), 1))
+
+
 def _convert_module(source, filename, only):
     tree = gast.parse(source)
     reserved = referenced_names(tree)
     namer = Namer(reserved)
-    alias = namer.reusable("af")
+    # Converting autoflow's own output again changes nothing: its runtime
+    # import is reused, and the functions that call the runtime are done.
+    existing = runtime_import(tree)
+    alias = existing or namer.reusable("af")
     shadowed = module_shadowed(tree, reserved)
     imports = import_kinds(tree, filename)
     changed = []
@@ -127,6 +161,9 @@ def _convert_module(source, filename, only):
         for node in body:
             if isinstance(node, gast.FunctionDef) and (_do_not_convert(node)
                                                        or _is_generator(node)):
+                if only == prefix + node.name:
+                    found = node
+            elif isinstance(node, gast.FunctionDef) and existing and _uses(node, existing):
                 if only == prefix + node.name:
                     found = node
             elif isinstance(node, gast.FunctionDef):
@@ -169,9 +206,7 @@ def _convert_module(source, filename, only):
     for node, new in sorted(edits, key=lambda e: -e[0].lineno):
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
         indent = " " * node.col_offset
-        text = pipeline.to_source(new)
-        text = "".join(indent + line if line.strip() else line
-                       for line in text.splitlines(True)) + "\n"
+        text = indent_code(pipeline.to_source(new), indent) + "\n"
         lines[first - 1:node.end_lineno] = [text]
     insert_at = 0
     # Keep a shebang and an encoding declaration on the first two lines.
@@ -184,6 +219,8 @@ def _convert_module(source, filename, only):
         if not (is_doc or is_future):
             break
         insert_at = max(insert_at, stmt.end_lineno)
+    if existing:
+        return "".join(lines), changed
     # Line numbers below insert_at are untouched by the splices (functions come later).
     lines.insert(insert_at, ("\n" if insert_at else "") + header)
     return "".join(lines), changed
