@@ -81,3 +81,37 @@ def untouched(y):
     # the function with nothing to convert is byte for byte the same
     assert source[source.index("def untouched"):] in out
     assert convert_module(out, str(tmp_path / "m.py"))[0] == out
+
+
+def _comments(text):
+    import io
+    import tokenize
+    return sorted(t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                  if t.type == tokenize.COMMENT)
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_comment_is_kept(path):
+    source = path.read_text(encoding="utf-8")
+    out, _ = convert_module(source, str(path))
+    assert _comments(out) == _comments(source)
+
+
+def test_comments_inside_a_converted_function_stay_with_their_statements(tmp_path):
+    source = '''def step(x, n):
+    # before the loop
+    for i in range(n):
+        # inside the loop
+        x = x * 0.5  # halve
+        if x < 1e-3:
+            break
+    return x  # result
+'''
+    out, changed = convert_module(source, str(tmp_path / "s.py"))
+    assert changed == ["step"]
+    lines = [line.strip() for line in out.splitlines()]
+    assert lines.index("# before the loop") < lines.index("broke = False")
+    body = lines.index("def loop_body(i, x, broke):")
+    assert body < lines.index("# inside the loop") < lines.index("# halve") \
+        < lines.index("x = x * 0.5")
+    assert lines.index("# result") == lines.index("return x") - 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import re
 import sys
 import tokenize
 
@@ -143,6 +144,84 @@ def indent_code(text, indent):
                    for k, line in enumerate(text.splitlines(True), 1))
 
 
+_MARK = "__autoflow_comment_{}__"
+_MARKED = re.compile(r"^([ \t]*)(?:[rbuRBU]*)(?:\"\"\"|\'\'\'|\"|\')__autoflow_comment_(\d+)__"
+                     r"(?:\"\"\"|\'\'\'|\"|\')[ \t]*$")
+
+
+def module_comments(source):
+    """``[(key, text)]`` for every comment of ``source``: a comment on a line of
+    its own has key ``line + 0.5`` (it annotates what follows), one after code
+    key ``line`` (it annotates that line)."""
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                alone = not tok.line[:tok.start[1]].strip()
+                out.append((tok.start[0] + (0.5 if alone else 0), tok.string))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return out
+
+
+def with_comments(node, new, comments):
+    """The source of ``new`` (the conversion of the user's function ``node``),
+    with the user's comments inside ``node`` kept: each is printed before the
+    first converted statement that comes from the line it annotates or a later
+    one (comments after code go on a line of their own before it)."""
+    mine = [(k, t) for k, t in comments if node.lineno < k <= node.end_lineno + 0.5]
+    if not mine:
+        return pipeline.to_source(new)
+    pending = list(mine)
+    texts = []
+
+    def marker(group):
+        texts.append(group)
+        return gast.Expr(value=gast.Constant(value=_MARK.format(len(texts) - 1), kind=None))
+
+    def mark(body, in_def):
+        out = []
+        for k, stmt in enumerate(body):
+            line = getattr(stmt, "lineno", None)
+            docstring = (k == 0 and in_def and isinstance(stmt, gast.Expr)
+                         and isinstance(stmt.value, gast.Constant)
+                         and isinstance(stmt.value.value, str))
+            if line is not None and not docstring:
+                due = [c for c in pending if c[0] <= line]
+                if due:
+                    for c in due:
+                        pending.remove(c)
+                    out.append(marker([t for _, t in due]))
+            out.append(stmt)
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if inner:
+                    setattr(stmt, field, mark(inner, field == "body" and isinstance(
+                        stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef))))
+            for handler in getattr(stmt, "handlers", None) or []:
+                handler.body = mark(handler.body, False)
+            for case in getattr(stmt, "cases", None) or []:
+                case.body = mark(case.body, False)
+        return out
+
+    new.body = mark(new.body, True)
+    if pending:  # after the last statement
+        new.body.append(marker([t for _, t in pending]))
+    lines, printed = [], pipeline.to_source(new).splitlines(True)
+    k = 0
+    while k < len(printed):
+        m = _MARKED.match(printed[k])
+        if m is None:
+            lines.append(printed[k])
+        else:
+            if k + 1 < len(printed) and not printed[k + 1].strip():
+                lines.append(printed[k + 1])  # a blank line goes before the comments
+                k += 1
+            lines += [m.group(1) + t + "\n" for t in texts[int(m.group(2))]]
+        k += 1
+    return "".join(lines)
+
+
 def _convert_module(source, filename, only):
     tree = gast.parse(source)
     reserved = referenced_names(tree)
@@ -200,13 +279,14 @@ def _convert_module(source, filename, only):
         return source, changed
     # Splice the converted functions into the original text, so comments and
     # layout elsewhere stay exactly as they were.
+    comments = module_comments(source)
     lines = source.splitlines(True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     for node, new in sorted(edits, key=lambda e: -e[0].lineno):
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
         indent = " " * node.col_offset
-        text = indent_code(pipeline.to_source(new), indent) + "\n"
+        text = indent_code(with_comments(node, new, comments), indent) + "\n"
         lines[first - 1:node.end_lineno] = [text]
     insert_at = 0
     # Keep a shebang and an encoding declaration on the first two lines.

@@ -115,6 +115,7 @@ def main():
     af.print(af.fstring('autoflow: total escape iterations {0}, points in set {1}', counts.sum(), (counts == MAX_ITER).sum()))
     af.print(af.fstring('reference: total escape iterations {0}, points in set {1}', ref.sum(), (ref == MAX_ITER).sum()))
     af.print(af.fstring('first call {0:.1f} ms, median later call {1:.2f} ms', first * 1000.0, median * 1000.0))
+    # float32 rounding may differ between XLA and NumPy; allow a few boundary pixels to differ.
     mismatched = (counts != ref).mean()
     af.print(af.fstring('pixels that differ from the reference: {0:.2%}', mismatched))
     af.assert_(mismatched < 0.01, None)
