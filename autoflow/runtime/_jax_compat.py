@@ -23,6 +23,7 @@ what                        private access                                  JAX
                             ``batching.BatchTracer``, ``tree_util.FlatTree`` 0.4.38
                             (the select-or-cond choice: without them every
                             traced ``if`` is a ``lax.cond``)
+``is_constant``             ``DynamicJaxprTracer.val`` is a ``Literal``     newer
 ``checkpoint_internals``    ``jax.experimental.hijax.VJPHiPrimitive``,      newer
                             ``core``, ``ad_util.Zero``,                     than
                             ``partial_eval.convert_constvars_jaxpr``,       0.4.38
@@ -123,3 +124,11 @@ def checkpoint_internals():
     except ImportError:
         return None
     return VJPHiPrimitive, core, ad_util, partial_eval, batching
+
+
+def is_constant(x) -> bool:
+    """Is ``x`` a constant while staging (not a tracer, or a tracer of a jaxpr
+    literal: ``DynamicJaxprTracer.val`` is a ``core.Literal`` in newer JAX)?"""
+    if not isinstance(x, Tracer):
+        return True
+    return isinstance(getattr(x, "val", None), getattr(_core, "Literal", ()))

@@ -289,6 +289,24 @@ def plain_loops():
         _plain.on = before
 
 
+def as_operands(values):
+    """``values`` with the constants passed through an optimization barrier
+    when staged: a constant operand of a user-defined primitive is a jaxpr
+    literal, and JAX's lowering of such primitives (``to_lojax``) can forward
+    a literal's raw value into a later equation, which then fails to lower."""
+    from ._jax_compat import is_constant, tracing
+
+    values = tuple(values)
+    const = [i for i, v in enumerate(values) if is_constant(v)]
+    if not const or not tracing():
+        return values
+    barred = lax.optimization_barrier(tuple(jnp.asarray(values[i]) for i in const))
+    out = list(values)
+    for i, v in zip(const, barred):
+        out[i] = v
+    return tuple(out)
+
+
 def plain_now() -> bool:
     """Inside ``plain_loops()``?"""
     return getattr(_plain, "on", False)
@@ -316,6 +334,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
     in_avals = (tuple(_core.typeof(x) for x in cc), tuple(_core.typeof(x) for x in bc), avals)
     flat = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(leaves, avals))
+    cc, bc, flat = (as_operands(v) for v in (cc, bc, flat))
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects)
     return unflat(prim(cc, bc, flat))
 

@@ -372,7 +372,9 @@ def _staged_if(pred, t, f, kind):
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
     tj, tc = _operands(t)
     fj, fc = _operands(f)
-    pred = jnp.asarray(pred)
+    from .checkpoint import as_operands
+
+    pred, tc, fc = as_operands([jnp.asarray(pred)]) + (as_operands(tc), as_operands(fc))
     in_avals = (_core.typeof(pred), tuple(_core.typeof(x) for x in tc),
                 tuple(_core.typeof(x) for x in fc))
     return list(_Cond(tj, fj, kind, in_avals)(pred, tuple(tc), tuple(fc)))
