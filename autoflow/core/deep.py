@@ -25,6 +25,11 @@ def run_deep(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except RecursionError:
         pass
+    return deep_call(fn, *args, **kwargs)
+
+
+def deep_call(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in a thread with a large stack and recursion limit."""
     result = {}
 
     def target():
