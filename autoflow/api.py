@@ -14,6 +14,7 @@ import types
 import warnings
 import weakref
 
+from .core.deep import run_deep
 from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
 from .core.naming import Namer
@@ -118,7 +119,7 @@ def _transformed(fn, options) -> _Converted:
     paused = gc.isenabled()
     gc.disable()
     try:
-        entry = _by_code[key] = _transform_uncached(fn, options, kinds)
+        entry = _by_code[key] = run_deep(_transform_uncached, fn, options, kinds)
         return entry
     finally:
         if paused:

@@ -212,6 +212,7 @@ def _diff(before: str, after: str, name: str) -> str:
 # ---------------------------------------------------------------------------
 
 def _convert_one(path, args):
+    from .core.deep import run_deep
     from .transforms.module import convert_module
 
     name = _display_name(path)
@@ -222,7 +223,7 @@ def _convert_one(path, args):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            text, changed = convert_module(source, name, only=args.function)
+            text, changed = run_deep(convert_module, source, name, only=args.function)
     except SyntaxError as e:
         raise _syntax_error(name, e) from None
     except LookupError:

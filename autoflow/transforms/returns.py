@@ -1,8 +1,9 @@
 """Turn early ``return`` into ``if``/``else`` whose branches all return.
 
-Runs after ``early_exits`` (no ``return`` is left inside a loop). The code
-after an ``if`` that may return moves into the branches that fall through,
-which is how a person writes it for ``lax.cond``::
+Runs after ``early_exits`` (no ``return`` is left inside a loop). When only
+one branch of an ``if`` that may return falls through, the code after the
+``if`` moves into that branch, which is how a person writes it for
+``lax.cond``::
 
     if x < 3:                         if x < 3:
         return 3 * x ** 2     ->          return 3 * x ** 2
@@ -10,30 +11,50 @@ which is how a person writes it for ``lax.cond``::
     return y                              y = -4 * x
                                           return y
 
+When both branches fall through, moving the code would copy it into each, and
+the copies double per nested block. Instead the returns inside the ``if``
+become flags, as for returns in loops (``early_exits``), and the code after a
+statement that may have returned is guarded by ``if not returned:``::
+
+    if c:                             returned = False
+        if d:                         retval = af.Undefined('retval', guarded=True)
+            return 1                  if c:
+        y = 2             ->              if d:
+    else:                                     retval = 1
+        y = 3                                 returned = True
+    return y                              if not returned:
+                                              y = 2
+                                      else:
+                                          y = 3
+                                      if returned:
+                                          return retval
+                                      else:
+                                          return y
+
+Each statement is placed once, so the output grows linearly with the input.
 A function that returns a value somewhere and can also fall off its end gets
 an explicit ``return None``, so every path ends in a ``return`` and a traced
-``if`` can compare what its branches return. When both branches fall through,
-the remaining code is copied into each; ``MAX_COPY`` bounds that growth.
+``if`` can compare what its branches return.
 """
 
 from __future__ import annotations
 
-import copy
-
 import gast
 
-from ..core.nodes import walk
+from ..analysis.activity import bound_names
 from ..analysis.liveness import always_returns
 from ..core.templates import replace
 from .util import contains_return, stamp
 
-MAX_COPY = 400  # statements copied per function before giving up on nesting
+
+class _Left(gast.Break):
+    """Marks where a lowered ``return`` was (removed by ``_guard``)."""
 
 
 class Returns:
     def __init__(self, ctx):
         self.ctx = ctx
-        self.copied = 0
+        self._falling = {}
 
     def lower(self, fn_node):
         body = fn_node.body
@@ -45,22 +66,90 @@ class Returns:
         fn_node.body = self._block(body)
 
     def _block(self, stmts):
-        for k, s in enumerate(stmts):
+        out = []
+        while True:
+            for k, s in enumerate(stmts):
+                if isinstance(s, (gast.Return, gast.Raise)):
+                    return out + stmts[:k + 1]  # what follows is unreachable
+                if isinstance(s, gast.If) and contains_return(s):
+                    rest = stmts[k + 1:]
+                    falls = [not always_returns(s.body), not always_returns(s.orelse)]
+                    if rest and all(falls):
+                        # Both paths fall through: flags instead of copies. The
+                        # `if returned: return retval` that follows has one path
+                        # that falls through, so the rest moves into its `else`.
+                        out += stmts[:k] + self._flagged(s)
+                        stmts = stamp(replace("if RETURNED:\n    return RETVAL",
+                                              RETURNED=self._returned, RETVAL=self._retval),
+                                      s) + rest
+                        break
+                    if falls[0]:
+                        s.body = s.body + rest
+                    if falls[1]:
+                        s.orelse = s.orelse + rest
+                    s.body = self._block(s.body)
+                    s.orelse = self._block(s.orelse)
+                    return out + stmts[:k + 1]
+            else:
+                return out + stmts
+
+    def _flagged(self, s):
+        """``s`` with its returns lowered to ``retval = ...; returned = True``."""
+        namer = self.ctx.namer
+        self._returned = returned = namer.unique("returned")
+        self._retval = retval = namer.unique("retval")
+        init = stamp(replace(
+            "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
+            RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
+            RETVAL_NAME=gast.Constant(value=retval, kind=None)), s)
+        # A traced `if` may fill with zeros what is bound on every path through
+        # `s` that does not return: it is read only where `returned` is false.
+        s.af_exit_guard = self._bound_falling([s]) or set()
+        return init + self._guard([s], returned, retval)
+
+    def _bound_falling(self, stmts):
+        """Names bound on every path through ``stmts`` that falls through
+        (``None``: every path returns or raises)."""
+        out = set()
+        for s in stmts:
             if isinstance(s, (gast.Return, gast.Raise)):
-                return stmts[:k + 1]  # what follows is unreachable
+                return None
+            if isinstance(s, gast.If):
+                key = id(s)
+                if key not in self._falling:
+                    a, b = self._bound_falling(s.body), self._bound_falling(s.orelse)
+                    self._falling[key] = b if a is None else a if b is None else a & b
+                both = self._falling[key]
+                if both is None:
+                    return None
+                out |= both
+            elif not isinstance(s, (gast.For, gast.AsyncFor, gast.While, gast.With,
+                                    gast.AsyncWith)) and not hasattr(s, "body"):
+                out.update(bound_names([s]))
+        return out
+
+    def _guard(self, stmts, returned, retval):
+        """Lower the returns in ``stmts``; guard what follows one with ``if not returned:``."""
+        out = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, gast.Return):
+                value = s.value if s.value is not None else gast.Constant(value=None, kind=None)
+                out += stamp(replace("RETVAL = VALUE\nRETURNED = True",
+                                     RETVAL=retval, VALUE=value, RETURNED=returned), s)
+                return out  # the rest is unreachable
             if isinstance(s, gast.If) and contains_return(s):
-                rest = stmts[k + 1:]
-                falls = [not always_returns(s.body), not always_returns(s.orelse)]
-                if rest and all(falls):
-                    size = sum(1 for r in rest for n in walk(r) if isinstance(n, gast.stmt))
-                    if self.copied + size > MAX_COPY:
-                        return stmts  # leave it: the if stays Python (see control_flow)
-                    self.copied += size
-                if falls[0]:
-                    s.body = s.body + (copy.deepcopy(rest) if falls[1] else rest)
-                if falls[1]:
-                    s.orelse = s.orelse + rest
-                s.body = self._block(s.body)
-                s.orelse = self._block(s.orelse)
-                return stmts[:k + 1]
-        return stmts
+                s.body = self._guard(s.body, returned, retval) or [gast.Pass()]
+                s.orelse = self._guard(s.orelse, returned, retval)
+                out.append(s)
+                rest = stmts[i + 1:]
+                if rest:
+                    safe = self._bound_falling(rest) or set()
+                    guard = stamp(replace("if not RETURNED:\n    REST", RETURNED=returned,
+                                          REST=self._guard(rest, returned, retval)), s)
+                    # What the guarded code binds on all its falling paths is read
+                    # only where nothing returned: a traced `if` may fill it elsewhere.
+                    guard[0].af_exit_guard = safe
+                    out += guard
+                return out
+            out.append(s)
+        return out
