@@ -21,6 +21,9 @@ from pathlib import Path
 
 from .transforms.module import convert_module
 
+# Set by the pytest plugin's ``--autoflow-update`` flag.
+UPDATE = False
+
 
 def expected_path(before) -> Path:
     before = Path(before)
@@ -36,7 +39,7 @@ def check_conversion(before, expected=None, *, regenerate=None) -> str:
     before = Path(before)
     expected = Path(expected) if expected is not None else expected_path(before)
     if regenerate is None:
-        regenerate = os.environ.get("AUTOFLOW_REGENERATE", "") not in ("", "0")
+        regenerate = UPDATE or os.environ.get("AUTOFLOW_REGENERATE", "") not in ("", "0")
     actual, _ = convert_module(before.read_text(encoding="utf-8"), str(before))
     if regenerate or not expected.exists():
         if not regenerate:
@@ -49,5 +52,48 @@ def check_conversion(before, expected=None, *, regenerate=None) -> str:
         diff = "".join(difflib.unified_diff(want.splitlines(True), actual.splitlines(True),
                                             str(expected), "converted"))
         raise AssertionError(f"conversion of {before} differs from {expected} "
-                             f"(AUTOFLOW_REGENERATE=1 rewrites it):\n{diff}")
+                             f"(pytest --autoflow-update or AUTOFLOW_REGENERATE=1 rewrites it):\n{diff}")
     return actual
+
+
+def _same(a, b):
+    import jax
+    import numpy as np
+    la, ta = jax.tree_util.tree_flatten(a)
+    lb, tb = jax.tree_util.tree_flatten(b)
+    if ta != tb:
+        return False
+    return all(np.shape(x) == np.shape(y) and np.allclose(np.asarray(x), np.asarray(y),
+                                                          rtol=1e-5, atol=1e-6, equal_nan=True)
+               for x, y in zip(la, lb))
+
+
+def check_behaviour(before, cases, *, jit=True):
+    """Run the functions of the file ``before`` eagerly and converted, and compare.
+
+    ``cases`` maps a function name to a list of argument tuples. Each function
+    runs as written, converted on concrete values and (``jit=True``) converted
+    under ``jax.jit``; an ``AssertionError`` names the function and the input
+    where the results differ.
+    """
+    import jax
+
+    before = Path(before)
+    source = before.read_text(encoding="utf-8")
+    converted, _ = convert_module(source, str(before))
+    eager_ns = {"__name__": before.stem, "__file__": str(before)}
+    exec(compile(source, str(before), "exec"), eager_ns)
+    conv_ns = {"__name__": before.stem, "__file__": str(before)}
+    exec(compile(converted, str(before) + " (converted)", "exec"), conv_ns)
+    for name, inputs in cases.items():
+        for args in inputs:
+            args = args if isinstance(args, tuple) else (args,)
+            want = eager_ns[name](*args)
+            runs = [("converted", conv_ns[name])]
+            if jit:
+                runs.append(("converted under jax.jit", jax.jit(conv_ns[name])))
+            for how, fn in runs:
+                got = fn(*args)
+                if not _same(want, got):
+                    raise AssertionError(f"{before.name}: {name}{args!r} gives {got!r} {how}, "
+                                         f"but {want!r} when run as written")

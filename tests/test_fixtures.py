@@ -10,7 +10,7 @@ A fixture ``tests/fixtures/NAME.py`` holds one or more functions and:
   of the converted function vs a Python loop over the batch).
 
 ``NAME.after.py`` is the expected ``autoflow convert NAME.py`` output;
-``AUTOFLOW_REGENERATE=1 pytest tests/test_fixtures.py`` rewrites them.
+``pytest tests/test_fixtures.py --autoflow-update`` (or ``AUTOFLOW_REGENERATE=1``) rewrites them.
 """
 
 from __future__ import annotations
