@@ -1,16 +1,18 @@
 """Golden before/after checks of conversions, for users' tests and ours.
 
-::
+With pytest, use the ``autoflow_golden`` fixture of autoflow's plugin
+(installed with autoflow; paths are relative to the test file)::
 
-    from autoflow.testing import check_conversion
+    def test_step(autoflow_golden):
+        autoflow_golden.check_conversion("golden/step.py")          # step.after.py
+        autoflow_golden.check_conversion("golden/step.py", function="step")
+                                                             # step.step.after.py
+        autoflow_golden.check_behaviour("golden/step.py", {"step": [(1.0,), (-2.0,)]})
 
-    def test_my_step():
-        check_conversion("tests/golden/step.py")   # compares with step.after.py
-
-The expected output of ``NAME.py`` is ``NAME.after.py`` beside it: the
-module as ``autoflow convert NAME.py`` prints it. Set ``AUTOFLOW_REGENERATE=1``
-(or pass ``regenerate=True``) to rewrite the expected files after a
-deliberate change, then review the diff.
+``pytest --autoflow-update`` rewrites the expected files instead of comparing;
+review their diff. The same functions are importable from
+``autoflow.testing`` for other test runners (``AUTOFLOW_REGENERATE=1`` or
+``regenerate=True`` rewrite the files there).
 """
 
 from __future__ import annotations
@@ -25,28 +27,56 @@ from .transforms.module import convert_module
 UPDATE = False
 
 
-def expected_path(before) -> Path:
+def expected_path(before, function=None) -> Path:
+    """``NAME.after.py`` beside ``NAME.py``; ``NAME.FUNCTION.after.py`` for one function."""
     before = Path(before)
-    return before.with_name(before.stem + ".after.py")
+    middle = f".{function}" if function else ""
+    return before.with_name(f"{before.stem}{middle}.after.py")
 
 
-def check_conversion(before, expected=None, *, regenerate=None) -> str:
-    """Convert the file ``before`` and compare with ``expected`` (``NAME.after.py``).
+def _regenerating(regenerate) -> bool:
+    if regenerate is not None:
+        return regenerate
+    return UPDATE or os.environ.get("AUTOFLOW_REGENERATE", "") not in ("", "0")
 
-    Raises ``AssertionError`` with a unified diff when they differ. Returns
-    the converted text.
+
+def function_source(source: str, name: str, where: str = "<converted>") -> str:
+    """The text of the top-level function or class ``name`` in ``source``
+    (decorators and the comment lines just above it included), as written."""
+    import ast
+
+    lines = source.splitlines(True)
+    for node in ast.parse(source).body:
+        if getattr(node, "name", None) == name and hasattr(node, "body"):
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            while first > 1 and lines[first - 2].lstrip().startswith("#"):
+                first -= 1
+            return "".join(lines[first - 1:node.end_lineno])
+    raise AssertionError(f"{where} has no top-level function or class `{name}`")
+
+
+def check_conversion(before, expected=None, *, function=None, regenerate=None) -> str:
+    """Convert the file ``before`` and compare with ``expected``.
+
+    ``expected`` defaults to ``NAME.after.py`` beside ``NAME.py`` (the whole
+    module as ``autoflow convert NAME.py`` prints it) or, with
+    ``function="f"``, to ``NAME.f.after.py`` holding only the converted ``f``
+    (one golden per function). Raises ``AssertionError`` with a unified diff
+    when they differ; ``pytest --autoflow-update`` (the plugin's flag),
+    ``AUTOFLOW_REGENERATE=1`` or ``regenerate=True`` rewrite the expected file
+    instead. Returns the converted text (of the module, or of the function).
     """
     before = Path(before)
-    expected = Path(expected) if expected is not None else expected_path(before)
-    if regenerate is None:
-        regenerate = UPDATE or os.environ.get("AUTOFLOW_REGENERATE", "") not in ("", "0")
+    expected = Path(expected) if expected is not None else expected_path(before, function)
     actual, _ = convert_module(before.read_text(encoding="utf-8"), str(before))
-    if regenerate or not expected.exists():
-        if not regenerate:
-            raise AssertionError(f"{expected} does not exist; run with AUTOFLOW_REGENERATE=1 "
-                                 "to create it, then review it")
+    if function is not None:
+        actual = function_source(actual, function, f"the conversion of {before}")
+    if _regenerating(regenerate):
         expected.write_text(actual, encoding="utf-8")
         return actual
+    if not expected.exists():
+        raise AssertionError(f"{expected} does not exist; run pytest with --autoflow-update "
+                             "(or AUTOFLOW_REGENERATE=1) to create it, then review it")
     want = expected.read_text(encoding="utf-8")
     if actual != want:
         diff = "".join(difflib.unified_diff(want.splitlines(True), actual.splitlines(True),
@@ -68,13 +98,28 @@ def _same(a, b):
                for x, y in zip(la, lb))
 
 
+def _outcome(fn, args):
+    try:
+        return "value", fn(*args)
+    except Exception as e:  # noqa: BLE001 - the user's exception is the result compared
+        return "raised", e
+
+
+def _describe(outcome):
+    kind, value = outcome
+    return f"raises {type(value).__name__}: {value}" if kind == "raised" else f"gives {value!r}"
+
+
 def check_behaviour(before, cases, *, jit=True):
     """Run the functions of the file ``before`` eagerly and converted, and compare.
 
     ``cases`` maps a function name to a list of argument tuples. Each function
-    runs as written, converted on concrete values and (``jit=True``) converted
-    under ``jax.jit``; an ``AssertionError`` names the function and the input
-    where the results differ.
+    runs as written, converted (the module ``autoflow convert`` prints) on
+    concrete values and, with ``jit=True``, converted under ``jax.jit``. The
+    results must agree (pytrees of equal structure, arrays equal to float
+    tolerance); an exception raised as written must be raised, with the same
+    type, by the converted function on concrete values. An ``AssertionError``
+    names the function and the input where they differ.
     """
     import jax
 
@@ -86,14 +131,21 @@ def check_behaviour(before, cases, *, jit=True):
     conv_ns = {"__name__": before.stem, "__file__": str(before)}
     exec(compile(converted, str(before) + " (converted)", "exec"), conv_ns)
     for name, inputs in cases.items():
+        if name not in eager_ns:
+            raise AssertionError(f"{before.name} has no function `{name}`")
         for args in inputs:
             args = args if isinstance(args, tuple) else (args,)
-            want = eager_ns[name](*args)
+            call = f"{before.name}: {name}{args!r}"
+            want = _outcome(eager_ns[name], args)
             runs = [("converted", conv_ns[name])]
-            if jit:
+            if jit and want[0] == "value":
                 runs.append(("converted under jax.jit", jax.jit(conv_ns[name])))
             for how, fn in runs:
-                got = fn(*args)
-                if not _same(want, got):
-                    raise AssertionError(f"{before.name}: {name}{args!r} gives {got!r} {how}, "
-                                         f"but {want!r} when run as written")
+                got = _outcome(fn, args)
+                if want[0] == "raised":
+                    same = got[0] == "raised" and type(got[1]) is type(want[1])
+                else:
+                    same = got[0] == "value" and _same(want[1], got[1])
+                if not same:
+                    raise AssertionError(f"{call} {_describe(got)} {how}, "
+                                         f"but {_describe(want)} when run as written")

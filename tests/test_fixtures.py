@@ -23,7 +23,6 @@ import jax.numpy as jnp
 import pytest
 
 import autoflow
-from autoflow.testing import check_conversion
 
 from .equivalence import assert_same, load_module
 
@@ -32,10 +31,26 @@ FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures").glob("*.py")
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_golden(path):
-    converted = check_conversion(path)
+def test_golden(path, autoflow_golden):
+    converted = autoflow_golden.check_conversion(path)
     # The output is valid Python, and unparsing it again is stable.
     assert ast.unparse(ast.parse(converted)) == ast.unparse(ast.parse(ast.unparse(ast.parse(converted))))
+
+
+@pytest.mark.parametrize("path", [p for p in FIXTURES if getattr(load_module(p), "CASES", None)],
+                         ids=lambda p: p.stem)
+def test_printed_output_behaves_like_the_input(path, autoflow_golden):
+    """The module ``autoflow convert`` prints (not the in-memory conversion)
+    runs like the fixture as written: concretely, and under ``jax.jit`` where
+    the fixture needs no static arguments."""
+    module = load_module(path)
+    static = getattr(module, "JIT_KWARGS", {})
+    cases = {}
+    for name, args in module.CASES:
+        cases.setdefault(name, []).append(args)
+    autoflow_golden.check_behaviour(path, {n: c for n, c in cases.items() if n not in static})
+    autoflow_golden.check_behaviour(path, {n: c for n, c in cases.items() if n in static},
+                                    jit=False)
 
 
 def _cases(attr):

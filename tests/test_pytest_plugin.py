@@ -9,10 +9,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = Path(__file__).resolve().parent / "plugin_project"
 
 
+def _plugin_args():
+    """Installed autoflow registers its plugin through the pytest11 entry point,
+    as a user's pytest finds it; a bare source checkout loads it by name."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "autoflow.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "autoflow.pytest_plugin"]
+
+
 def run_pytest(where, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOFLOW_REGENERATE="")
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "autoflow.pytest_plugin", *args, str(where)],
+                           *_plugin_args(), *args,
+                           *([] if any(a.endswith(".py") for a in args) else [str(where)])],
                           cwd=where, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -20,14 +30,21 @@ def test_plugin_golden_update_and_behaviour(tmp_path):
     proj = tmp_path / "proj"
     shutil.copytree(PROJECT, proj)
     after = proj / "golden" / "step.after.py"
-    # No expected file yet: the golden test fails and says how to create it.
+    one = proj / "golden" / "step.step.after.py"
+    # No expected files yet: the golden tests fail and say how to create them.
     r = run_pytest(proj)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "does not exist" in r.stdout and "1 passed" in r.stdout
-    # --autoflow-update writes it; then both tests pass.
+    assert "does not exist" in r.stdout and "--autoflow-update" in r.stdout
+    assert "2 failed, 1 passed" in r.stdout, r.stdout
+    # --autoflow-update writes them; then all tests pass.
     r = run_pytest(proj, "--autoflow-update")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "if_stmt" in after.read_text()
+    # The per-function golden holds that function only, with its comment.
+    assert one.read_text().startswith("def step(x):") and "def checked" not in one.read_text()
+    assert "# Double positive inputs." in one.read_text()
+    # A function with nothing to convert keeps its text, literal spelling included.
+    assert "    return x * 1e-4  # nothing to convert here\n" in after.read_text()
     r = run_pytest(proj)
     assert r.returncode == 0, r.stdout + r.stderr
     # A stale golden: a readable unified diff naming the line that changed.
@@ -55,3 +72,20 @@ def test_plugin_golden_update_and_behaviour(tmp_path):
     r = run_pytest(proj, "test_mismatch.py")
     assert r.returncode == 1
     assert "step((4.0,))" in r.stdout or "step(4.0,)" in r.stdout, r.stdout
+    # An exception raised as written must be raised by the converted function:
+    # a conversion that loses the raise is a behaviour mismatch.
+    (proj / "test_raise.py").write_text(
+        "from pathlib import Path\n"
+        "import autoflow.testing as t\n"
+        "def test_raises(autoflow_golden):\n"
+        "    autoflow_golden.check_behaviour('golden/step.py', {'checked': [(-20.0,), (3.0,)]})\n"
+        "def test_lost_raise(autoflow_golden, monkeypatch):\n"
+        "    real = t.convert_module\n"
+        "    def broken(src, fn):\n"
+        "        out, ch = real(src, fn)\n"
+        "        return out.replace('raise af.exception', 'return af.exception'), ch\n"
+        "    monkeypatch.setattr(t, 'convert_module', broken)\n"
+        "    autoflow_golden.check_behaviour('golden/step.py', {'checked': [(-20.0,)]})\n")
+    r = run_pytest(proj, "test_raise.py")
+    assert "1 failed, 1 passed" in r.stdout, r.stdout
+    assert "checked(-20.0,)" in r.stdout and "raises ValueError" in r.stdout, r.stdout
