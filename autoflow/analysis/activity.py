@@ -272,12 +272,26 @@ def shared_state(stmts):
     inside a staged branch unless the statement manages it.)
     """
     attrs, objects, seen = [], [], set()
+    for stmt in stmts:
+        todo = [stmt]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, SCOPES):
+                continue
+            a, o = shared_state_node(n)
+            for kind, node in a + o:
+                key = (kind, ".".join(_chain(node)))
+                if key not in seen:
+                    seen.add(key)
+                    (attrs if kind == "attr" else objects).append(node)
+            todo.extend(reversed(list(children(n))))
+    return attrs, objects
 
-    def add(kind, node):
-        key = (kind, ".".join(_chain(node)))
-        if key not in seen:
-            seen.add(key)
-            (attrs if kind == "attr" else objects).append(node)
+
+def shared_state_node(n):
+    """The ``shared_state`` events of node ``n`` itself (not its children):
+    ``([("attr", node)...], [("obj", node)...])`` in order."""
+    attrs, objects = [], []
 
     def target(t):
         if isinstance(t, (gast.Tuple, gast.List)):
@@ -286,39 +300,32 @@ def shared_state(stmts):
         elif isinstance(t, gast.Starred):
             target(t.value)
         elif isinstance(t, gast.Attribute) and _chain(t) is not None:
-            add("attr", t)
+            attrs.append(("attr", t))
         elif isinstance(t, gast.Subscript):
             root = _root(t)
             if root is not None:
-                add("obj", root)
+                objects.append(("obj", root))
 
-    for stmt in stmts:
-        todo = [stmt]
-        while todo:
-            n = todo.pop()
-            if isinstance(n, SCOPES):
-                continue
-            if isinstance(n, gast.Assign):
-                for t in n.targets:
-                    target(t)
-            elif isinstance(n, (gast.AugAssign, gast.AnnAssign)):
-                target(n.target)
-            elif isinstance(n, gast.Delete):
-                for t in n.targets:
-                    target(t)
-            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
-                    and n.func.id in ("setattr", "delattr") and len(n.args) >= 2 \
-                    and isinstance(n.args[1], gast.Constant) and isinstance(n.args[1].value, str) \
-                    and _chain(n.args[0]) is not None:
-                # setattr(obj, "x", v): the attribute `obj.x`
-                add("attr", gast.Attribute(value=n.args[0], attr=n.args[1].value,
-                                           ctx=gast.Store()))
-            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                    and n.func.attr in MUTATING_METHODS:
-                root = _root(n.func.value)
-                if root is not None:
-                    add("obj", root)
-            todo.extend(reversed(list(children(n))))
+    if isinstance(n, gast.Assign):
+        for t in n.targets:
+            target(t)
+    elif isinstance(n, (gast.AugAssign, gast.AnnAssign)):
+        target(n.target)
+    elif isinstance(n, gast.Delete):
+        for t in n.targets:
+            target(t)
+    elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
+            and n.func.id in ("setattr", "delattr") and len(n.args) >= 2 \
+            and isinstance(n.args[1], gast.Constant) and isinstance(n.args[1].value, str) \
+            and _chain(n.args[0]) is not None:
+        # setattr(obj, "x", v): the attribute `obj.x`
+        attrs.append(("attr", gast.Attribute(value=n.args[0], attr=n.args[1].value,
+                                             ctx=gast.Store())))
+    elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+            and n.func.attr in MUTATING_METHODS:
+        root = _root(n.func.value)
+        if root is not None:
+            objects.append(("obj", root))
     return attrs, objects
 
 
