@@ -55,7 +55,8 @@ def sum_source(n):
 
 
 CASES = [
-    ("nesting depth", depth_source, (5, 10, 25, 50, 100)),
+    # 98 nested blocks in a def is Python's limit (100 levels of indentation)
+    ("nesting depth", depth_source, (5, 10, 25, 50, 98)),
     ("elif branches", elif_source, (10, 100, 1000)),
     ("statements", length_source, (10, 100, 1000, 5000)),
     ("expression terms", sum_source, (50, 250, 1000)),

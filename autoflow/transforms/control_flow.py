@@ -101,12 +101,19 @@ class ControlFlow:
         self.generated = not user
         if user:
             self.maybe_unbound = set()
-        declared = declared_nonlocal(fn.body) if user else set(getattr(fn, "af_nonlocal", ()))
+        inv = getattr(self.ctx, "inventory", None)  # pipeline.Inventory of the user's code
+        declarations = inv is None or inv.has(gast.Global, gast.Nonlocal)
+        scopes = inv is None or inv.nested_scopes()
+        if user:
+            declared = declared_nonlocal(fn.body) if declarations else set()
+        else:
+            declared = set(getattr(fn, "af_nonlocal", ()))
         local = (set(self.sums.bound_block(fn.body)) | set(params)) - declared
         if user:
             self.user_local = local
-            self.cells = frozenset(nested_free_names(fn) & local)
-            self.called_cells = frozenset(nested_nonlocal_names(fn) & local)
+            self.cells = frozenset(nested_free_names(fn) & local) if scopes else frozenset()
+            self.called_cells = (frozenset(nested_nonlocal_names(fn) & local)
+                                 if scopes and declarations else frozenset())
         else:
             local |= declared & self.cells  # cells of the user function, shared by name
         live_out = self.cells if not user else ()
