@@ -9,6 +9,8 @@ walrus inside one binds in the enclosing function.
 
 from __future__ import annotations
 
+import functools
+
 import gast
 
 from ..core.nodes import children, walk
@@ -288,24 +290,25 @@ def shared_state(stmts):
     return attrs, objects
 
 
+def _state_target(attrs, objects, t):
+    if isinstance(t, (gast.Tuple, gast.List)):
+        for e in t.elts:
+            _state_target(attrs, objects, e)
+    elif isinstance(t, gast.Starred):
+        _state_target(attrs, objects, t.value)
+    elif isinstance(t, gast.Attribute) and _chain(t) is not None:
+        attrs.append(("attr", t))
+    elif isinstance(t, gast.Subscript):
+        root = _root(t)
+        if root is not None:
+            objects.append(("obj", root))
+
+
 def shared_state_node(n):
     """The ``shared_state`` events of node ``n`` itself (not its children):
     ``([("attr", node)...], [("obj", node)...])`` in order."""
     attrs, objects = [], []
-
-    def target(t):
-        if isinstance(t, (gast.Tuple, gast.List)):
-            for e in t.elts:
-                target(e)
-        elif isinstance(t, gast.Starred):
-            target(t.value)
-        elif isinstance(t, gast.Attribute) and _chain(t) is not None:
-            attrs.append(("attr", t))
-        elif isinstance(t, gast.Subscript):
-            root = _root(t)
-            if root is not None:
-                objects.append(("obj", root))
-
+    target = functools.partial(_state_target, attrs, objects)
     if isinstance(n, gast.Assign):
         for t in n.targets:
             target(t)

@@ -100,6 +100,7 @@ def _plus(f, names):
 class Summaries:
     def __init__(self):
         self._memo: dict = {}
+        self._expanded: dict = {}
 
     def _get(self, kind, node, compute):
         key = (kind, id(node))
@@ -500,9 +501,9 @@ class Summaries:
     def expand(self, s):
         """Annotate the statements inside compound statement ``s`` (as the
         plain recursive analysis of its block would have)."""
-        if getattr(s, "af_expanded", None) is self:
+        if id(s) in self._expanded:
             return
-        s.af_expanded = self
+        self._expanded[id(s)] = s  # (no reference from the node back: no cycle for the GC)
         L, maybe, definitely = s.af_live_out, s.af_maybe_before, s.af_def_before
         live, defined = self.annotate_live, self.annotate_defined
         if isinstance(s, gast.If):

@@ -165,6 +165,7 @@ class EarlyExits:
         loop.body = block(loop.body)
         if loop.orelse and nested:
             loop.orelse = block(loop.orelse)
+        del block  # it refers to itself: a cycle the GC would have to find
 
     # ---- return / caught raise inside try and with ---------------------
     def lower_block_exits(self, body):

@@ -207,10 +207,13 @@ def run(fn_node, ctx):
     """Convert ``fn_node`` (a gast FunctionDef) in place and return it."""
     debug = debug_enabled(ctx)
     inventory = ctx.inventory = Inventory(fn_node)
-    for name, pass_fn in PASSES:
-        pass_fn(fn_node, ctx, inventory)
-        if debug:
-            print(f"# autoflow: after pass {name!r}\n{to_source(fn_node)}", file=sys.stderr)
+    try:
+        for name, pass_fn in PASSES:
+            pass_fn(fn_node, ctx, inventory)
+            if debug:
+                print(f"# autoflow: after pass {name!r}\n{to_source(fn_node)}", file=sys.stderr)
+    finally:
+        ctx.inventory = None  # the passes may keep ctx in cycles: do not hold the tree there
     return fn_node
 
 
