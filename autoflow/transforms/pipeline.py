@@ -53,6 +53,7 @@ import sys
 
 import gast
 
+from ..analysis.activity import MUTATING_METHODS
 from ..core import nodes
 from ..core.nodes import walk
 from . import chains
@@ -92,6 +93,12 @@ class Inventory:
                           and is_generator(n)}
         defs = [n for n in nodes if n.__class__ is gast.FunctionDef]
         self.ifs = sum(1 for n in nodes if n.__class__ is gast.If)
+        # `x[i] = v`, `x[i] += v`, `del x[i]` (a Subscript not in Load context)
+        self.item_writes = any(n.__class__ is gast.Subscript and n.ctx.__class__ is not gast.Load
+                               for n in nodes)
+        self.attrs = {n.attr for n in nodes if n.__class__ is gast.Attribute}
+        self.attr_writes = any(n.__class__ is gast.Attribute and n.ctx.__class__ is not gast.Load
+                               for n in nodes)
         self.defs = len(defs)
         self.functions = [n for n in defs if id(n) not in generators]
 
@@ -132,8 +139,8 @@ def _tables(tree, ctx, inv):
 
 
 def _index_assign(tree, ctx, inv):
-    # `x[i] = v`, `x[i] += v`, `del x[i]`, `xs.append(v)` in a loop
-    if inv.has(gast.Subscript, gast.Attribute):
+    # `x[i] = v`, `x[i] += v` and `xs.append(v)` in a loop
+    if inv.item_writes or "append" in inv.attrs and inv.has(gast.For, gast.While):
         IndexAssign(ctx).visit(tree)
 
 
@@ -143,7 +150,7 @@ def _calls(tree, ctx, inv):
 
 def _writes(tree, ctx, inv):
     # writes to attributes and items, mutating method calls, by statements
-    if inv.has(gast.Subscript, gast.Attribute):
+    if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS:
         for fn in inv.functions:
             Writes(ctx).run(fn)
 
