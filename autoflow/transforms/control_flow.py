@@ -361,6 +361,9 @@ class ControlFlow:
     def _state_arg(self, stmts, s, local, call):
         """Add ``state=af.state(...)`` to the operator ``call`` when ``stmts``
         assign attributes or change containers in place (see ``runtime.state``)."""
+        inv = getattr(self.ctx, "inventory", None)
+        if inv is not None and not inv.state_writes:
+            return
         attrs, objects = self.sums.shared_state(stmts)
         if not attrs and not objects:
             return

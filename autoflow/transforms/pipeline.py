@@ -99,6 +99,11 @@ class Inventory:
         self.attrs = {n.attr for n in nodes if n.__class__ is gast.Attribute}
         self.attr_writes = any(n.__class__ is gast.Attribute and n.ctx.__class__ is not gast.Load
                                for n in nodes)
+        # Can a statement change state besides variables (activity.shared_state)?
+        # Only the user's code can: the passes add no such writes.
+        self.state_writes = bool(
+            self.item_writes or self.attr_writes or self.attrs & MUTATING_METHODS
+            or any(n.__class__ is gast.Name and n.id in ("setattr", "delattr") for n in nodes))
         self.defs = len(defs)
         self.functions = [n for n in defs if id(n) not in generators]
 
