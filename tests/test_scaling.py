@@ -98,3 +98,24 @@ def test_nesting_depth_98(tmp_path):
     # 98 nested blocks inside a def: Python's limit (100 levels of indentation).
     mod, path = _load(cs.depth_source(98), tmp_path, "deep98")
     _runs_like_python(mod, path, [-1.0, 3.5, 50.5, 97.5, 200.0], jit=False)
+
+
+def test_summaries_agree_with_the_plain_analysis(monkeypatch):
+    # Every summary checked against the plain recursive analysis (liveness,
+    # definedness, bound names, returns, jumps, shared state) while converting
+    # every fixture and the benchmark corpus.
+    from pathlib import Path
+
+    from autoflow.analysis import summaries
+    from autoflow.testing import check_conversion
+    import corpus
+
+    monkeypatch.setattr(summaries, "CHECK", True)
+    for path in sorted((Path(__file__).parent / "fixtures").glob("*.py")):
+        if not path.name.endswith(".after.py"):
+            check_conversion(path)
+    options = af_api._transform_options(af_api._options(None, True, (), True, False))
+    for fn in corpus.FUNCTIONS:
+        af_api._by_code.clear()
+        af_api._transformed(fn, options)
+    af_api._by_code.clear()
