@@ -57,7 +57,7 @@ def sum_source(n):
 CASES = [
     # 98 nested blocks in a def is Python's limit (100 levels of indentation)
     ("nesting depth", depth_source, (5, 10, 25, 50, 98)),
-    ("elif branches", elif_source, (10, 100, 1000)),
+    ("elif branches", elif_source, (10, 20, 100, 1000)),
     ("statements", length_source, (10, 100, 1000, 5000)),
     ("expression terms", sum_source, (50, 250, 1000)),
 ]
@@ -128,6 +128,12 @@ def main(argv=None):
     for t, n, ln, ms, c in rows:
         ms0, c0 = first.setdefault(t, (ms, c))
         out.append(f"| {t} | {n} | {ln} | {ms:.1f} | {c:.0f} | {ms / ms0:.2f}x | {c / c0:.2f}x |")
+    out += ["", "Reading: calls per line stay flat with nesting depth and function length. An `elif`",
+            "chain of more than 16 branches is cut into chunks of 16 run under a flag",
+            "(`transforms/chains.py`), which every level of a chunk carries: chains of 17 and more",
+            "branches do about 1.5x the work per line of a short chain, and stay flat from there.",
+            "Expression rows have 4 lines: their work is linear in the number of terms.",
+            "Depth 98 is Python's own limit (100 levels of indentation in a file)."]
     with open(args.out, "w") as f:
         f.write("\n".join(out) + "\n")
     return rows
