@@ -186,6 +186,10 @@ def _lower_returns(tree, ctx, inv):
 def _logical(tree, ctx, inv):
     logical = Logical(ctx)
     logical.visit(tree)
+    # `af_extra_test` (`not broke`) is set by early_exits on a `for` with a break,
+    # including the breaks it makes of returns (and caught raises) inside loops.
+    if not (inv.has(gast.For, gast.AsyncFor) and inv.has(gast.Break, gast.Return, gast.Raise)):
+        return
     for node in walk(tree):
         extra = getattr(node, "af_extra_test", None)
         if extra is not None:
