@@ -52,10 +52,10 @@ def test_long_sum_converts_and_runs(tmp_path):
 
 def test_long_elif_chain_converts(tmp_path):
     # 250 branches: the parser/unparser used to fail with "too deeply nested". (The
-    # converted text nests one function per branch, past Python's 100 indentation
-    # levels, and running it needs more than 1000 frames: known limits, see notes.)
+    # chain is cut into short chains, see transforms/chains.py and test_scaling.py.)
     mod, path = _load(_elif(250), tmp_path, "chain")
     assert "af.if_stmt" in autoflow.to_source(mod.f)
     run = _cli(path)
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("if_stmt(") >= 250
+    compile(run.stdout, str(path), "exec")

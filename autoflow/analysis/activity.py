@@ -9,6 +9,8 @@ walrus inside one binds in the enclosing function.
 
 from __future__ import annotations
 
+import functools
+
 import gast
 
 from ..core.nodes import children, walk
@@ -272,53 +274,61 @@ def shared_state(stmts):
     inside a staged branch unless the statement manages it.)
     """
     attrs, objects, seen = [], [], set()
-
-    def add(kind, node):
-        key = (kind, ".".join(_chain(node)))
-        if key not in seen:
-            seen.add(key)
-            (attrs if kind == "attr" else objects).append(node)
-
-    def target(t):
-        if isinstance(t, (gast.Tuple, gast.List)):
-            for e in t.elts:
-                target(e)
-        elif isinstance(t, gast.Starred):
-            target(t.value)
-        elif isinstance(t, gast.Attribute) and _chain(t) is not None:
-            add("attr", t)
-        elif isinstance(t, gast.Subscript):
-            root = _root(t)
-            if root is not None:
-                add("obj", root)
-
     for stmt in stmts:
         todo = [stmt]
         while todo:
             n = todo.pop()
             if isinstance(n, SCOPES):
                 continue
-            if isinstance(n, gast.Assign):
-                for t in n.targets:
-                    target(t)
-            elif isinstance(n, (gast.AugAssign, gast.AnnAssign)):
-                target(n.target)
-            elif isinstance(n, gast.Delete):
-                for t in n.targets:
-                    target(t)
-            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
-                    and n.func.id in ("setattr", "delattr") and len(n.args) >= 2 \
-                    and isinstance(n.args[1], gast.Constant) and isinstance(n.args[1].value, str) \
-                    and _chain(n.args[0]) is not None:
-                # setattr(obj, "x", v): the attribute `obj.x`
-                add("attr", gast.Attribute(value=n.args[0], attr=n.args[1].value,
-                                           ctx=gast.Store()))
-            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                    and n.func.attr in MUTATING_METHODS:
-                root = _root(n.func.value)
-                if root is not None:
-                    add("obj", root)
+            a, o = shared_state_node(n)
+            for kind, node in a + o:
+                key = (kind, ".".join(_chain(node)))
+                if key not in seen:
+                    seen.add(key)
+                    (attrs if kind == "attr" else objects).append(node)
             todo.extend(reversed(list(children(n))))
+    return attrs, objects
+
+
+def _state_target(attrs, objects, t):
+    if isinstance(t, (gast.Tuple, gast.List)):
+        for e in t.elts:
+            _state_target(attrs, objects, e)
+    elif isinstance(t, gast.Starred):
+        _state_target(attrs, objects, t.value)
+    elif isinstance(t, gast.Attribute) and _chain(t) is not None:
+        attrs.append(("attr", t))
+    elif isinstance(t, gast.Subscript):
+        root = _root(t)
+        if root is not None:
+            objects.append(("obj", root))
+
+
+def shared_state_node(n):
+    """The ``shared_state`` events of node ``n`` itself (not its children):
+    ``([("attr", node)...], [("obj", node)...])`` in order."""
+    attrs, objects = [], []
+    target = functools.partial(_state_target, attrs, objects)
+    if isinstance(n, gast.Assign):
+        for t in n.targets:
+            target(t)
+    elif isinstance(n, (gast.AugAssign, gast.AnnAssign)):
+        target(n.target)
+    elif isinstance(n, gast.Delete):
+        for t in n.targets:
+            target(t)
+    elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
+            and n.func.id in ("setattr", "delattr") and len(n.args) >= 2 \
+            and isinstance(n.args[1], gast.Constant) and isinstance(n.args[1].value, str) \
+            and _chain(n.args[0]) is not None:
+        # setattr(obj, "x", v): the attribute `obj.x`
+        attrs.append(("attr", gast.Attribute(value=n.args[0], attr=n.args[1].value,
+                                             ctx=gast.Store())))
+    elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+            and n.func.attr in MUTATING_METHODS:
+        root = _root(n.func.value)
+        if root is not None:
+            objects.append(("obj", root))
     return attrs, objects
 
 

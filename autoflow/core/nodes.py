@@ -48,8 +48,14 @@ def child_fields(cls) -> tuple:
 
 def _append_children(node, out):
     d = node.__dict__
-    for f in child_fields(node.__class__):
+    try:
+        fields = _CHILD_FIELDS[node.__class__]
+    except KeyError:
+        fields = _child_fields(node.__class__)
+    for f in fields:
         v = d.get(f)
+        if v is None:
+            continue
         if v.__class__ is list:
             for x in v:
                 if isinstance(x, AST):
@@ -67,11 +73,26 @@ def children(node) -> list:
 
 def walk(node) -> list:
     """``node`` and all nodes below it, breadth first (``ast.walk``'s order)."""
+    # The loop of _append_children inlined: walks are most of the rewriter's work.
     todo = [node]
-    i = 0
-    while i < len(todo):
-        _append_children(todo[i], todo)
-        i += 1
+    append = todo.append
+    fields_of = _CHILD_FIELDS
+    for n in todo:  # grows while it is iterated: breadth first
+        d = n.__dict__
+        try:
+            fields = fields_of[n.__class__]
+        except KeyError:
+            fields = _child_fields(n.__class__)
+        for f in fields:
+            v = d.get(f)
+            if v is None:
+                continue
+            if v.__class__ is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        append(x)
+            elif isinstance(v, AST):
+                append(v)
     return todo
 
 

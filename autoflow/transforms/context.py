@@ -23,6 +23,8 @@ class Context:
     # `jnp.sort(x)` does not change `jnp`, while `LOG.append(v)` changes LOG.
     # None: not known (the command line), then `library_names` stands in.
     module_names: frozenset | None = None
+    # pipeline.Inventory of the function being converted (while the passes run)
+    inventory: object = None
 
     def is_module_name(self, name: str) -> bool:
         known = self.library_names if self.module_names is None else self.module_names

@@ -26,39 +26,18 @@ from __future__ import annotations
 import gast
 
 from ..analysis.activity import TRY_TYPES as _TRY
-from ..analysis.activity import (bound_names, chain_text, declared_nonlocal, nested_free_names,
-                                 nested_nonlocal_names, shared_state, target_names,
+from ..analysis.activity import (chain_text, declared_nonlocal, nested_free_names,
+                                 nested_nonlocal_names, target_names,
                                  walrus_targets)
-from ..analysis.liveness import always_returns, defined_block, live_block
+from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
-from .util import _SCOPES, contains, contains_return, is_generator, stamp
+from .util import _SCOPES, contains, is_generator, stamp
 
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
 # a traced bound or a traced array can become a lax loop.
 _ITERABLE_BUILTINS = ("range", "enumerate", "zip", "reversed")
-
-
-def _definitely_bound(stmts) -> set:
-    out = set()
-    for s in stmts:
-        if isinstance(s, gast.If):
-            r1, r2 = always_returns(s.body), always_returns(s.orelse)
-            b1, b2 = _definitely_bound(s.body), _definitely_bound(s.orelse)
-            if r1 and not r2:
-                out |= b2
-            elif r2 and not r1:
-                out |= b1
-            else:
-                out |= b1 & b2
-        elif isinstance(s, (gast.While, gast.For, gast.AsyncFor)) or (_TRY and isinstance(s, _TRY)):
-            continue
-        elif isinstance(s, (gast.With, gast.AsyncWith)):
-            out |= _definitely_bound(s.body)
-        else:
-            out |= set(bound_names([s], include_nested=False))
-    return out
 
 
 def _drop_annotations(stmts, names):
@@ -88,10 +67,6 @@ def _drop_annotations(stmts, names):
     return out
 
 
-def _live_in(block, live_out):
-    return set(block[0].af_live_in) if block else set(live_out)
-
-
 def _params_of(fn):
     a = fn.args
     names = [x.id for x in a.posonlyargs + a.args + a.kwonlyargs]
@@ -113,6 +88,9 @@ class ControlFlow:
         # Variables some statement may leave unbound (`af.Undefined`): user
         # reads of them go through `af.ld`, which raises Python's error.
         self.maybe_unbound = set()
+        # What the analysis needs from each statement's subtree, computed once
+        # (not once per level of nesting): see analysis.summaries.
+        self.sums = Summaries()
 
     # ---- functions and blocks ---------------------------------------------
     def convert_function(self, fn):
@@ -123,20 +101,27 @@ class ControlFlow:
         self.generated = not user
         if user:
             self.maybe_unbound = set()
-        declared = declared_nonlocal(fn.body) if user else set(getattr(fn, "af_nonlocal", ()))
-        local = (set(bound_names(fn.body)) | set(params)) - declared
+        inv = getattr(self.ctx, "inventory", None)  # pipeline.Inventory of the user's code
+        declarations = inv is None or inv.has(gast.Global, gast.Nonlocal)
+        scopes = inv is None or inv.nested_scopes()
+        if user:
+            declared = declared_nonlocal(fn.body) if declarations else set()
+        else:
+            declared = set(getattr(fn, "af_nonlocal", ()))
+        local = (set(self.sums.bound_block(fn.body)) | set(params)) - declared
         if user:
             self.user_local = local
-            self.cells = frozenset(nested_free_names(fn) & local)
-            self.called_cells = frozenset(nested_nonlocal_names(fn) & local)
+            self.cells = frozenset(nested_free_names(fn) & local) if scopes else frozenset()
+            self.called_cells = (frozenset(nested_nonlocal_names(fn) & local)
+                                 if scopes and declarations else frozenset())
         else:
             local |= declared & self.cells  # cells of the user function, shared by name
         live_out = self.cells if not user else ()
-        live_block(fn.body, set(live_out))
         # Names bound for sure where a generated function is called are bound
         # in it too; other parameters may hold `af.Undefined`.
         outer = getattr(fn, "af_outer_defined", set())
-        defined_block(fn.body, set(params), (set(params) - (self.maybe_unbound - outer)) | outer)
+        self.sums.annotate(fn.body, set(live_out), set(params),
+                           (set(params) - (self.maybe_unbound - outer)) | outer)
         fn.body = self._block(fn.body, local) or [gast.Pass()]
         if user:
             (self.cells, self.maybe_unbound, self.called_cells, self.generated,
@@ -213,6 +198,7 @@ class ControlFlow:
                     isinstance(t, gast.Name) and t.id in local for t in s.targets):
                 out += self._unbind(s)
             else:
+                self.sums.expand(s)
                 for field in ("body", "orelse", "finalbody"):
                     val = getattr(s, field, None)
                     if isinstance(val, list) and val and isinstance(val[0], gast.stmt):
@@ -251,6 +237,7 @@ class ControlFlow:
 
     def _as_python(self, s, local, reason):
         """Keep ``s`` as a Python ``if``/``while``; its test must then be concrete."""
+        self.sums.expand(s)
         for field in ("body", "orelse"):
             if getattr(s, field):
                 setattr(s, field, self._block(getattr(s, field), local))
@@ -263,22 +250,23 @@ class ControlFlow:
 
     # ---- if ---------------------------------------------------------------
     def _if(self, s, local):
-        returning = contains_return(s)
-        modified = bound_names(s.body + s.orelse)
+        sums = self.sums
+        returning = sums.has_return(s)
+        modified = sums.bound_block(s.body + s.orelse)
         modified += [n for n in self._called(s) if n not in modified]
         outer = [n for n in modified if n not in local]
-        if returning and not (always_returns(s.body) and always_returns(s.orelse)):
+        if returning and not (sums.always_returns(s.body) and sums.always_returns(s.orelse)):
             # A return the earlier passes could not shape (inside try/with).
             return self._as_python(s, local, "it returns from inside `try` or `with`")
         if outer:
             return self._as_python(s, local, f"it assigns `{outer[0]}`, declared `global` or "
                                    "`nonlocal`, which a staged branch cannot do")
-        if contains(s, (gast.Break, gast.Continue), stop_at_loops=True):
+        if sums.has_jump(s):
             return [s]
         af = self.ctx.af
         live_out = s.af_live_out
-        live_in = _live_in(s.body, live_out) | _live_in(s.orelse, live_out)
-        both = _definitely_bound(s.body) & _definitely_bound(s.orelse)
+        live_in = sums.live_in(s.body, live_out) | sums.live_in(s.orelse, live_out)
+        both = sums.definitely_bound(s.body) & sums.definitely_bound(s.orelse)
         cells = self.cells
         if returning:
             outs = None
@@ -373,7 +361,10 @@ class ControlFlow:
     def _state_arg(self, stmts, s, local, call):
         """Add ``state=af.state(...)`` to the operator ``call`` when ``stmts``
         assign attributes or change containers in place (see ``runtime.state``)."""
-        attrs, objects = shared_state(stmts)
+        inv = getattr(self.ctx, "inventory", None)
+        if inv is not None and not inv.state_writes:
+            return
+        attrs, objects = self.sums.shared_state(stmts)
         if not attrs and not objects:
             return
 
@@ -419,11 +410,12 @@ class ControlFlow:
 
     # ---- while ------------------------------------------------------------
     def _while(self, s, local):
-        if contains(s.body, (gast.Break, gast.Continue, gast.Return), stop_at_loops=True) or s.orelse:
+        if self.sums.has_exit(s.body) or s.orelse:
+            self.sums.expand(s)
             s.body = self._block(s.body, local)
             return [s]
         af = self.ctx.af
-        modified = bound_names(s.body)
+        modified = self.sums.bound_block(s.body)
         modified += [n for n in self._called(s) if n not in modified]
         for t in walrus_targets(s.test):
             if t not in modified:
@@ -479,15 +471,17 @@ class ControlFlow:
         return it
 
     def _for(self, s, local):
-        if contains(s.body, (gast.Break, gast.Continue, gast.Return), stop_at_loops=True) or s.orelse:
+        if self.sums.has_exit(s.body) or s.orelse:
+            self.sums.expand(s)
             s.body = self._block(s.body, local)
             return [s]
         af = self.ctx.af
         tnames = target_names(s.target)
-        modified = tnames + [n for n in bound_names(s.body) if n not in tnames]
+        modified = tnames + [n for n in self.sums.bound_block(s.body) if n not in tnames]
         modified += [n for n in self._called(s) if n not in modified]
         outer = [n for n in modified if n not in local]
         if outer:  # a `global`/`nonlocal` name: the loop runs as Python
+            self.sums.expand(s)
             s.body = self._block(s.body, local)
             return [s]
         carried = self._ordered(modified, local, s.af_live_head | self.cells)

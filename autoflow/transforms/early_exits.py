@@ -143,28 +143,32 @@ class EarlyExits:
         """
         returned, retval = self._flags()
 
-        def block(stmts):
-            new = []
-            for s in stmts:
-                if isinstance(s, gast.Return):
-                    value = s.value if s.value is not None else gast.Constant(value=None, kind=None)
-                    new += stamp(replace("RETVAL = VALUE\nRETURNED = True\nbreak",
-                                         RETVAL=retval, VALUE=value, RETURNED=returned), s)
-                    break  # the rest is unreachable
-                if isinstance(s, _LOOPS) and contains_return(s):
-                    self._replace_returns_in_loop(s, nested=True)
-                    new.append(s)
-                    new += stamp(replace("if RETURNED:\n    break", RETURNED=returned), s)
-                    continue
-                if not isinstance(s, _SCOPES):
-                    for owner, field in _blocks(s):
-                        setattr(owner, field, block(getattr(owner, field)))
-                new.append(s)
-            return new
-
-        loop.body = block(loop.body)
+        loop.body = self._returns_to_flags(loop.body, returned, retval)
         if loop.orelse and nested:
-            loop.orelse = block(loop.orelse)
+            loop.orelse = self._returns_to_flags(loop.orelse, returned, retval)
+
+    def _returns_to_flags(self, stmts, returned, retval):
+        """``stmts`` of a loop body with each ``return v`` -> ``retval = v;
+        returned = True; break`` (a method, not a closure: a recursive closure
+        is a reference cycle the GC has to find)."""
+        new = []
+        for s in stmts:
+            if isinstance(s, gast.Return):
+                value = s.value if s.value is not None else gast.Constant(value=None, kind=None)
+                new += stamp(replace("RETVAL = VALUE\nRETURNED = True\nbreak",
+                                     RETVAL=retval, VALUE=value, RETURNED=returned), s)
+                break  # the rest is unreachable
+            if isinstance(s, _LOOPS) and contains_return(s):
+                self._replace_returns_in_loop(s, nested=True)
+                new.append(s)
+                new += stamp(replace("if RETURNED:\n    break", RETURNED=returned), s)
+                continue
+            if not isinstance(s, _SCOPES):
+                for owner, field in _blocks(s):
+                    setattr(owner, field, self._returns_to_flags(getattr(owner, field),
+                                                                 returned, retval))
+            new.append(s)
+        return new
 
     # ---- return / caught raise inside try and with ---------------------
     def lower_block_exits(self, body):

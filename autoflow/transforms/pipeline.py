@@ -6,6 +6,10 @@ Order matters, and each step relies on the ones before it:
    a final capture becomes the equivalent ``if``/``elif`` chain (so every
    later step treats it as the ``if`` it is); any other ``match`` stays
    Python, its subject checked to be concrete.
+   ``chains``: an ``if``/``elif`` chain of more than ``chains.CHUNK``
+   branches becomes short chains run one after another under a flag (the
+   nested branch functions of a long chain would be nested too deeply for
+   Python to read back or run).
    ``index_assign`` and ``calls``: ``x[i] = v`` becomes ``x = af.setitem(x,
    i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
    become ``af.call(f, ...)``, ``print``/``assert`` become operators. They
@@ -49,9 +53,12 @@ import sys
 
 import gast
 
+from ..analysis.activity import MUTATING_METHODS
 from ..core import nodes
 from ..core.nodes import walk
+from . import chains
 from .calls import Calls
+from .chains import Chains
 from .control_flow import ControlFlow
 from .early_exits import EarlyExits
 from .index_assign import IndexAssign
@@ -64,64 +71,138 @@ from .util import is_generator
 from .writes import Writes
 
 
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+_YIELDS = (gast.Yield, gast.YieldFrom)
+
+
+class Inventory:
+    """What one walk over the tree tells the pipeline before the passes run.
+
+    ``classes``: the node classes present (a pass with nothing to rewrite is
+    skipped); ``functions``: the ``def``s whose statements are lowered, in
+    ``walk`` order (generators run as Python). The passes before
+    ``control_flow`` make no ``def``s, so the list stays right for them.
+    """
+
+    def __init__(self, tree):
+        nodes = walk(tree)
+        self.classes = {n.__class__ for n in nodes}
+        generators = set()
+        if _YIELDS[0] in self.classes or _YIELDS[1] in self.classes:
+            generators = {id(n) for n in nodes if isinstance(n, gast.FunctionDef)
+                          and is_generator(n)}
+        defs = [n for n in nodes if n.__class__ is gast.FunctionDef]
+        self.ifs = sum(1 for n in nodes if n.__class__ is gast.If)
+        # `x[i] = v`, `x[i] += v`, `del x[i]` (a Subscript not in Load context)
+        self.item_writes = any(n.__class__ is gast.Subscript and n.ctx.__class__ is not gast.Load
+                               for n in nodes)
+        self.attrs = {n.attr for n in nodes if n.__class__ is gast.Attribute}
+        self.attr_writes = any(n.__class__ is gast.Attribute and n.ctx.__class__ is not gast.Load
+                               for n in nodes)
+        # Can a statement change state besides variables (activity.shared_state)?
+        # Only the user's code can: the passes add no such writes.
+        self.state_writes = bool(
+            self.item_writes or self.attr_writes or self.attrs & MUTATING_METHODS
+            or any(n.__class__ is gast.Name and n.id in ("setattr", "delattr") for n in nodes))
+        self.defs = len(defs)
+        self.functions = [n for n in defs if id(n) not in generators]
+
+    def has(self, *classes):
+        return any(c in self.classes for c in classes if c is not None)
+
+    def nested_scopes(self) -> bool:
+        """Has the user's code a scope inside the converted function?"""
+        return self.defs > 1 or self.has(gast.Lambda, gast.ClassDef, gast.AsyncFunctionDef)
+
+
 def _functions(tree):
     """The functions whose statements are lowered (generators run as Python)."""
     return [n for n in walk(tree) if isinstance(n, gast.FunctionDef) and not is_generator(n)]
 
 
-def _matching(tree, ctx):
-    Matching(ctx).run(tree)
+# Each pass takes (tree, ctx, inventory). A pass whose constructs are absent
+# from the user's code (`inventory.classes`, taken before any pass ran) is
+# skipped; the conditions only name classes that no earlier pass creates.
+_TRY = tuple(c for c in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if c)
 
 
-def _tables(tree, ctx):
-    Tables(ctx).run(tree)
+def _matching(tree, ctx, inv):
+    if inv.has(getattr(gast, "Match", None)):
+        Matching(ctx).run(tree)
 
 
-def _index_assign(tree, ctx):
-    IndexAssign(ctx).visit(tree)
+def _chains(tree, ctx, inv):
+    # only a chain of more than CHUNK branches changes (`match` makes chains)
+    if inv.ifs > chains.CHUNK or inv.has(getattr(gast, "Match", None)):
+        for fn in inv.functions:
+            Chains(ctx).run(fn)
 
 
-def _calls(tree, ctx):
+def _tables(tree, ctx, inv):
+    if inv.has(gast.Subscript):  # it rewrites `table[i]` only
+        Tables(ctx).run(tree)
+
+
+def _index_assign(tree, ctx, inv):
+    # `x[i] = v`, `x[i] += v` and `xs.append(v)` in a loop
+    if inv.item_writes or "append" in inv.attrs and inv.has(gast.For, gast.While):
+        IndexAssign(ctx).visit(tree)
+
+
+def _calls(tree, ctx, inv):
     Calls(ctx).run(tree)
 
 
-def _writes(tree, ctx):
-    for fn in _functions(tree):
-        Writes(ctx).run(fn)
+def _writes(tree, ctx, inv):
+    # writes to attributes and items, mutating method calls, by statements
+    if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS:
+        for fn in inv.functions:
+            Writes(ctx).run(fn)
 
 
-def _raises(tree, ctx):
-    Raises(ctx).visit(tree)
+def _raises(tree, ctx, inv):
+    if inv.has(gast.Raise, *_TRY):
+        Raises(ctx).visit(tree)
 
 
-def _lower_exits(tree, ctx):
-    for fn in _functions(tree):
+def _lower_exits(tree, ctx, inv):
+    loops = inv.has(gast.For, gast.While, gast.AsyncFor)
+    blocks = inv.has(gast.With, gast.AsyncWith, *_TRY)
+    if not (loops or blocks):  # returns, breaks, raises to lower sit in loops, with, try
+        return
+    for fn in inv.functions:
         exits = EarlyExits(ctx)
         fn.body = exits.lower_loop_returns(fn.body)
         fn.body = exits.lower_block_exits(fn.body)
         fn.body = exits.lower_jumps(fn.body)
 
 
-def _lower_returns(tree, ctx):
-    for fn in _functions(tree):
-        Returns(ctx).lower(fn)
+def _lower_returns(tree, ctx, inv):
+    if inv.has(gast.Return):
+        for fn in inv.functions:
+            Returns(ctx).lower(fn)
 
 
-def _logical(tree, ctx):
+def _logical(tree, ctx, inv):
     logical = Logical(ctx)
     logical.visit(tree)
+    # `af_extra_test` (`not broke`) is set by early_exits on a `for` with a break,
+    # including the breaks it makes of returns (and caught raises) inside loops.
+    if not (inv.has(gast.For, gast.AsyncFor) and inv.has(gast.Break, gast.Return, gast.Raise)):
+        return
     for node in walk(tree):
         extra = getattr(node, "af_extra_test", None)
         if extra is not None:
             node.af_extra_test = logical.visit(extra)
 
 
-def _control_flow(tree, ctx):
+def _control_flow(tree, ctx, inv):
     ControlFlow(ctx).convert_function(tree)
 
 
 PASSES = [
     ("matching", _matching),
+    ("chains", _chains),
     ("index_assign", _index_assign),
     ("calls", _calls),
     ("tables", _tables),
@@ -141,10 +222,14 @@ def debug_enabled(ctx) -> bool:
 def run(fn_node, ctx):
     """Convert ``fn_node`` (a gast FunctionDef) in place and return it."""
     debug = debug_enabled(ctx)
-    for name, pass_fn in PASSES:
-        pass_fn(fn_node, ctx)
-        if debug:
-            print(f"# autoflow: after pass {name!r}\n{to_source(fn_node)}", file=sys.stderr)
+    inventory = ctx.inventory = Inventory(fn_node)
+    try:
+        for name, pass_fn in PASSES:
+            pass_fn(fn_node, ctx, inventory)
+            if debug:
+                print(f"# autoflow: after pass {name!r}\n{to_source(fn_node)}", file=sys.stderr)
+    finally:
+        ctx.inventory = None  # the passes may keep ctx in cycles: do not hold the tree there
     return fn_node
 
 

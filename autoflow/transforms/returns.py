@@ -104,7 +104,9 @@ class Returns:
             RETVAL_NAME=gast.Constant(value=retval, kind=None)), s)
         # A traced `if` may fill with zeros what is bound on every path through
         # `s` that does not return: it is read only where `returned` is false.
-        s.af_exit_guard = self._bound_falling([s]) or set()
+        guard = self._bound_falling([s]) or set()
+        before = getattr(s, "af_exit_guard", ())  # a chunk of a long chain (chains.py)
+        s.af_exit_guard = True if before is True else guard | set(before)
         return init + self._guard([s], returned, retval)
 
     def _bound_falling(self, stmts):

@@ -1,0 +1,134 @@
+"""Long ``if``/``elif`` chains -> a flat sequence of short chains.
+
+An ``elif`` is an ``if`` inside the ``else`` of the one before, and every
+converted ``if`` becomes a branch function: a chain of ``n`` branches would
+become ``n`` nested functions. Past about 95 levels Python cannot read the
+printed code back ("too many levels of indentation") and deep nests of
+operator calls exhaust the stack when they run. Python itself compiles chains
+of any length, so autoflow must convert them too.
+
+A chain longer than ``CHUNK`` branches is cut into chunks of ``CHUNK``
+branches, run one after the other under a flag that says no branch ran yet::
+
+    if x < 0:                      chain = False
+        y = 0                      if x < 0:
+    elif x < 1:            ->          y = 0
+        y = 1                      elif x < 1:
+    ...                                y = 1
+    elif x < 99:                   ...
+        y = 99                     else:
+    else:                              chain = True
+        y = -1                     if chain:
+                                       chain = False
+                                       if x < 16: ...
+
+The tests are evaluated exactly when Python evaluates them (a test of a later
+chunk only runs if no earlier branch did) and each branch runs in the same
+cases, so on concrete values the result is Python's. When a test is traced,
+the flag becomes traced after its chunk and the later chunks are staged under
+``if chain:``; a test of a later chunk is then traced with the variables as
+the earlier chunk's staged branches merged them (the same values, promoted as
+for any traced ``if``). Chains of at most ``CHUNK`` branches are left as they
+are.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from ..analysis.activity import bound_names
+from ..analysis.summaries import Summaries
+from ..core.templates import replace
+from .util import stamp
+
+CHUNK = 16
+
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
+_TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
+
+
+def _bound_falling(stmts):
+    """Names bound on every path through ``stmts`` that falls through
+    (``None``: every path returns or raises); as ``returns.Returns``."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, (gast.Return, gast.Raise)):
+            return None
+        if isinstance(s, gast.If):
+            a, b = _bound_falling(s.body), _bound_falling(s.orelse)
+            both = b if a is None else a if b is None else a & b
+            if both is None:
+                return None
+            out |= both
+        elif not isinstance(s, (gast.For, gast.AsyncFor, gast.While, gast.With,
+                                gast.AsyncWith)) and not hasattr(s, "body"):
+            out.update(bound_names([s]))
+    return out
+
+
+def _branches(s):
+    """The ``if`` nodes of the chain starting at ``s``, and its final ``else``."""
+    out = [s]
+    while len(out[-1].orelse) == 1 and isinstance(out[-1].orelse[0], gast.If):
+        out.append(out[-1].orelse[0])
+    return out, out[-1].orelse
+
+
+class Chains:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def run(self, fn):
+        todo = [fn.body]
+        while todo:
+            stmts = todo.pop()
+            new = []
+            for s in stmts:
+                if isinstance(s, gast.If):
+                    branches, final = _branches(s)
+                    todo.extend(b.body for b in branches)
+                    todo.append(final)
+                    if len(branches) > CHUNK:
+                        new += self._split(s, branches, final)
+                        continue
+                else:
+                    for field in ("body", "orelse", "finalbody"):
+                        v = getattr(s, field, None)
+                        if isinstance(v, list) and v and isinstance(v[0], gast.stmt):
+                            todo.append(v)
+                    if isinstance(s, _TRY):
+                        todo.extend(h.body for h in s.handlers)
+                    for case in getattr(s, "cases", None) or []:
+                        todo.append(case.body)
+                new.append(s)
+            stmts[:] = new
+
+    def _split(self, s, branches, final):
+        flag = self.ctx.namer.unique("chain")
+        # A chunk whose branches were not taken leaves unbound what a later
+        # chunk binds. What the chain binds on every path that falls through,
+        # and does not read before binding it, is read only after the chain,
+        # where it is bound: a traced chunk may fill it with zeros meanwhile
+        # (see Undefined.guarded), as the nested chain needed no value there.
+        safe = (_bound_falling([s]) or set()) - Summaries().live_in([s], set())
+        out = stamp(replace("FLAG = False", FLAG=flag), s)
+        groups = [branches[i:i + CHUNK] for i in range(0, len(branches), CHUNK)]
+        for j, group in enumerate(groups):
+            last = j == len(groups) - 1
+            for k, b in enumerate(group):
+                if k + 1 < len(group):
+                    b.orelse = [group[k + 1]]
+                elif last:
+                    b.orelse = final
+                else:  # no branch of this chunk ran: the next chunk's turn
+                    b.orelse = stamp(replace("FLAG = True", FLAG=flag), b)
+                b.af_exit_guard = safe
+            head = group[0]
+            if j == 0:
+                out.append(head)
+            else:
+                wrapper = stamp(replace("if FLAG:\n    FLAG = False\n    CHAIN", FLAG=flag,
+                                        CHAIN=[head]), head)
+                wrapper[0].af_exit_guard = safe
+                out += wrapper
+        return out
