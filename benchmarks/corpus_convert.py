@@ -79,7 +79,7 @@ if ROOT not in sys.path:
 PACKAGES = ("jax", "numpy", "scipy", "sympy", "pandas", "flax", "optax", "equinox")
 CLASSES = ("ok", "input-does-not-parse", "clear-user-error", "internal-error",
            "output-does-not-compile", "unchanged-file-differs", "comments-lost", "timeout",
-           "worker-crash")
+           "worker-crash", "not-run")
 FAILURES = ("internal-error", "output-does-not-compile", "unchanged-file-differs",
             "comments-lost", "timeout", "worker-crash")
 AUTOFLOW_DIR = os.path.join(ROOT, "autoflow")
@@ -293,8 +293,13 @@ def _worker(tasks, results, timeout):
 # the driver
 # ---------------------------------------------------------------------------
 
-def run(items, jobs, timeout):
-    """Convert ``items`` (``[(package, path)]``) with ``jobs`` worker processes."""
+def run(items, jobs, timeout, budget=None, log=None):
+    """Convert ``items`` (``[(package, path)]``) with ``jobs`` worker processes.
+
+    With ``budget`` (seconds), the run stops when it is spent: the files not
+    converted by then get the class ``not-run``. Each failure is also
+    appended to the file ``log`` as it comes (one JSON object a line).
+    """
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
     for idx, (_, path) in enumerate(items):
@@ -313,7 +318,18 @@ def run(items, jobs, timeout):
     running = {}  # pid -> (idx, start time)
     done, last_report = 0, time.time()
     hard = (timeout or 600) * 2 + 30
+    started = time.time()
     while done < len(items):
+        if budget is not None and time.time() - started > budget:
+            for p in workers.values():
+                p.kill()
+            for i, rec in enumerate(records):
+                if rec is None:
+                    records[i] = {"file": items[i][1], "class": "not-run",
+                                  "message": f"the run's {budget:.0f} s were spent"}
+            done = len(items)
+            workers.clear()
+            break
         try:
             kind, idx, val = results.get(timeout=1.0)
         except queue.Empty:
@@ -323,6 +339,9 @@ def run(items, jobs, timeout):
         elif kind == "done":
             records[idx] = val
             done += 1
+            if log is not None and val["class"] in FAILURES:
+                with open(log, "a") as f:
+                    f.write(json.dumps(val) + "\n")
             for pid, (i, _) in list(running.items()):
                 if i == idx:
                     del running[pid]
@@ -405,6 +424,11 @@ def main(argv=None):
                     help="per-file time limit in seconds (0: none; default 60)")
     ap.add_argument("--report", default="/tmp/corpus_report.json",
                     help="JSON report path (default /tmp/corpus_report.json)")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="stop after this many seconds and report the files converted by then")
+    ap.add_argument("--shuffle", action="store_true",
+                    help="convert the files in a fixed random order (so that a run cut short by "
+                         "--max-seconds covers every package)")
     args = ap.parse_args(argv)
     if args.only is not None and args.only not in ("stdlib",) + PACKAGES:
         ap.error(f"--only: expected stdlib or one of {', '.join(PACKAGES)}")
@@ -418,11 +442,17 @@ def main(argv=None):
     print(f"autoflow: {where} (commit {commit or '?'}{', modified' if dirty else ''})",
           file=sys.stderr)
     items = corpus(args.only)
+    if args.shuffle:
+        import random
+        random.Random(0).shuffle(items)
     if args.limit is not None:
         items = items[:args.limit]
     print(f"corpus: {len(items)} files, {args.jobs} jobs", file=sys.stderr, flush=True)
     t0 = time.time()
-    records = run(items, max(1, args.jobs), args.timeout or None)
+    log = args.report + ".failures.jsonl"
+    if os.path.exists(log):
+        os.remove(log)
+    records = run(items, max(1, args.jobs), args.timeout or None, args.max_seconds, log)
     wall = time.time() - t0
 
     by_pkg = collections.OrderedDict()
@@ -439,7 +469,7 @@ def main(argv=None):
     short = {"input-does-not-parse": "no-parse", "clear-user-error": "user-err",
              "internal-error": "internal", "output-does-not-compile": "bad-output",
              "unchanged-file-differs": "not-same", "comments-lost": "comments",
-             "worker-crash": "crash"}
+             "worker-crash": "crash", "not-run": "not-run"}
     head = f"{'package':<10}{'files':>7}" + "".join(f"{short.get(c, c):>11}" for c in cols)
     print(head)
     print("-" * len(head))
