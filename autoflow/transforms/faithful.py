@@ -23,8 +23,6 @@ import ast
 import io
 import tokenize
 
-from ..core import nodes
-
 _P = ast._Precedence  # noqa: SLF001 - the unparser's own precedence table
 _Unparser = ast._Unparser  # noqa: SLF001
 
@@ -450,8 +448,8 @@ def indent_unit(src, node, default="    "):
             return inner[len(outer):]
     for stmt in ast.walk(src.tree):
         body = getattr(stmt, "body", None)
-        if body.__class__ is list and body and isinstance(body[0], ast.stmt) \
-                and body[0].lineno > stmt.lineno and isinstance(stmt, ast.stmt):
+        if isinstance(stmt, ast.stmt) and body.__class__ is list and body \
+                and isinstance(body[0], ast.stmt) and body[0].lineno > stmt.lineno:
             outer, inner = src.indentation(stmt.lineno), src.indentation(body[0].lineno)
             if inner.startswith(outer) and len(inner) > len(outer):
                 return inner[len(outer):]
@@ -463,15 +461,15 @@ def print_function(src, node, new, comments, unparsed, fallback):
     """The text (at column 0) of ``new``, the conversion of the user's
     function ``node`` (gast), printed as written where unchanged.
 
-    ``unparsed`` is the unparser's text of ``new``; the result parses to the
-    same tree, or ``fallback()`` is returned.
+    ``unparsed`` is ``(the unparser's text of new, new as an ast tree)``; the
+    result parses to the same tree as that text, or ``fallback()`` is returned.
     """
-    tree = nodes.to_ast(new)
+    unparsed, tree = unparsed
     first = min([node.lineno] + [d.lineno for d in node.decorator_list])
     mine = [(k, t) for k, t in comments if first <= k <= node.end_lineno + 0.5]
     unit = indent_unit(src, src.counterpart(tree) or tree)
     try:
-        expected = ast.dump(ast.parse(unparsed))
+        expected = ast.parse(unparsed)
     except SyntaxError:  # pragma: no cover - the unparser's output parses
         return fallback()
     for level, exprs in enumerate((True, False)):
@@ -482,9 +480,11 @@ def print_function(src, node, new, comments, unparsed, fallback):
             printer._indent = 1
             printer.emit_rest()
             text = "".join(printer._source)
-            if ast.dump(ast.parse(text)) == expected:
+            if same(ast.parse(text), expected):  # ``ast.dump``s equal, faster
                 return text
-        except (SyntaxError, ValueError, RecursionError):
+        except RecursionError:
+            raise
+        except Exception:  # noqa: BLE001 - a printing bug: print the plainer way
             pass
         FALLBACKS.append((node.name, level + 1))
     return fallback()

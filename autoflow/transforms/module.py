@@ -9,6 +9,7 @@ added after the module's docstring and ``__future__`` imports.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import io
 import os
@@ -255,10 +256,11 @@ def _convert_module(source, filename, only):
                 # A namer per function: editing one function never renames
                 # the generated names of another.
                 new = convert_copy(node, Namer(reserved), alias, shadowed, filename, imports)
-                unparsed = pipeline.to_source(new)
+                new_ast = pipeline.to_ast(new)
+                unparsed = ast.unparse(new_ast)
                 if unparsed != pipeline.to_source(node):
                     changed.append(qual)
-                    edits.append((node, new, unparsed))
+                    edits.append((node, new, (unparsed, new_ast)))
                     if only == qual:
                         found = new
                 elif only == qual:
