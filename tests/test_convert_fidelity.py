@@ -338,3 +338,29 @@ def test_converted_fixture_output_runs_like_the_input(path, tmp_path):
         kwargs = getattr(original, "JIT_KWARGS", {}).get(name, {})
         assert_same(jax.jit(fn, **kwargs)(*args), expected,
                     f"{path.stem}.{name}{args} (converted, jax.jit)")
+
+
+def test_headers_of_statements_that_stay_python_are_printed_as_written():
+    source = '''def isascii(c): return 0 <= ord(c) <= 127   # after code on the def line
+
+
+def g(x, n, path):
+    with open(path) as f:  # with comment
+        for i in range(n):
+            x = x + 1.5e0
+    try:  # try comment
+        if x: x = 2
+    except (ValueError,
+            TypeError) as e:  # except comment
+        raise
+    return x
+'''
+    out, plain, changed, fallbacks = _both(source)
+    assert changed == ["isascii", "g"] and fallbacks == []
+    assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(plain))
+    lines = out.splitlines()
+    for kept in ("    with open(path) as f:  # with comment", "    try:  # try comment",
+                 "    except (ValueError,", "            TypeError) as e:  # except comment",
+                 "            x = x + 1.5e0"):
+        assert kept in lines, kept
+    assert _comments(out) == _comments(source)

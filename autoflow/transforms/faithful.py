@@ -70,9 +70,12 @@ class Source:
         self.tree = ast.parse(source)
         self.index = {}
         self.next_sibling = {}
+        self.handlers = {}
         for n in ast.walk(self.tree):
             if isinstance(n, (ast.stmt, ast.expr)):
                 self.index[_key(n)] = n
+            elif isinstance(n, ast.ExceptHandler):
+                self.handlers[(n.lineno, n.col_offset)] = n
             for field in ("body", "orelse", "finalbody"):
                 body = getattr(n, field, None)
                 if body.__class__ is list:
@@ -143,27 +146,27 @@ def _reindent(src, first, lines, old, new):
     return out
 
 
-def _header_end(src, node):
-    """``(line, text after the colon)`` of the colon that ends a ``def``'s header."""
-    k0 = node.lineno
-    first = _cut(src.line(k0), node.col_offset)[1]
+def _header_end(src, k0, col0):
+    """``(line, column after it)`` of the colon that ends the header of the
+    compound statement whose keyword starts at line ``k0``, byte column ``col0``."""
+    first = _cut(src.line(k0), col0)[1]
     rows = iter([first] + src.lines[k0:])
-    depth, seen_def = 0, False
+    depth = 0
     try:
         for tok in tokenize.generate_tokens(lambda: next(rows, "")):
-            if tok.type == tokenize.NAME and tok.string == "def":
-                seen_def = True
-            elif tok.type == tokenize.OP:
+            if tok.type == tokenize.OP:
                 if tok.string in "([{":
                     depth += 1
                 elif tok.string in ")]}":
                     depth -= 1
-                elif tok.string == ":" and depth == 0 and seen_def:
+                elif tok.string == ":" and depth == 0:
                     row, col = tok.end
                     k = k0 + row - 1
                     if row == 1:  # columns of the cut first line
                         col += len(src.line(k)) - len(first)
                     return k, col
+            elif tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                return None
     except (tokenize.TokenError, SyntaxError, StopIteration):
         return None
     return None
@@ -296,8 +299,13 @@ class Printer(_Unparser):
         twin = orig or src.counterpart(node)
         start = src.start(twin) if twin is not None else None
         again = False
+        plan = None
         if orig is not None:
             again = self._consume(start[0], orig.end_lineno)
+        elif twin is not None:
+            plan = self._plan(node)
+            if plan is not None:
+                plan = (plan, self._consume(plan[1], plan[2]))
         gap, already = None, set()
         if twin is not None and prev is not None and src.next_sibling.get(id(prev)) is twin:
             gap = range(prev.end_lineno + 1, start[0])
@@ -323,6 +331,12 @@ class Printer(_Unparser):
         self._gap = gap is not None
         if orig is not None:
             self._splice_statement(orig, again)
+        elif plan is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                    ast.ClassDef)):
+            self._planned = (node, plan)
+            super().traverse(node)
+        elif plan is not None:
+            self._compound(node, plan)
         else:
             super().traverse(node)
         return twin
@@ -347,16 +361,22 @@ class Printer(_Unparser):
         self.fill(text)
 
     # -- a def whose header is unchanged: its header as written -------------
-    def _function_helper(self, node, fill_suffix):
+    def _plan(self, node):
+        """``(twin, first line, last line, lines)``: the header of the user's
+        compound statement at ``node``'s position, when ``node`` keeps it
+        (same fields but the bodies) and it can be found; else None."""
+        keyword = self._KEYWORDS.get(node.__class__)
+        if keyword is None:
+            return None
+        twin = self._header_twin(node)
+        if twin is None:
+            return None
         src = self.src
-        twin = src.counterpart(node) if src is not None else None
-        if twin is None or not all(same(getattr(node, f, None), getattr(twin, f, None))
-                                   for f in node._fields if f not in ("body", "type_comment")):
-            return super()._function_helper(node, fill_suffix)
-        end = _header_end(src, twin)
+        end = _header_end(src, twin.lineno, twin.col_offset)
         if end is None:
-            return super()._function_helper(node, fill_suffix)
-        k0, col = src.start(twin)
+            return None
+        decos = getattr(twin, "decorator_list", None)
+        k0, col = src.start(twin) if decos else (twin.lineno, twin.col_offset)
         k1, col1 = end
         lines = [_cut(src.line(k0), col)[1]] + src.lines[k0:k1]
         lines = [t.rstrip("\n") for t in lines]
@@ -367,20 +387,118 @@ class Printer(_Unparser):
             lines[0] = keep[len(last) - len(lines[0]):]
         else:
             lines[-1] = keep
-        if not self._gap:
+        if not lines[-1].split("#")[0].rstrip().endswith(":") \
+                or not lines[0].lstrip().startswith("@" if decos else keyword):
+            return None
+        # a comment after code on the colon's line belongs to that code
+        return twin, k0, k1 if not rest.strip() or rest.strip().startswith("#") else k1 - 1, lines
+
+    def _header(self, node, plan=None):
+        """Print ``node``'s header as written; False when it cannot."""
+        if plan is None:
+            plan = self._plan(node)
+            if plan is None:
+                return False
+            again = self._consume(plan[1], plan[2])
+        else:
+            plan, again = plan
+        twin, k0, k1, lines = plan
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and not self._gap:
             self.maybe_newline()
-        again = self._consume(k0, k1)
-        old = src.indentation(k0)
-        text = "\n".join(_reindent(src, k0, lines, old, self.unit * self._indent))
+        old = self.src.indentation(k0)
+        text = "\n".join(_reindent(self.src, k0, lines, old, self.unit * self._indent))
         if again:
             text = _strip_comments(text)
         self.fill(text)
+        return True
+
+    def _header_twin(self, node, skip=("body", "orelse", "finalbody", "handlers",
+                                       "type_comment")):
+        src = self.src
+        twin = src.counterpart(node) if src is not None else None
+        if twin is None or not all(same(getattr(node, f, None), getattr(twin, f, None))
+                                   for f in node._fields if f not in skip):
+            return None
+        return twin
+
+    def _body(self, body):
+        self._indent += 1
+        try:
+            self.traverse(body)
+        finally:
+            self._indent -= 1
+
+    # -- a def or class whose header is unchanged: its header as written ----
+    def _take_plan(self, node):
+        plan = self._planned
+        self._planned = None
+        return plan if plan is not None and plan[0] is node else None
+
+    def _function_helper(self, node, fill_suffix):
+        plan = self._take_plan(node)
+        if not self._header(node, plan and plan[1]):
+            return super()._function_helper(node, fill_suffix)
         self._indent += 1
         try:
             self._write_docstring_and_traverse_body(node)
         finally:
             self._indent -= 1
         return None
+
+    def visit_ClassDef(self, node):
+        plan = self._take_plan(node)
+        if not self._header(node, plan and plan[1]):
+            return super().visit_ClassDef(node)
+        self._indent += 1
+        try:
+            self._write_docstring_and_traverse_body(node)
+        finally:
+            self._indent -= 1
+        return None
+
+    # -- loops, with and try that stay Python: their headers as written -----
+    _KEYWORDS = {ast.For: "for", ast.AsyncFor: "async", ast.While: "while", ast.With: "with",
+                 ast.AsyncWith: "async", ast.Try: "try", ast.FunctionDef: "def",
+                 ast.AsyncFunctionDef: "async", ast.ClassDef: "class"}
+    _planned = None
+
+    def _compound(self, node, plan):
+        """Print ``node`` with its header(s) as written."""
+        self._header(node, plan)
+        self._body(node.body)
+        for handler in getattr(node, "handlers", ()):
+            htwin = self.src.handlers.get((handler.lineno, handler.col_offset))
+            if htwin is not None and same(handler.type, htwin.type) \
+                    and handler.name == htwin.name:
+                end = _header_end(self.src, htwin.lineno, htwin.col_offset)
+            else:
+                end = None
+            if end is not None:
+                k1, col1 = end
+                k0 = htwin.lineno
+                lines = [_cut(self.src.line(k0), htwin.col_offset)[1]] + self.src.lines[k0:k1]
+                lines = [t.rstrip("\n") for t in lines]
+                last = self.src.line(k1).rstrip("\n")
+                rest = last[col1:]
+                keep = last[:col1] + (rest if rest.strip().startswith("#") else "")
+                if k1 == k0:
+                    lines[0] = keep[len(last) - len(lines[0]):]
+                else:
+                    lines[-1] = keep
+                if rest.strip() and not rest.strip().startswith("#"):
+                    k1 -= 1  # a comment after the code on that line belongs to it
+                again = self._consume(k0, k1)
+                self._header(handler, ((htwin, k0, k1, lines), again))
+                self._body(handler.body)
+            else:
+                self.traverse(handler)
+        if getattr(node, "orelse", None):
+            self.fill("else:")
+            self._body(node.orelse)
+        if getattr(node, "finalbody", None):
+            self.fill("finally:")
+            self._body(node.finalbody)
 
     def _write_docstring_and_traverse_body(self, node):
         if self.src is not None and node.body and self.src.original(node.body[0]) is not None:
