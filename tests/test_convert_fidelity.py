@@ -364,3 +364,14 @@ def g(x, n, path):
                  "            x = x + 1.5e0"):
         assert kept in lines, kept
     assert _comments(out) == _comments(source)
+
+
+def test_form_feeds_do_not_shift_lines():
+    # str.splitlines splits at a form feed; Python's line numbers do not
+    source = ("import jax\n\x0c\ndef f(x):\n    # c\n    if x > 1e-4:\n        x = 1\n"
+              "    return x\n\x0c\ndef g(y):\n    return y\n")
+    out, plain, changed, fallbacks = _both(source)
+    assert changed == ["f"] and fallbacks == []
+    assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(plain))
+    assert out.count("return x") == 2 and "x > 1e-4" in out
+    assert out.endswith("\x0c\ndef g(y):\n    return y\n")

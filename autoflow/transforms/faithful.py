@@ -53,6 +53,16 @@ def same(a, b):
     return a == b
 
 
+def split_lines(text):
+    """``text``'s lines, ends kept, split at ``\\n`` only (as Python numbers
+    them: ``str.splitlines`` also splits at form feeds and other separators)."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
 def _cut(line, col):
     """``line`` split at the UTF-8 byte offset ``col`` (ast's columns)."""
     if line.isascii():
@@ -66,7 +76,7 @@ class Source:
 
     def __init__(self, source):
         self.text = source
-        self.lines = source.splitlines(True)
+        self.lines = split_lines(source)
         self.tree = ast.parse(source)
         self.index = {}
         self.next_sibling = {}
@@ -540,7 +550,7 @@ class Printer(_Unparser):
 
 def _strip_comments(text):
     """``text`` without its comments (they were printed already)."""
-    out = text.splitlines(True)
+    out = split_lines(text)
     try:
         toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
                 if t.type == tokenize.COMMENT]

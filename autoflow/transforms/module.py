@@ -147,7 +147,7 @@ def indent_code(text, indent):
     except (tokenize.TokenError, SyntaxError):  # pragma: no cover - unparser output parses
         pass
     return "".join(indent + line if line.strip() and k not in inside else line
-                   for k, line in enumerate(text.splitlines(True), 1))
+                   for k, line in enumerate(faithful.split_lines(text), 1))
 
 
 _MARK = "__autoflow_comment_{}__"
@@ -305,7 +305,7 @@ def _convert_module(source, filename, only):
         return source, changed
     # Splice the converted functions into the original text, so comments and
     # layout elsewhere stay exactly as they were.
-    lines = source.splitlines(True)
+    lines = faithful.split_lines(source)  # numbered as Python numbers them
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     for node, new, unparsed in sorted(edits, key=lambda e: -e[0].lineno):
