@@ -4,8 +4,9 @@ For each function of ``benchmarks/corpus.py`` (its source alone, as a module),
 ``convert_module`` runs with the faithful printer
 (``autoflow.transforms.module.FAITHFUL = True``, the command line's default)
 and without it (the unparser's text with the comments put back), interleaved,
-``--repeat`` times each; the best time of each is kept. It prints the added
-time per function and the ratio of the totals, both measured in this run.
+``--repeat`` times each (the order alternating between repeats). It prints the
+added time per function and the ratio of the corpus totals, median (min, max)
+over the repeats, both sides measured in this run.
 ``autoflow.convert``/``autoflow.jit`` never call this printer (they compile
 the unparser's text), so their speed is not affected.
 
@@ -33,25 +34,35 @@ def main(argv=None):
     from autoflow.transforms import faithful, module
 
     sources = [(f.__name__, textwrap.dedent(inspect.getsource(f))) for f in corpus.FUNCTIONS]
-    best = {name: [float("inf"), float("inf")] for name, _ in sources}
-    for _ in range(args.repeat):
+    for _, src in sources:  # warm up
+        module.convert_module(src, "corpus.py")
+    totals = []  # per repeat: (faithful seconds, plain seconds) over the corpus
+    for r in range(args.repeat):
+        t_f = t_p = 0.0
         for name, src in sources:
-            for k, flag in enumerate((True, False)):
+            order = (True, False) if (r % 2 == 0) else (False, True)  # alternate
+            for flag in order:
                 module.FAITHFUL = flag
                 t0 = time.perf_counter()
                 module.convert_module(src, "corpus.py")
-                best[name][k] = min(best[name][k], time.perf_counter() - t0)
+                dt = time.perf_counter() - t0
+                if flag:
+                    t_f += dt
+                else:
+                    t_p += dt
+        totals.append((t_f, t_p))
     module.FAITHFUL = True
-    with_f = sum(v[0] for v in best.values())
-    without = sum(v[1] for v in best.values())
-    added = sorted(((v[0] - v[1]) * 1e3, name) for name, v in best.items())
-    n = len(best)
-    print(f"{n} functions, best of {args.repeat} (interleaved)")
-    print(f"convert_module, faithful printer:   {with_f * 1e3 / n:7.2f} ms per function")
-    print(f"convert_module, unparser + comments: {without * 1e3 / n:7.2f} ms per function")
-    print(f"added: {(with_f - without) * 1e3 / n:.2f} ms per function "
-          f"(median {added[n // 2][0]:.2f}, max {added[-1][0]:.2f} in {added[-1][1]}); "
-          f"ratio {with_f / without:.2f}x")
+    n = len(sources)
+    ratios = sorted(f / p for f, p in totals)
+    added = sorted((f - p) * 1e3 / n for f, p in totals)
+    plain = sorted(p * 1e3 / n for _, p in totals)
+    med = len(totals) // 2
+    print(f"{n} functions of benchmarks/corpus.py, {args.repeat} interleaved repeats")
+    print(f"convert_module without the faithful printer: {plain[med]:.2f} ms per function "
+          f"(median over repeats)")
+    print(f"added by the faithful printer: {added[med]:.2f} ms per function "
+          f"(min {added[0]:.2f}, max {added[-1]:.2f})")
+    print(f"ratio faithful / plain: {ratios[med]:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})")
     print(f"fallbacks: {len(faithful.FALLBACKS)}")
     return 0
 

@@ -35,19 +35,32 @@ def _key(n):
     return (n.__class__, n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
 
 
-def same(a, b):
-    """Are ``a`` and ``b`` the same tree (positions aside)?"""
+def same(a, b, memo=None):
+    """Are ``a`` and ``b`` the same tree (positions aside)?
+
+    ``memo`` (a dict) remembers the answer for each pair of nodes, so that
+    asking again about nodes inside ones already compared costs nothing (the
+    printer asks at every level of a long ``a + b + ...``)."""
     if a.__class__ is not b.__class__:
         return False
     if isinstance(a, ast.AST):
         if isinstance(a, ast.expr_context):
             return True
+        if memo is not None:
+            key = (id(a), id(b))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit
+        result = True
         for f in a._fields:
-            if not same(getattr(a, f, None), getattr(b, f, None)):
-                return False
-        return True
+            if not same(getattr(a, f, None), getattr(b, f, None), memo):
+                result = False
+                break
+        if memo is not None:
+            memo[key] = result
+        return result
     if a.__class__ is list:
-        return len(a) == len(b) and all(map(same, a, b))
+        return len(a) == len(b) and all(same(x, y, memo) for x, y in zip(a, b))
     if a.__class__ in (float, complex):
         return repr(a) == repr(b)
     return a == b
@@ -116,12 +129,12 @@ class Source:
     def line(self, k):
         return self.lines[k - 1] if 0 < k <= len(self.lines) else ""
 
-    def original(self, node):
+    def original(self, node, memo=None):
         """The user's node at ``node``'s position, if it is the same tree."""
         if getattr(node, "end_col_offset", None) is None:
             return None
         orig = self.index.get(_key(node))
-        return orig if orig is not None and same(orig, node) else None
+        return orig if orig is not None and same(orig, node, memo) else None
 
     def counterpart(self, node):
         """The user's node of ``node``'s type at ``node``'s position (changed or not)."""
@@ -239,6 +252,7 @@ class Printer(_Unparser):
         self.comment_lines = {int(k) for k, _ in comments}
         self.emitted = set()
         self.quote = src.quote if src is not None else "'"
+        self.memo = {}
 
     # -- layout in the file's style ---------------------------------------
     def fill(self, text="", **_):
@@ -305,7 +319,7 @@ class Printer(_Unparser):
         if src is None:
             super().traverse(node)
             return None
-        orig = src.original(node)
+        orig = src.original(node, self.memo)
         twin = orig or src.counterpart(node)
         start = src.start(twin) if twin is not None else None
         again = False
@@ -511,7 +525,7 @@ class Printer(_Unparser):
             self._body(node.finalbody)
 
     def _write_docstring_and_traverse_body(self, node):
-        if self.src is not None and node.body and self.src.original(node.body[0]) is not None:
+        if self.src is not None and node.body and self.src.original(node.body[0], self.memo) is not None:
             self.traverse(node.body)
         else:
             super()._write_docstring_and_traverse_body(node)
@@ -521,7 +535,7 @@ class Printer(_Unparser):
         own = _own_precedence(node)
         if own is None:
             return False
-        orig = self.src.original(node)
+        orig = self.src.original(node, self.memo)
         if orig is None:
             return False
         k0, k1 = orig.lineno, orig.end_lineno
