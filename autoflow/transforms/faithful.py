@@ -362,6 +362,14 @@ class Printer(_Unparser):
         elif plan is not None:
             self._compound(node, plan)
         else:
+            value = getattr(node, "value", None)
+            if value.__class__ is ast.Tuple and value.elts \
+                    and node.__class__ in (ast.Return, ast.Assign, ast.AugAssign):
+                vtwin = src.counterpart(value)
+                if vtwin is not None and not _cut(src.line(vtwin.lineno),
+                                                  vtwin.col_offset)[1].startswith("("):
+                    # `return a, f(b)` stays without parentheses, as written
+                    self.set_precedence(_P.TUPLE, value)
             super().traverse(node)
         return twin
 
