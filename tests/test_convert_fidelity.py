@@ -375,3 +375,12 @@ def test_form_feeds_do_not_shift_lines():
     assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(plain))
     assert out.count("\n    return x\n") == 1 and "x > 1e-4" in out
     assert out.endswith("\x0c\ndef g(y):\n    return y\n")
+
+
+def test_a_comment_after_two_statements_on_one_line_is_kept_once():
+    source = ("def f(x, n):\n    a = 1; b = 2  # both\n    for i in range(n):\n"
+              "        x = x + a; x = x * b  # loop line\n    return x\n")
+    out, plain, changed, fallbacks = _both(source)
+    assert changed == ["f"] and fallbacks == []
+    assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(plain))
+    assert _comments(out) == _comments(source)

@@ -325,7 +325,9 @@ class Printer(_Unparser):
         again = False
         plan = None
         if orig is not None:
-            again = self._consume(start[0], orig.end_lineno)
+            rest = _cut(src.line(orig.end_lineno), orig.end_col_offset)[1].strip()
+            # with code after it on its last line (`a; b  # c`), the comment there is b's
+            again = self._consume(start[0], orig.end_lineno - bool(rest and rest[0] != "#"))
         elif twin is not None:
             plan = self._plan(node)
             if plan is not None:
