@@ -429,6 +429,8 @@ def main(argv=None):
     ap.add_argument("--shuffle", action="store_true",
                     help="convert the files in a fixed random order (so that a run cut short by "
                          "--max-seconds covers every package)")
+    ap.add_argument("--start", type=int, default=0,
+                    help="skip the first N files (with --shuffle: continue a run cut short)")
     args = ap.parse_args(argv)
     if args.only is not None and args.only not in ("stdlib",) + PACKAGES:
         ap.error(f"--only: expected stdlib or one of {', '.join(PACKAGES)}")
@@ -445,6 +447,7 @@ def main(argv=None):
     if args.shuffle:
         import random
         random.Random(0).shuffle(items)
+    items = items[args.start:]
     if args.limit is not None:
         items = items[:args.limit]
     print(f"corpus: {len(items)} files, {args.jobs} jobs", file=sys.stderr, flush=True)
