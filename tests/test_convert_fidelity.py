@@ -384,3 +384,22 @@ def test_a_comment_after_two_statements_on_one_line_is_kept_once():
     assert changed == ["f"] and fallbacks == []
     assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(plain))
     assert _comments(out) == _comments(source)
+
+
+def test_a_plain_try_inside_a_try_star_keeps_its_except():
+    source = '''def f(x, n):
+    try:
+        try:
+            x = x + 1
+        except ValueError:  # inner
+            pass
+    except* TypeError:
+        pass
+    for i in range(n):
+        x = x * 2
+    return x
+'''
+    out, plain, changed, fallbacks = _both(source)
+    assert changed == ["f"] and fallbacks == []
+    assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(plain))
+    assert "        except ValueError:  # inner" in out.splitlines()

@@ -499,6 +499,14 @@ class Printer(_Unparser):
 
     def _compound(self, node, plan):
         """Print ``node`` with its header(s) as written."""
+        # as the unparser's visit_Try: a plain `try` inside a `try*` prints `except`
+        outer, self._in_try_star = getattr(self, "_in_try_star", False), False
+        try:
+            self._compound_inner(node, plan)
+        finally:
+            self._in_try_star = outer
+
+    def _compound_inner(self, node, plan):
         self._header(node, plan)
         self._body(node.body)
         for handler in getattr(node, "handlers", ()):
