@@ -35,6 +35,11 @@ class:
 ``output-does-not-compile``
     the input compiles and converts but the output does not compile; the
     report records the ``SyntaxError`` message, the output line and its text.
+``unchanged-file-differs``
+    no function of the file converts, yet the output is not the input byte
+    for byte (``autoflow convert`` must print such a file exactly as read).
+``comments-lost``
+    a comment of the input is missing from the output.
 ``timeout`` / ``worker-crash``
     the per-file time limit (``--timeout``, default 60 s) was hit, or the
     worker process died on the file.
@@ -73,8 +78,10 @@ if ROOT not in sys.path:
 
 PACKAGES = ("jax", "numpy", "scipy", "sympy", "pandas", "flax", "optax", "equinox")
 CLASSES = ("ok", "input-does-not-parse", "clear-user-error", "internal-error",
-           "output-does-not-compile", "timeout", "worker-crash")
-FAILURES = ("internal-error", "output-does-not-compile", "timeout", "worker-crash")
+           "output-does-not-compile", "unchanged-file-differs", "comments-lost", "timeout",
+           "worker-crash", "not-run")
+FAILURES = ("internal-error", "output-does-not-compile", "unchanged-file-differs",
+            "comments-lost", "timeout", "worker-crash")
 AUTOFLOW_DIR = os.path.join(ROOT, "autoflow")
 
 
@@ -172,9 +179,27 @@ def _autoflow_frame(tb):
     return af, last, line
 
 
+def _comments(text):
+    import io
+    import tokenize
+    try:
+        return collections.Counter(t.string for t in tokenize.generate_tokens(
+            io.StringIO(text).readline) if t.type == tokenize.COMMENT)
+    except (tokenize.TokenError, SyntaxError):
+        return None
+
+
 def convert_file(path, timeout):
-    """The record of one file: ``{"class": ..., ...}``."""
+    """The record of one file: ``{"class": ..., ...}``.
+
+    Beside compiling, the output is checked for faithfulness: a file with
+    nothing to convert comes back byte for byte, every comment of the input
+    is in the output, and ``faithful`` counts the converted functions whose
+    printing as written failed its own check (they are printed by the
+    unparser instead; see ``autoflow/transforms/faithful.py``).
+    """
     from autoflow.cli import InputError, read_source_encoding
+    from autoflow.transforms import faithful
     from autoflow.transforms.module import convert_module
 
     rec = {"file": path}
@@ -198,11 +223,14 @@ def convert_file(path, timeout):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                before = len(faithful.FALLBACKS)
                 text, changed = convert_module(source, path)
+                rec["fallbacks"] = [list(f) for f in faithful.FALLBACKS[before:]]
         finally:
             if timeout:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         rec["changed"] = len(changed)
+        rec["identical"] = text == source
         try:
             _compile(text, path)
         except (SyntaxError, ValueError) as e:
@@ -214,6 +242,17 @@ def convert_file(path, timeout):
                 "output_text": lines[lineno - 1] if lineno and 0 < lineno <= len(lines) else None,
             })
             return rec
+        if not changed and text != source:
+            rec.update({"class": "unchanged-file-differs",
+                        "message": "no function converts, but the output differs from the input"})
+            return rec
+        if changed:
+            ins, outs = _comments(source), _comments(text)
+            if ins is not None and outs is not None and ins - outs:
+                lost = sorted(ins - outs)
+                rec.update({"class": "comments-lost",
+                            "message": f"{len(lost)} comment(s) lost, e.g. {lost[0][:60]}"})
+                return rec
         rec["class"] = "ok"
         return rec
     except _Timeout:
@@ -254,8 +293,13 @@ def _worker(tasks, results, timeout):
 # the driver
 # ---------------------------------------------------------------------------
 
-def run(items, jobs, timeout):
-    """Convert ``items`` (``[(package, path)]``) with ``jobs`` worker processes."""
+def run(items, jobs, timeout, budget=None, log=None):
+    """Convert ``items`` (``[(package, path)]``) with ``jobs`` worker processes.
+
+    With ``budget`` (seconds), the run stops when it is spent: the files not
+    converted by then get the class ``not-run``. Each failure is also
+    appended to the file ``log`` as it comes (one JSON object a line).
+    """
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
     for idx, (_, path) in enumerate(items):
@@ -274,7 +318,18 @@ def run(items, jobs, timeout):
     running = {}  # pid -> (idx, start time)
     done, last_report = 0, time.time()
     hard = (timeout or 600) * 2 + 30
+    started = time.time()
     while done < len(items):
+        if budget is not None and time.time() - started > budget:
+            for p in workers.values():
+                p.kill()
+            for i, rec in enumerate(records):
+                if rec is None:
+                    records[i] = {"file": items[i][1], "class": "not-run",
+                                  "message": f"the run's {budget:.0f} s were spent"}
+            done = len(items)
+            workers.clear()
+            break
         try:
             kind, idx, val = results.get(timeout=1.0)
         except queue.Empty:
@@ -284,6 +339,9 @@ def run(items, jobs, timeout):
         elif kind == "done":
             records[idx] = val
             done += 1
+            if log is not None and val["class"] in FAILURES:
+                with open(log, "a") as f:
+                    f.write(json.dumps(val) + "\n")
             for pid, (i, _) in list(running.items()):
                 if i == idx:
                     del running[pid]
@@ -366,6 +424,13 @@ def main(argv=None):
                     help="per-file time limit in seconds (0: none; default 60)")
     ap.add_argument("--report", default="/tmp/corpus_report.json",
                     help="JSON report path (default /tmp/corpus_report.json)")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="stop after this many seconds and report the files converted by then")
+    ap.add_argument("--shuffle", action="store_true",
+                    help="convert the files in a fixed random order (so that a run cut short by "
+                         "--max-seconds covers every package)")
+    ap.add_argument("--start", type=int, default=0,
+                    help="skip the first N files (with --shuffle: continue a run cut short)")
     args = ap.parse_args(argv)
     if args.only is not None and args.only not in ("stdlib",) + PACKAGES:
         ap.error(f"--only: expected stdlib or one of {', '.join(PACKAGES)}")
@@ -379,11 +444,18 @@ def main(argv=None):
     print(f"autoflow: {where} (commit {commit or '?'}{', modified' if dirty else ''})",
           file=sys.stderr)
     items = corpus(args.only)
+    if args.shuffle:
+        import random
+        random.Random(0).shuffle(items)
+    items = items[args.start:]
     if args.limit is not None:
         items = items[:args.limit]
     print(f"corpus: {len(items)} files, {args.jobs} jobs", file=sys.stderr, flush=True)
     t0 = time.time()
-    records = run(items, max(1, args.jobs), args.timeout or None)
+    log = args.report + ".failures.jsonl"
+    if os.path.exists(log):
+        os.remove(log)
+    records = run(items, max(1, args.jobs), args.timeout or None, args.max_seconds, log)
     wall = time.time() - t0
 
     by_pkg = collections.OrderedDict()
@@ -396,10 +468,11 @@ def main(argv=None):
             groups[group_key(rec)].append(rec)
     ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
 
-    cols = [c for c in CLASSES if total[c] or c in FAILURES[:2] or c == "ok"]
+    cols = [c for c in CLASSES if total[c] or c in FAILURES[:4] or c == "ok"]
     short = {"input-does-not-parse": "no-parse", "clear-user-error": "user-err",
              "internal-error": "internal", "output-does-not-compile": "bad-output",
-             "worker-crash": "crash"}
+             "unchanged-file-differs": "not-same", "comments-lost": "comments",
+             "worker-crash": "crash", "not-run": "not-run"}
     head = f"{'package':<10}{'files':>7}" + "".join(f"{short.get(c, c):>11}" for c in cols)
     print(head)
     print("-" * len(head))
@@ -408,8 +481,17 @@ def main(argv=None):
     print("-" * len(head))
     print(f"{'total':<10}{len(records):>7}" + "".join(f"{total[c]:>11}" for c in cols))
     changed = sum(1 for r in records if r.get("changed"))
+    same = sum(1 for r in records if r.get("changed") == 0 and r.get("identical"))
+    unchanged = sum(1 for r in records if r.get("changed") == 0)
+    functions = sum(r.get("changed") or 0 for r in records)
+    fallbacks = [f for r in records for f in r.get("fallbacks") or []]
     print(f"\nwall time {wall:.1f} s with {args.jobs} jobs; "
-          f"{changed} files had at least one function rewritten")
+          f"{changed} files had at least one function rewritten ({functions} functions)")
+    print(f"files with nothing to convert: {unchanged}, output byte for byte the input: {same}")
+    print(f"converted functions printed as written where unchanged: "
+          f"{functions - sum(1 for f in fallbacks if f[1] == 2)} of {functions}; "
+          f"expression-level printing dropped: {sum(1 for f in fallbacks if f[1] == 1)}, "
+          f"statement-level too: {sum(1 for f in fallbacks if f[1] == 2)}")
     slow = sorted((r for r in records if "seconds" in r), key=lambda r: -r["seconds"])[:3]
     if slow:
         print("slowest: " + "; ".join(f"{r['file']} {r['seconds']:.2f} s" for r in slow))
@@ -429,6 +511,10 @@ def main(argv=None):
         "autoflow": where, "autoflow_commit": commit, "autoflow_dirty_at_start": dirty,
         "jobs": args.jobs, "timeout": args.timeout, "wall_seconds": round(wall, 1),
         "files": len(records), "counts": dict(total),
+        "unchanged_files": unchanged, "unchanged_files_identical": same,
+        "converted_functions": functions,
+        "faithful_fallbacks": [{"file": r["file"], "function": f[0], "level": f[1]}
+                               for r in records for f in r.get("fallbacks") or []],
         "per_package": {k: dict(v) for k, v in by_pkg.items()},
         "groups": [{"class": cls, "exception": exc, "pattern": pat, "frame": frame,
                     "count": len(recs), "examples": [r["file"] for r in recs[:5]]}

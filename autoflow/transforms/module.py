@@ -9,6 +9,7 @@ added after the module's docstring and ``__future__`` imports.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import io
 import os
@@ -20,8 +21,13 @@ import gast
 
 from ..core.naming import Namer, referenced_names
 from ..core.nodes import clone, mark_user
-from . import pipeline
+from . import faithful, pipeline
 from .context import Context
+
+
+#: Print unchanged code inside converted functions as written (the command
+#: line's printer); False: the unparser's text with the comments put back.
+FAITHFUL = True
 
 
 def convert_copy(node, namer, alias, shadowed, filename, imports=(frozenset(), frozenset())):
@@ -141,7 +147,7 @@ def indent_code(text, indent):
     except (tokenize.TokenError, SyntaxError):  # pragma: no cover - unparser output parses
         pass
     return "".join(indent + line if line.strip() and k not in inside else line
-                   for k, line in enumerate(text.splitlines(True), 1))
+                   for k, line in enumerate(faithful.split_lines(text), 1))
 
 
 _MARK = "__autoflow_comment_{}__"
@@ -250,9 +256,11 @@ def _convert_module(source, filename, only):
                 # A namer per function: editing one function never renames
                 # the generated names of another.
                 new = convert_copy(node, Namer(reserved), alias, shadowed, filename, imports)
-                if pipeline.to_source(new) != pipeline.to_source(node):
+                new_ast = pipeline.to_ast(new)
+                unparsed = ast.unparse(new_ast)
+                if unparsed != pipeline.to_source(node):
                     changed.append(qual)
-                    edits.append((node, new))
+                    edits.append((node, new, (unparsed, new_ast)))
                     if only == qual:
                         found = new
                 elif only == qual:
@@ -270,23 +278,42 @@ def _convert_module(source, filename, only):
     edits = []
     visit_body(tree.body, "")
     header = f"import autoflow.runtime as {alias}\n"
+    src = None
+
+    def render(node, new, unparsed):
+        # The converted function, its unchanged code printed as written.
+        nonlocal src
+        if not FAITHFUL:
+            return with_comments(node, new, comments)
+        if src is None:
+            src = faithful.Source(source)
+        return faithful.print_function(src, node, new, comments, unparsed,
+                                       lambda: with_comments(node, new, comments))
+
+    comments = module_comments(source) if (only is None and changed) or only in changed else []
     if only is not None:
         if found is None:
             raise LookupError(only)
-        text = pipeline.to_source(found) + "\n"
-        return (header + "\n\n" + text if only in changed else text), changed
+        if only not in changed:
+            return pipeline.to_source(found) + "\n", changed
+        edit = next(e for e in edits if e[1] is found)
+        text = render(*edit)
+        if text.endswith("\n"):
+            text = text[:-1]
+        return header + "\n\n" + text + "\n", changed
     if not changed:
         return source, changed
     # Splice the converted functions into the original text, so comments and
     # layout elsewhere stay exactly as they were.
-    comments = module_comments(source)
-    lines = source.splitlines(True)
+    lines = faithful.split_lines(source)  # numbered as Python numbers them
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    for node, new in sorted(edits, key=lambda e: -e[0].lineno):
+    for node, new, unparsed in sorted(edits, key=lambda e: -e[0].lineno):
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        indent = " " * node.col_offset
-        text = indent_code(with_comments(node, new, comments), indent) + "\n"
+        line = lines[first - 1]
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        text = render(node, new, unparsed)
+        text = indent_code(text if text.endswith("\n") else text + "\n", indent)
         lines[first - 1:node.end_lineno] = [text]
     insert_at = 0
     # Keep a shebang and an encoding declaration on the first two lines.

@@ -33,10 +33,10 @@ def f(x, a):
     return jnp.cos(x) - a * x
 
 
-def bisect(a, lo, hi, tol=1e-06, max_iter=100):
+def bisect(a, lo, hi, tol=1e-6, max_iter=100):
     f_lo = af.call(f, lo, a)
     broke = False
-    i = af.Undefined('i')
+    i = af.Undefined("i")
 
     def loop_body(itr, i, hi, lo, f_lo, broke):
         i = itr
@@ -51,26 +51,26 @@ def bisect(a, lo, hi, tol=1e-06, max_iter=100):
             lo = mid
             f_lo = f_mid
             return (hi, lo, f_lo)
-        hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ('hi', 'lo', 'f_lo'))
+        hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ("hi", "lo", "f_lo"))
         broke = hi - lo < tol
         return (i, hi, lo, f_lo, broke)
 
     def loop_test(i, hi, lo, f_lo, broke):
         return af.not_(broke)
-    i, hi, lo, f_lo, broke = af.for_stmt(af.range(max_iter), loop_body, (i, hi, lo, f_lo, broke), ('i', 'hi', 'lo', 'f_lo', 'broke'), test=loop_test)
-    return (0.5 * (lo + hi), i + 1)
+    i, hi, lo, f_lo, broke = af.for_stmt(af.range(max_iter), loop_body, (i, hi, lo, f_lo, broke), ("i", "hi", "lo", "f_lo", "broke"), test=loop_test)
+    return 0.5 * (lo + hi), i + 1
 
 
 bisect_jit = autoflow.jit(bisect)
 
 
-def bisect_reference(a, lo, hi, tol=1e-06, max_iter=100):
-
+def bisect_reference(a, lo, hi, tol=1e-6, max_iter=100):
     def g(x):
         return math.cos(x) - a * x
+
     f_lo = af.call(g, lo)
     broke = False
-    i = af.Undefined('i')
+    i = af.Undefined("i")
 
     def loop_body(itr, i, hi, lo, f_lo, broke):
         i = itr
@@ -85,14 +85,14 @@ def bisect_reference(a, lo, hi, tol=1e-06, max_iter=100):
             lo = mid
             f_lo = f_mid
             return (hi, lo, f_lo)
-        hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ('hi', 'lo', 'f_lo'))
+        hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ("hi", "lo", "f_lo"))
         broke = hi - lo < tol
         return (i, hi, lo, f_lo, broke)
 
     def loop_test(i, hi, lo, f_lo, broke):
         return af.not_(broke)
-    i, hi, lo, f_lo, broke = af.for_stmt(af.range(max_iter), loop_body, (i, hi, lo, f_lo, broke), ('i', 'hi', 'lo', 'f_lo', 'broke'), test=loop_test)
-    return (0.5 * (lo + hi), i + 1)
+    i, hi, lo, f_lo, broke = af.for_stmt(af.range(max_iter), loop_body, (i, hi, lo, f_lo, broke), ("i", "hi", "lo", "f_lo", "broke"), test=loop_test)
+    return 0.5 * (lo + hi), i + 1
 
 
 def bench(fn, *args, repeats=20):
@@ -106,8 +106,8 @@ def bench(fn, *args, repeats=20):
         jax.block_until_ready(af.call(fn, *args))
         times = af.append(times, time.perf_counter() - t0)
         return times
-    times = af.for_stmt(af.range(repeats), loop_body, (times,), ('times',))
-    return (out, first, statistics.median(times))
+    times = af.for_stmt(af.range(repeats), loop_body, (times,), ("times",))
+    return out, first, statistics.median(times)
 
 
 def main():
@@ -116,13 +116,13 @@ def main():
         k, (a, lo, hi) = itr
         (root, iters), first, median = af.call(bench, bisect_jit, jnp.float32(a), jnp.float32(lo), jnp.float32(hi))
         root_ref, iters_ref = af.call(bisect_reference, a, lo, hi)
-        af.print(af.fstring('a={0}: autoflow root={1:.7f} ({2} iters)  reference root={3:.7f} ({4} iters)', a, af.float(root), af.int(iters), root_ref, iters_ref))
-        note = af.if_exp(k == 0, lambda: 'trace + compile', lambda: 'already compiled')
-        af.print(af.fstring('    first call {0:.1f} ms ({1}), median later call {2:.1f} us', first * 1000.0, note, median * 1000000.0))
-        np.testing.assert_allclose(af.float(root), root_ref, atol=2e-06)
+        af.print(af.fstring("a={0}: autoflow root={1:.7f} ({2} iters)  reference root={3:.7f} ({4} iters)", a, af.float(root), af.int(iters), root_ref, iters_ref))
+        note = af.if_exp(k == 0, lambda: "trace + compile", lambda: "already compiled")
+        af.print(af.fstring("    first call {0:.1f} ms ({1}), median later call {2:.1f} us", first * 1e3, note, median * 1e6))
+        np.testing.assert_allclose(af.float(root), root_ref, atol=2e-6)
         af.assert_(abs(af.int(iters) - iters_ref) <= 1, None)
     af.for_stmt(af.enumerate([(1.0, 0.0, 2.0), (0.5, 0.0, 3.0), (3.0, -1.0, 1.0)]), loop_body, (), ())
-    af.print('OK')
+    af.print("OK")
 
 
 if __name__ == "__main__":

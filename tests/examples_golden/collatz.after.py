@@ -42,10 +42,10 @@ def collatz_steps(n):
         def if_false(n):
             n = 3 * n + 1
             return n
-        n = af.if_stmt(n % 2 == 0, if_true, if_false, (n,), ('n',))
+        n = af.if_stmt(n % 2 == 0, if_true, if_false, (n,), ("n",))
         steps += 1
         return (n, steps)
-    n, steps = af.while_stmt(loop_test, loop_body, (n, steps), ('n', 'steps'))
+    n, steps = af.while_stmt(loop_test, loop_body, (n, steps), ("n", "steps"))
     return steps
 
 
@@ -68,10 +68,10 @@ def collatz_reference(n):
         def if_false(n):
             n = 3 * n + 1
             return n
-        n = af.if_stmt(n % 2 == 0, if_true, if_false, (n,), ('n',))
+        n = af.if_stmt(n % 2 == 0, if_true, if_false, (n,), ("n",))
         steps += 1
         return (n, steps)
-    n, steps = af.while_stmt(loop_test, loop_body, (n, steps), ('n', 'steps'))
+    n, steps = af.while_stmt(loop_test, loop_body, (n, steps), ("n", "steps"))
     return steps
 
 
@@ -86,23 +86,24 @@ def bench(fn, *args, repeats=20):
         jax.block_until_ready(af.call(fn, *args))
         times = af.append(times, time.perf_counter() - t0)
         return times
-    times = af.for_stmt(af.range(repeats), loop_body, (times,), ('times',))
-    return (out, first, statistics.median(times))
+    times = af.for_stmt(af.range(repeats), loop_body, (times,), ("times",))
+    return out, first, statistics.median(times)
 
 
 def main():
     steps, first, median = af.call(bench, collatz_jit, jnp.int32(27))
     ref = af.call(collatz_reference, 27)
-    af.print(af.fstring('n=27: autoflow {0} steps, reference {1} steps', af.int(steps), ref))
-    af.print(af.fstring('    first call {0:.1f} ms, median later call {1:.1f} us', first * 1000.0, median * 1000000.0))
+    af.print(af.fstring("n=27: autoflow {0} steps, reference {1} steps", af.int(steps), ref))
+    af.print(af.fstring("    first call {0:.1f} ms, median later call {1:.1f} us", first * 1e3, median * 1e6))
     np.testing.assert_allclose(af.int(steps), ref)
+
     ns = jnp.arange(1, 1001, dtype=jnp.int32)
     steps, first, median = af.call(bench, collatz_batch, ns)
     ref = np.array([af.call(collatz_reference, af.int(n)) for n in range(1, 1001)])
-    af.print(af.fstring('n=1..1000 (vmap): autoflow max {0} steps at n={1}, reference max {2} steps at n={3}', af.int(steps.max()), af.int(steps.argmax()) + 1, ref.max(), ref.argmax() + 1))
-    af.print(af.fstring('    first call {0:.1f} ms, median later call {1:.1f} us', first * 1000.0, median * 1000000.0))
+    af.print(af.fstring("n=1..1000 (vmap): autoflow max {0} steps at n={1}, reference max {2} steps at n={3}", af.int(steps.max()), af.int(steps.argmax()) + 1, ref.max(), ref.argmax() + 1))
+    af.print(af.fstring("    first call {0:.1f} ms, median later call {1:.1f} us", first * 1e3, median * 1e6))
     np.testing.assert_allclose(np.asarray(steps), ref)
-    af.print('OK')
+    af.print("OK")
 
 
 if __name__ == "__main__":

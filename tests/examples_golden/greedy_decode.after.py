@@ -48,15 +48,15 @@ def init_params(seed=18):
 
 
 def greedy_decode(params, start_token, max_len=20):
-    h = jnp.zeros(params['U'].shape[0])
+    h = jnp.zeros(params["U"].shape[0])
     tok = start_token
     tokens = jnp.full(max_len, END_TOKEN)
     length = max_len
     broke = False
 
     def loop_body(step, h, tok, tokens, length, broke):
-        h = jnp.tanh(params['emb'][tok] + h @ params['U'])
-        logits = h @ params['W']
+        h = jnp.tanh(params["emb"][tok] + h @ params["U"])
+        logits = h @ params["W"]
         tok = jnp.argmax(logits)
         tokens = tokens.at[step].set(tok)
 
@@ -67,13 +67,13 @@ def greedy_decode(params, start_token, max_len=20):
 
         def if_false(length, broke):
             return (length, broke)
-        length, broke = af.if_stmt(tok == END_TOKEN, if_true, if_false, (length, broke), ('length', 'broke'))
+        length, broke = af.if_stmt(tok == END_TOKEN, if_true, if_false, (length, broke), ("length", "broke"))
         return (h, tok, tokens, length, broke)
 
     def loop_test(h, tok, tokens, length, broke):
         return af.not_(broke)
-    h, tok, tokens, length, broke = af.for_stmt(af.range(max_len), loop_body, (h, tok, tokens, length, broke), ('h', 'tok', 'tokens', 'length', 'broke'), test=loop_test)
-    return (tokens, length)
+    h, tok, tokens, length, broke = af.for_stmt(af.range(max_len), loop_body, (h, tok, tokens, length, broke), ("h", "tok", "tokens", "length", "broke"), test=loop_test)
+    return tokens, length
 
 
 greedy_decode_jit = autoflow.jit(greedy_decode, static_argnames="max_len")
@@ -86,15 +86,15 @@ def greedy_decode_reference(params, start_token, max_len=20):
     broke = False
 
     def loop_body(step, h, tok, tokens, broke):
-        h = np.tanh(params['emb'][tok] + h @ params['U'])
-        tok = af.int(np.argmax(h @ params['W']))
+        h = np.tanh(params["emb"][tok] + h @ params["U"])
+        tok = af.int(np.argmax(h @ params["W"]))
         tokens = af.append(tokens, tok)
         broke = tok == END_TOKEN
         return (h, tok, tokens, broke)
 
     def loop_test(h, tok, tokens, broke):
         return af.not_(broke)
-    h, tok, tokens, broke = af.for_stmt(af.range(max_len), loop_body, (h, tok, tokens, broke), ('h', 'tok', 'tokens', 'broke'), test=loop_test)
+    h, tok, tokens, broke = af.for_stmt(af.range(max_len), loop_body, (h, tok, tokens, broke), ("h", "tok", "tokens", "broke"), test=loop_test)
     return np.array(tokens)
 
 
@@ -109,8 +109,8 @@ def bench(fn, *args, repeats=20, **kwargs):
         jax.block_until_ready(af.call(fn, *args, **kwargs))
         times = af.append(times, time.perf_counter() - t0)
         return times
-    times = af.for_stmt(af.range(repeats), loop_body, (times,), ('times',))
-    return (out, first, statistics.median(times))
+    times = af.for_stmt(af.range(repeats), loop_body, (times,), ("times",))
+    return out, first, statistics.median(times)
 
 
 def main():
@@ -122,14 +122,14 @@ def main():
         (tokens, length), first, median = af.call(bench, greedy_decode_jit, jparams, jnp.int32(start), max_len=20)
         out = np.asarray(tokens)[:af.int(length)]
         ref = af.call(greedy_decode_reference, params, start, max_len=20)
-        af.print(af.fstring('start={0}: autoflow  {1} ({2} tokens)', start, out.tolist(), af.int(length)))
-        af.print(af.fstring('         reference {0} ({1} tokens)', ref.tolist(), len(ref)))
-        note = af.if_exp(k == 0, lambda: 'trace + compile', lambda: 'already compiled')
-        af.print(af.fstring('    first call {0:.1f} ms ({1}), median later call {2:.1f} us', first * 1000.0, note, median * 1000000.0))
+        af.print(af.fstring("start={0}: autoflow  {1} ({2} tokens)", start, out.tolist(), af.int(length)))
+        af.print(af.fstring("         reference {0} ({1} tokens)", ref.tolist(), len(ref)))
+        note = af.if_exp(k == 0, lambda: "trace + compile", lambda: "already compiled")
+        af.print(af.fstring("    first call {0:.1f} ms ({1}), median later call {2:.1f} us", first * 1e3, note, median * 1e6))
         np.testing.assert_array_equal(out, ref)
         np.testing.assert_array_equal(np.asarray(tokens)[af.int(length):], END_TOKEN)
     af.for_stmt(af.enumerate([2, 4, 5]), loop_body, (), ())
-    af.print('OK')
+    af.print("OK")
 
 
 if __name__ == "__main__":

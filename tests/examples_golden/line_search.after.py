@@ -35,7 +35,7 @@ def loss(w, X, y, lam):
     return jnp.mean(jnp.logaddexp(0.0, z) - y * z) + 0.5 * lam * jnp.dot(w, w)
 
 
-def fit(X, y, lam, n_steps=100, beta=0.5, c=0.0001):
+def fit(X, y, lam, n_steps=100, beta=0.5, c=1e-4):
     w = jnp.zeros(X.shape[1])
 
     def loop_body(_, w):
@@ -49,10 +49,10 @@ def fit(X, y, lam, n_steps=100, beta=0.5, c=0.0001):
         def loop_body(t):
             t = beta * t
             return t
-        t = af.while_stmt(loop_test, loop_body, (t,), ('t',))
+        t = af.while_stmt(loop_test, loop_body, (t,), ("t",))
         w = w - t * g
         return w
-    w = af.for_stmt(af.range(n_steps), loop_body, (w,), ('w',))
+    w = af.for_stmt(af.range(n_steps), loop_body, (w,), ("w",))
     return w
 
 
@@ -60,17 +60,18 @@ fit_jit = autoflow.jit(fit)
 dw_dlam = jax.jit(jax.jacfwd(autoflow.convert(fit), argnums=2))
 
 
-def fit_reference(X, y, lam, n_steps=100, beta=0.5, c=0.0001):
-    X, y = (np.asarray(X, np.float64), np.asarray(y, np.float64))
+def fit_reference(X, y, lam, n_steps=100, beta=0.5, c=1e-4):
+    X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
 
     def f(w):
         z = X @ w
         return np.mean(np.logaddexp(0.0, z) - y * z) + 0.5 * lam * w @ w
+
     w = np.zeros(X.shape[1])
 
     def loop_body(_, w):
         g = X.T @ (1 / (1 + np.exp(-(X @ w))) - y) / len(y) + lam * w
-        f0, t = (af.call(f, w), 4.0)
+        f0, t = af.call(f, w), 4.0
 
         def loop_test(t):
             return af.call(f, w - t * g) > f0 - c * t * g @ g
@@ -78,10 +79,10 @@ def fit_reference(X, y, lam, n_steps=100, beta=0.5, c=0.0001):
         def loop_body(t):
             t = beta * t
             return t
-        t = af.while_stmt(loop_test, loop_body, (t,), ('t',))
+        t = af.while_stmt(loop_test, loop_body, (t,), ("t",))
         w = w - t * g
         return w
-    w = af.for_stmt(af.range(n_steps), loop_body, (w,), ('w',))
+    w = af.for_stmt(af.range(n_steps), loop_body, (w,), ("w",))
     return w
 
 
@@ -112,8 +113,8 @@ def bench(fn, *args, repeats=10):
         jax.block_until_ready(af.call(fn, *args))
         times = af.append(times, time.perf_counter() - t0)
         return times
-    times = af.for_stmt(af.range(repeats), loop_body, (times,), ('times',))
-    return (out, first, statistics.median(times))
+    times = af.for_stmt(af.range(repeats), loop_body, (times,), ("times",))
+    return out, first, statistics.median(times)
 
 
 def main():
@@ -121,17 +122,18 @@ def main():
     lam = 0.05
     w, first, median = af.call(bench, fit_jit, jnp.asarray(X), jnp.asarray(y), jnp.float32(lam))
     w_ref = af.call(fit_reference, X, y, lam)
-    af.print(af.fstring('autoflow  w = {0}', np.asarray(w)))
-    af.print(af.fstring('reference w = {0}', w_ref))
-    af.print(af.fstring('    first call {0:.1f} ms, median later call {1:.2f} ms', first * 1000.0, median * 1000.0))
-    np.testing.assert_allclose(np.asarray(w), w_ref, rtol=0.001, atol=0.0001)
+    af.print(af.fstring("autoflow  w = {0}", np.asarray(w)))
+    af.print(af.fstring("reference w = {0}", w_ref))
+    af.print(af.fstring("    first call {0:.1f} ms, median later call {1:.2f} ms", first * 1e3, median * 1e3))
+    np.testing.assert_allclose(np.asarray(w), w_ref, rtol=1e-3, atol=1e-4)
+
     dw, first, median = af.call(bench, dw_dlam, jnp.asarray(X), jnp.asarray(y), jnp.float32(lam))
     dw_ref = af.call(dw_dlam_reference, X, w_ref, lam)
-    af.print(af.fstring('autoflow  dw/dlam = {0}', np.asarray(dw)))
-    af.print(af.fstring('reference dw/dlam = {0}', dw_ref))
-    af.print(af.fstring('    first call {0:.1f} ms, median later call {1:.2f} ms', first * 1000.0, median * 1000.0))
-    np.testing.assert_allclose(np.asarray(dw), dw_ref, rtol=0.02, atol=0.001)
-    af.print('OK')
+    af.print(af.fstring("autoflow  dw/dlam = {0}", np.asarray(dw)))
+    af.print(af.fstring("reference dw/dlam = {0}", dw_ref))
+    af.print(af.fstring("    first call {0:.1f} ms, median later call {1:.2f} ms", first * 1e3, median * 1e3))
+    np.testing.assert_allclose(np.asarray(dw), dw_ref, rtol=2e-2, atol=1e-3)
+    af.print("OK")
 
 
 if __name__ == "__main__":
