@@ -37,22 +37,6 @@ def test_golden(path, autoflow_golden):
     assert ast.unparse(ast.parse(converted)) == ast.unparse(ast.parse(ast.unparse(ast.parse(converted))))
 
 
-@pytest.mark.parametrize("path", [p for p in FIXTURES if getattr(load_module(p), "CASES", None)],
-                         ids=lambda p: p.stem)
-def test_printed_output_behaves_like_the_input(path, autoflow_golden):
-    """The module ``autoflow convert`` prints (not the in-memory conversion)
-    runs like the fixture as written: concretely, and under ``jax.jit`` where
-    the fixture needs no static arguments."""
-    module = load_module(path)
-    static = getattr(module, "JIT_KWARGS", {})
-    cases = {}
-    for name, args in module.CASES:
-        cases.setdefault(name, []).append(args)
-    autoflow_golden.check_behaviour(path, {n: c for n, c in cases.items() if n not in static})
-    autoflow_golden.check_behaviour(path, {n: c for n, c in cases.items() if n in static},
-                                    jit=False)
-
-
 def _cases(attr):
     out = []
     for path in FIXTURES:
