@@ -1,0 +1,107 @@
+"""How many times autoflow traces each loop body and branch (issue 19: first calls).
+
+A body retraced on every restart of the loops around it would make tracing time
+exponential in the nesting depth. A counter in the user's own code (plain Python,
+run each time the body is traced) counts the traces; results are checked against
+Python.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+
+COUNT = collections.Counter()
+
+
+def hit(key):
+    COUNT[key] += 1
+
+
+def nested3(x, n):
+    for i in range(n):
+        hit("l1")
+        for j in range(n):
+            hit("l2")
+            for k in range(n):
+                hit("l3")
+                if x > 0:
+                    hit("then")
+                    t = x * 2.0
+                else:
+                    hit("else")
+                    t = -x
+                x = x * 0.5 + t * 0.1
+                y3 = x  # first bound inside the loop: a `define` restart
+            y2 = y3
+        y1 = y2
+    return x, y1
+
+
+def one_sided(x, n):
+    for i in range(n):
+        hit("l1")
+        for j in range(n):
+            hit("l2")
+            if x > 1.0:
+                hit("then")
+                r = x  # bound on one path of a traced `if`: a `fill`
+            x = x * 0.5
+        if x < 0.1:
+            q = x
+    return x
+
+
+def _traces(fn, *args):
+    COUNT.clear()
+    jax.make_jaxpr(autoflow.convert(fn))(*args)
+    return dict(COUNT)
+
+
+def test_nested_loops_with_a_define_are_traced_a_few_times():
+    counts = _traces(nested3, jnp.float32(3.0), jnp.int32(3))
+    # each `define` restart retraces the loops inside it once more: at most
+    # depth + 1 traces at depth `depth` (linear, not exponential, in the depth)
+    assert counts["l1"] <= 2 and counts["l2"] <= 3 and counts["l3"] <= 4, counts
+    assert counts["then"] == counts["else"] == counts["l3"], counts
+    got = autoflow.jit(nested3)(jnp.float32(3.0), jnp.int32(3))
+    COUNT.clear()
+    want = nested3(3.0, 3)
+    np.testing.assert_allclose([float(g) for g in got], want, rtol=1e-6)
+
+
+def test_one_sided_binding_in_nested_loops_is_traced_once():
+    counts = _traces(one_sided, jnp.float32(3.0), jnp.int32(3))
+    assert counts == {"l1": 1, "l2": 1, "then": 1}, counts
+    np.testing.assert_allclose(float(autoflow.jit(one_sided)(jnp.float32(3.0), jnp.int32(3))),
+                               one_sided(3.0, 3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_trace_count_grows_linearly_with_depth(depth, tmp_path):
+    # a generated nest of `depth` loops, each binding a new variable inside it
+    lines = ["from tests.test_trace_counts import hit", "", "", "def f(x, n):"]
+    for d in range(depth):
+        lines.append("    " * (d + 1) + f"for i{d} in range(n):")
+        lines.append("    " * (d + 2) + f"hit('l{d}')")
+    lines.append("    " * (depth + 1) + "x = x * 0.5 + 1.0")
+    for d in reversed(range(depth)):
+        lines.append("    " * (d + 2) + f"y{d} = x")
+    lines.append("    return x, y0")
+    path = tmp_path / f"nest{depth}.py"
+    path.write_text("\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location(f"nest{depth}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    counts = _traces(module.f, jnp.float32(3.0), jnp.int32(2))
+    for d in range(depth):
+        assert 1 <= counts[f"l{d}"] <= d + 2, counts
+    got = autoflow.jit(module.f)(jnp.float32(3.0), jnp.int32(2))
+    np.testing.assert_allclose([float(g) for g in got], module.f(3.0, 2), rtol=1e-6)
