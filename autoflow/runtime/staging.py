@@ -156,13 +156,21 @@ def cond(pred, true_fn, false_fn, operands, names, site):
                     out = fn(*operands)
                 except StagedRaise:
                     raise _BranchRaised(key) from None
+            other = records.get("f" if key == "t" else "t")
+            if other is not None:
+                # The second path traced fills its own one-sided bindings now (zeros
+                # of the other path's type), instead of a restart that traces both
+                # paths again; only the first path's need a restart (`_compare`).
+                for k, (mine, theirs) in enumerate(zip(_parts(out, names), _parts(other[0], names))):
+                    if k not in fills and isinstance(mine, Undefined) and mine.guarded \
+                            and _spec(theirs) is not None:
+                        fills[k] = _spec(theirs)
             if fills:
                 out = _join([_zeros(fills[k]) if k in fills and isinstance(p, Undefined) else p
                              for k, p in enumerate(_parts(out, names))], names)
             leaves, tree = flatten(out)
             mask = [is_array_like(x) for x in leaves]
             records[key] = (out, leaves, tree, mask)
-            other = records.get("f" if key == "t" else "t")
             if other is not None:
                 _compare(records["t"], records["f"])
             dyn = [x for x, m in zip(leaves, mask) if m]
