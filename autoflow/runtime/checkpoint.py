@@ -53,6 +53,9 @@ _internals = checkpoint_internals()
 AVAILABLE = _internals is not None
 if AVAILABLE:
     VJPHiPrimitive, _core, _ad_util, _pe, _batching = _internals
+    from . import lowjit
+
+    lowjit.install()  # staged as low equations: jax.jit keeps its fast path
 else:  # pragma: no cover - exercised by the old-JAX CI stage
     VJPHiPrimitive, _core, _ad_util, _pe, _batching = object, None, None, None, None
 
@@ -133,6 +136,8 @@ def _instantiate(tangents, avals):
 
 class _WhileLoop(VJPHiPrimitive):
     """``while cond(carry): carry = body(carry)`` over flat tuples of arrays."""
+
+    stage_low = True  # see runtime/lowjit.py
 
     def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects):
         self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals

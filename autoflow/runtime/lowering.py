@@ -62,6 +62,9 @@ if _INTERNALS is None or _HI is None:  # an older JAX: every traced `if` is a la
 else:
     api_util, _core, batching, pe, FlatTree = _INTERNALS
     _VJPHiPrimitive, _, _ad_util, _, _ = _HI
+    from . import lowjit
+
+    lowjit.install()  # _Cond staged as a low equation: jax.jit keeps its fast path
 
 # Elementwise operations (counted as output elements) below which a select of
 # both branches beats a ``lax.cond``; measured with benchmarks/select_cost.py.
@@ -247,6 +250,8 @@ class _Cond(_VJPHiPrimitive):
       (``sqrt(x) if x > 0 else 0.`` has gradient 0 at 0, as in Python, not the
       ``nan`` of a select's gradient).
     """
+
+    stage_low = True  # see runtime/lowjit.py
 
     def __init__(self, t, f, kind, in_avals, inner=None, axes=None, size=None):
         self.in_avals = in_avals  # (predicate, true operands, false operands)
