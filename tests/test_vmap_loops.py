@@ -189,3 +189,39 @@ def test_primitives_are_low_equations():
     for lo, hi in zip(LO, HI):
         _close(jitted(jnp.float32(lo), jnp.float32(hi)), bisect_count(float(lo), float(hi)))
     assert jitted._cache_size() == 1
+
+
+def if_in_loop(x):
+    """An `if` with a batched condition inside a batched loop (the `if` is
+    batched under the loop body's lane mask)."""
+    s = 0.0
+    k = 0
+    while s < 6.0:
+        if x > 1.0:
+            s = s + x
+        else:
+            t = 0.0
+            for j in range(50):
+                t = t + x * x + 0.5
+                if t > 1.0:
+                    break
+            s = s + t
+        k += 1
+    return s, k
+
+
+def test_if_in_loop_under_vmap_values_and_derivatives():
+    x = np.array([0.3, 1.5, 0.9, 2.5, 0.1], np.float32)
+    conv = autoflow.convert(if_in_loop)
+    want = _lanes(if_in_loop, x)
+    for fn in (jax.vmap(conv), jax.jit(jax.vmap(conv))):
+        _close(fn(jnp.asarray(x)), want)
+
+    def value(x):
+        return conv(x)[0]
+
+    for d in (jax.grad, jax.jacfwd):
+        got = jax.jit(jax.vmap(d(value)))(jnp.asarray(x))
+        for k in range(len(x)):
+            np.testing.assert_allclose(np.asarray(got[k]), np.asarray(d(value)(jnp.float32(x[k]))),
+                                       rtol=1e-4, atol=1e-5)
