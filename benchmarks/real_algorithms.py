@@ -41,6 +41,10 @@ import jax.numpy as jnp
 
 import autoflow
 
+if __name__ == "__main__" and "--sync-dispatch" in sys.argv:
+    # before the CPU client exists (the module makes arrays below)
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
 # ---------------------------------------------------------------------------
 # the natural versions
 # ---------------------------------------------------------------------------
@@ -501,8 +505,6 @@ def main(argv=None):
                          "or more to a worker thread, a fixed cost per call that this separates")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "REAL_ALGORITHMS.md"))
     args = ap.parse_args(argv)
-    if args.sync_dispatch:
-        jax.config.update("jax_cpu_enable_async_dispatch", False)
     if args.child:
         print(first_call_child(*args.child))
         return 0
