@@ -257,11 +257,13 @@ class _WhileLoop(VJPHiPrimitive):
                          axis_size=size)
         vbody = jax.vmap(self._body, (ax(in_bc), ax(batched)), ax(batched), axis_size=size)
 
-        needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
-        if not pred_batched and needed is None:
+        if not pred_batched:
+            # (the lane mask is not applied here: it would make shared carries
+            # batched, and the enclosing batching rule decided their axes without it)
             out = while_loop(lambda x: vcond(cc, x), lambda x: vbody(bc, x), carry,
                              checkpoints=self.checkpoints)
             return tuple(out), ax(batched)
+        needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
         return self._batch_masked(size, cc, bc, carry, batched, vcond, needed,
                                   ax(in_bc), ax(batched))
 
