@@ -41,6 +41,10 @@ import jax.numpy as jnp
 
 import autoflow
 
+if __name__ == "__main__" and "--sync-dispatch" in sys.argv:
+    # before the CPU client exists (the module makes arrays below)
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
 # ---------------------------------------------------------------------------
 # the natural versions
 # ---------------------------------------------------------------------------
@@ -495,6 +499,10 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--child", nargs=2)
     ap.add_argument("--no-first", action="store_true")
+    ap.add_argument("--sync-dispatch", action="store_true",
+                    help="run every call on the calling thread (jax_cpu_enable_async_dispatch="
+                         "False): XLA's CPU client hands programs it estimates at 1000 flops "
+                         "or more to a worker thread, a fixed cost per call that this separates")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "REAL_ALGORITHMS.md"))
     args = ap.parse_args(argv)
     if args.child:
@@ -518,7 +526,7 @@ def main(argv=None):
         print(json.dumps(row), flush=True)
     table = _table(rows)
     print(table)
-    if not args.quick and not args.only:
+    if not args.quick and not args.only and not args.sync_dispatch:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(_document(table))
     return 0

@@ -53,6 +53,9 @@ _internals = checkpoint_internals()
 AVAILABLE = _internals is not None
 if AVAILABLE:
     VJPHiPrimitive, _core, _ad_util, _pe, _batching = _internals
+    from . import lanes, lowjit
+
+    lowjit.install()  # staged as low equations: jax.jit keeps its fast path
 else:  # pragma: no cover - exercised by the old-JAX CI stage
     VJPHiPrimitive, _core, _ad_util, _pe, _batching = object, None, None, None, None
 
@@ -133,6 +136,8 @@ def _instantiate(tangents, avals):
 
 class _WhileLoop(VJPHiPrimitive):
     """``while cond(carry): carry = body(carry)`` over flat tuples of arrays."""
+
+    stage_low = True  # see runtime/lowjit.py
 
     def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects):
         self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals
@@ -241,36 +246,72 @@ class _WhileLoop(VJPHiPrimitive):
             batched = new
         _, (pred_batched,) = _batching.batch_jaxpr(closed(self.cond_jaxpr), axis_data,
                                                    in_cc + batched, False)
-        if pred_batched:  # finished elements keep their values: all carries batched
-            batched = tuple(True for _ in batched)
         cc = tuple(moved(x, d) for x, d in zip(cc, dcc))
         bc = tuple(moved(x, d) for x, d in zip(bc, dbc))
         carry = tuple((jnp.broadcast_to(x, (size,) + jnp.shape(x)) if d is None else moved(x, d))
                       if b else x for x, d, b in zip(carry, dcarry, batched))
+
         def ax(flags):
             return tuple(0 if f else None for f in flags)
         vcond = jax.vmap(self._cond, (ax(in_cc), ax(batched)), 0 if pred_batched else None,
                          axis_size=size)
         vbody = jax.vmap(self._body, (ax(in_bc), ax(batched)), ax(batched), axis_size=size)
 
-        if pred_batched:
-            def bcond(x):
-                return jnp.any(vcond(cc, x))
+        if not pred_batched:
+            # (the lane mask is not applied here: it would make shared carries
+            # batched, and the enclosing batching rule decided their axes without it)
+            out = while_loop(lambda x: vcond(cc, x), lambda x: vbody(bc, x), carry,
+                             checkpoints=self.checkpoints)
+            return tuple(out), ax(batched)
+        needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
+        return self._batch_masked(size, cc, bc, carry, batched, vcond, needed,
+                                  ax(in_bc), ax(batched))
 
-            def bbody(x):
-                go = vcond(cc, x)
-                new = vbody(bc, x)
-                return tuple(jnp.where(go.reshape((size,) + (1,) * (jnp.ndim(n) - 1)), n, o)
-                             for n, o in zip(new, x))
-        else:
-            def bcond(x):
-                return vcond(cc, x)
+    def _batch_masked(self, size, cc, bc, carry, batched, vcond, needed, bc_axes, x_axes):
+        """The loop under ``vmap`` with a batched condition: it runs while any
+        lane runs, and a lane that has finished keeps its values.
 
-            def bbody(x):
-                return vbody(bc, x)
+        The lanes still running have all run the same number of steps, so a
+        carry the body computes from unbatched values only (a loop counter) is
+        the same in all of them: it stays one shared value, which the condition
+        and the body read, and each lane's final value is a batched copy the
+        loop only writes (``where(running, new, old)``). A per-lane ``running``
+        mask is carried, updated once per step by the condition (the loop's own
+        condition only reduces it), as equinox/optimistix batch their loops.
+        Lanes outside ``needed`` (see ``runtime/lanes.py``) do not run at all,
+        and the loops inside the body run only for the lanes still running."""
+        body = self.body_jaxpr.jaxpr if isinstance(self.body_jaxpr, _core.ClosedJaxpr) \
+            else self.body_jaxpr
+        nbc = len(self.in_avals[1])
+        # shared carries the body passes through unchanged stay unbatched outputs
+        invariant = tuple((not b) and body.outvars[j] is body.invars[nbc + j]
+                          for j, b in enumerate(batched))
+        shadowed = tuple(j for j, b in enumerate(batched) if not b and not invariant[j])
 
-        out = while_loop(bcond, bbody, carry, checkpoints=self.checkpoints)
-        return tuple(out), tuple(0 if b else None for b in batched)
+        def per_lane(go, n):
+            return go.reshape((size,) + (1,) * (jnp.ndim(n) - 1))
+
+        def bcond(state):
+            return jnp.any(state[0])
+
+        def bbody(state):
+            go, x, shadow = state
+            new = lanes.vmap(self._body, (bc_axes, x_axes), x_axes, size, go)(bc, x)
+            x = tuple(jnp.where(per_lane(go, n), n, o) if b else n
+                      for n, o, b in zip(new, x, batched))
+            shadow = tuple(jnp.where(per_lane(go, s), x[j], s) for j, s in zip(shadowed, shadow))
+            return go & vcond(cc, x), x, shadow
+
+        shadow0 = tuple(jnp.broadcast_to(carry[j], (size,) + jnp.shape(carry[j]))
+                        for j in shadowed)
+        go0 = vcond(cc, carry)
+        go0 = jnp.broadcast_to(go0 if needed is None else go0 & needed, (size,))
+        go, x, shadow = while_loop(bcond, bbody, (go0, tuple(carry), shadow0),
+                                   checkpoints=self.checkpoints)
+        out = list(x)
+        for j, s in zip(shadowed, shadow):
+            out[j] = s
+        return tuple(out), tuple(None if invariant[j] else 0 for j in range(len(out)))
 
 
 _plain = threading.local()

@@ -62,6 +62,9 @@ if _INTERNALS is None or _HI is None:  # an older JAX: every traced `if` is a la
 else:
     api_util, _core, batching, pe, FlatTree = _INTERNALS
     _VJPHiPrimitive, _, _ad_util, _, _ = _HI
+    from . import lanes, lowjit
+
+    lowjit.install()  # _Cond staged as a low equation: jax.jit keeps its fast path
 
 # Elementwise operations (counted as output elements) below which a select of
 # both branches beats a ``lax.cond``; measured with benchmarks/select_cost.py.
@@ -248,23 +251,63 @@ class _Cond(_VJPHiPrimitive):
       ``nan`` of a select's gradient).
     """
 
-    def __init__(self, t, f, kind, in_avals, inner=None, axes=None, size=None):
+    stage_low = True  # see runtime/lowjit.py
+
+    def __init__(self, t, f, kind, in_avals, inner=None, axes=None, size=None, masked=False):
         self.in_avals = in_avals  # (predicate, true operands, false operands)
         if inner is None:
             self.out_aval = tuple(t.out_avals)
         else:
             self.out_aval = tuple(_unmapped(a, 0, size) for a in inner.out_aval)
-        self.params = dict(t=t, f=f, kind=kind, inner=inner, axes=axes, size=size)
+        # masked: the last true operand is the mask of the lanes whose results
+        # are read (runtime/lanes.py); the loops in the branches run only for them
+        self.params = dict(t=t, f=f, kind=kind, inner=inner, axes=axes, size=size,
+                           masked=masked)
         self.effects = frozenset()
         super().__init__()
 
     # -- meaning --------------------------------------------------------------
 
+    def _split(self, tc):
+        """The true operands without this level's lane mask, and the mask."""
+        if self.masked:
+            return tuple(tc[:-1]), tc[-1]
+        return tuple(tc), None
+
+    def _inner_axes(self):
+        dp, dt, df = self.axes
+        return (dp, dt[:-1] if self.masked else dt, df)
+
+    def branch(self, which, ops):
+        """One branch's outputs on its operands, at this level."""
+        if self.inner is None:
+            return _eval(self.t if which == "t" else self.f, ops)
+        needed = None  # (the mask is among the true operands: the false branch runs unmasked)
+        if which == "t":
+            ops, needed = self._split(ops)
+        axes = self._inner_axes()[1 if which == "t" else 2]
+        return tuple(lanes.vmap(lambda o: self.inner.branch(which, o), (axes,), 0, self.size,
+                                needed)(tuple(ops)))
+
     def both(self, pred, tc, fc):
         """The select of both branches' outputs."""
         if self.inner is None:
             return tuple(_select(pred, a, b) for a, b in zip(_eval(self.t, tc), _eval(self.f, fc)))
-        return tuple(jax.vmap(self.inner.both, self.axes, 0, axis_size=self.size)(pred, tc, fc))
+        tc, needed = self._split(tc)
+        if self.axes[0] is not None and jnp.ndim(pred) == 1:
+            # A batched predicate: each branch runs for the lanes that take it
+            # (its loops only for those), and the select picks per lane.
+            _, ta, fa = self._inner_axes()
+            take_t, take_f = pred, jnp.logical_not(pred)
+            if needed is not None:
+                take_t, take_f = take_t & needed, take_f & needed
+            t_out = lanes.vmap(lambda o: self.inner.branch("t", o), (ta,), 0, self.size,
+                               take_t)(tc)
+            f_out = lanes.vmap(lambda o: self.inner.branch("f", o), (fa,), 0, self.size,
+                               take_f)(fc)
+            return tuple(_select(pred, a, b) for a, b in zip(t_out, f_out))
+        return tuple(lanes.vmap(self.inner.both, self._inner_axes(), 0, self.size, needed)(
+            pred, tc, fc))
 
     def expand(self, pred, tc, fc):
         if self.inner is None:
@@ -273,7 +316,9 @@ class _Cond(_VJPHiPrimitive):
             return tuple(lax.cond(pred, lambda: _eval(self.t, tc), lambda: _eval(self.f, fc)))
         if self.axes[0] is not None:  # a batched predicate: both branches run
             return self.both(pred, tc, fc)
-        return tuple(jax.vmap(self.inner.expand, self.axes, 0, axis_size=self.size)(pred, tc, fc))
+        tc, needed = self._split(tc)
+        return tuple(lanes.vmap(self.inner.expand, self._inner_axes(), 0, self.size, needed)(
+            pred, tc, fc))
 
     # -- forward mode -----------------------------------------------------------
 
@@ -306,9 +351,10 @@ class _Cond(_VJPHiPrimitive):
             return lax.cond(pred,
                             lambda: (_vjp(self.t, tc, ct), zeros(self.in_avals[2])),
                             lambda: (zeros(self.in_avals[1]), _vjp(self.f, fc, ct)))
-        gt, gf = jax.vmap(self.inner.bwd, (*self.axes, 0), 0, axis_size=self.size)(
+        tc, _ = self._split(tc)
+        gt, gf = jax.vmap(self.inner.bwd, (*self._inner_axes(), 0), 0, axis_size=self.size)(
             pred, tc, fc, ct)
-        _, ta, fa = self.axes
+        _, ta, fa = self._inner_axes()
         # an operand shared by every lane gets the sum of the lanes' cotangents
         inexact_axes = [[d for d, a in zip(ax, avals) if _inexact(a)]
                         for ax, avals in ((ta, self.inner.in_avals[1]),
@@ -346,9 +392,14 @@ class _Cond(_VJPHiPrimitive):
         dp, dt, df = dims
         args = (moved(pred, dp), tuple(map(moved, tc, dt)), tuple(map(moved, fc, df)))
         axes = (axis(dp), tuple(map(axis, dt)), tuple(map(axis, df)))
+        needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
+        if needed is not None:
+            args = (args[0], args[1] + (needed,), args[2])
+            axes = (axes[0], axes[1] + (0,), axes[2])
         in_avals = tuple(_core.typeof(x) for x in args[:1]) + tuple(
             tuple(_core.typeof(x) for x in group) for group in args[1:])
-        prim = _Cond(self.t, self.f, self.kind, in_avals, inner=self, axes=axes, size=size)
+        prim = _Cond(self.t, self.f, self.kind, in_avals, inner=self, axes=axes, size=size,
+                     masked=needed is not None)
         return prim(*args), tuple(0 for _ in self.out_aval)
 
 
