@@ -434,11 +434,8 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     Takes ``convert``'s options (``strict``, ``recursive``, ``include``,
     ``asserts``, ``max_loop_iterations``, ``checkpoints``) and every keyword argument
     of ``jax.jit``, and returns what ``jax.jit``
-    returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Prefer it to
-    ``jax.jit(autoflow.convert(fn))``: autoflow's traced ``if`` and loops are JAX
-    user-defined primitives, which make ``jax.jit`` dispatch every call through its
-    Python path (about a millisecond); a top-level call of ``autoflow.jit`` runs
-    them lowered, on JAX's fast path. Use it bare or with arguments::
+    returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
+    or with arguments::
 
         @autoflow.jit
         def collatz_steps(n):
