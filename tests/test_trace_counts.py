@@ -52,10 +52,10 @@ def one_sided(x, n):
             hit("l2")
             if x > 1.0:
                 hit("then")
-                r = x  # bound on one path of a traced `if`: a `fill`
+                r = x  # bound on one path of a traced `if`: a `fill`  # noqa: F841
             x = x * 0.5
         if x < 0.1:
-            q = x
+            q = x  # noqa: F841 (a one-sided binding)
     return x
 
 
