@@ -105,3 +105,83 @@ def test_trace_count_grows_linearly_with_depth(depth, tmp_path):
         assert 1 <= counts[f"l{d}"] <= d + 2, counts
     got = autoflow.jit(module.f)(jnp.float32(3.0), jnp.int32(2))
     np.testing.assert_allclose([float(g) for g in got], module.f(3.0, 2), rtol=1e-6)
+
+
+# A search inside a search inside ...: each level a static `for` whose body
+# calls the next level and may `return` early (an optimiser's loop around a line
+# search around a zoom). A `return` in a loop binds the return value inside the
+# loop, which restarts the loop's trace once; each trace of an outer body meets
+# the inner loops again, and they remember what they learned (staging._DEFINED)
+# instead of restarting each time: the traces of the innermost body were
+# 2, 4, 8, 16 at depth 1..4.
+
+def search3(x, s):
+    for i in range(5):
+        hit("s3")
+        x = x * 1.1 + s
+        if x > 3.0:
+            return x
+    return -x
+
+
+def search2(x, s):
+    for i in range(5):
+        hit("s2")
+        x = search3(x, s) * 0.5 + 0.1
+        if x > 2.0:
+            return x
+    return x + 1.0
+
+
+def search1(x, s):
+    for i in range(5):
+        hit("s1")
+        x = search2(x, s * 0.5) + 0.3
+        if x > 1.0:
+            return x
+    return x
+
+
+def search0(x, s):
+    for i in range(5):
+        hit("s0")
+        x = search1(x, s) * 0.9
+        if x > 0.5:
+            return x
+    return x
+
+
+def test_nested_loops_with_returns_are_traced_linearly():
+    from autoflow.runtime import staging
+
+    staging._DEFINED.clear()  # what earlier tests taught it
+    counts = _traces(search0, jnp.float32(0.2), jnp.float32(0.05))
+    assert counts == {"s0": 2, "s1": 3, "s2": 4, "s3": 5}, counts
+    for x in (0.2, 0.6, 2.5, -1.0):
+        for s in (0.05, -0.3):
+            np.testing.assert_allclose(
+                float(autoflow.jit(search0)(jnp.float32(x), jnp.float32(s))),
+                search0(x, s), rtol=1e-5)
+
+
+def inner_with_closure(x, scale):
+    def g(v):
+        return v * scale  # the type of `scale` decides the type of the return value
+
+    for i in range(4):
+        x = g(x) + 1.0
+        if x > 10.0:
+            return x
+    return x
+
+
+def test_a_remembered_definition_is_not_used_when_the_closure_differs():
+    # the same loop entered with the same types, closing over a float32 and then
+    # over a float16 value: its return value is float32 in one and float16 in the
+    # other, as in Python (jnp's promotion)
+    f = jax.jit(autoflow.convert(inner_with_closure))
+    a = f(jnp.float16(1.5), jnp.float32(2.0))
+    b = f(jnp.float16(1.5), jnp.float16(2.0))
+    assert a.dtype == jnp.float32 and b.dtype == jnp.float16, (a.dtype, b.dtype)
+    np.testing.assert_allclose(float(a), inner_with_closure(1.5, 2.0), rtol=1e-6)
+    np.testing.assert_allclose(float(b), inner_with_closure(1.5, 2.0), rtol=1e-2)

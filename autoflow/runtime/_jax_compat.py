@@ -132,3 +132,16 @@ def is_constant(x) -> bool:
     if not isinstance(x, Tracer):
         return True
     return isinstance(getattr(x, "val", None), getattr(_core, "Literal", ()))
+
+
+def control_flow_primitives():
+    """``(while_p, cond_p)``, JAX's own loop and conditional primitives, to bind
+    with jaxprs autoflow already traced (lowering without tracing them again);
+    None where JAX keeps them elsewhere (then ``lax.while_loop``/``lax.cond``
+    trace the bodies again)."""
+    try:
+        from jax._src.lax.control_flow.loops import while_p
+        from jax._src.lax.control_flow.conditionals import cond_p
+    except ImportError:
+        return None
+    return while_p, cond_p

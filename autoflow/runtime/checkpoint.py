@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from ._jax_compat import checkpoint_internals
+from ._jax_compat import checkpoint_internals, control_flow_primitives
 
 _internals = checkpoint_internals()
 # Where JAX has no user-defined primitives (before jax.experimental.hijax), a
@@ -58,6 +58,7 @@ if AVAILABLE:
     lowjit.install()  # staged as low equations: jax.jit keeps its fast path
 else:  # pragma: no cover - exercised by the old-JAX CI stage
     VJPHiPrimitive, _core, _ad_util, _pe, _batching = object, None, None, None, None
+_WHILE_P = (control_flow_primitives() or (None, None))[0] if AVAILABLE else None
 
 DEFAULT_CHECKPOINTS = 64
 
@@ -67,6 +68,10 @@ def _trace(fn, avals):
     closed = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
     jaxpr = _pe.convert_constvars_jaxpr(closed.jaxpr)
     return jaxpr, tuple(closed.consts)
+
+
+def _closed(jaxpr):
+    return jaxpr if isinstance(jaxpr, _core.ClosedJaxpr) else _core.ClosedJaxpr(jaxpr, ())
 
 
 def _run(jaxpr, consts, carry):
@@ -168,6 +173,12 @@ class _WhileLoop(VJPHiPrimitive):
                           self.checkpoints, frozenset())
 
     def expand(self, cc, bc, carry):
+        if _WHILE_P is not None:
+            # The loop's jaxprs as they are, without tracing them again: lowering a
+            # nest of loops and ifs then costs one pass over it.
+            return tuple(_WHILE_P.bind(*cc, *bc, *carry, cond_nconsts=len(cc),
+                                       cond_jaxpr=_closed(self.cond_jaxpr),
+                                       body_nconsts=len(bc), body_jaxpr=_closed(self.body_jaxpr)))
         return tuple(lax.while_loop(lambda x: self._cond(cc, x),
                                     lambda x: self._body(bc, x), tuple(carry)))
 

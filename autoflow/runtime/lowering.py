@@ -52,10 +52,11 @@ import jax
 from jax import lax
 from jax import numpy as jnp
 
-from ._jax_compat import checkpoint_internals, lowering_internals
+from ._jax_compat import checkpoint_internals, control_flow_primitives, lowering_internals
 
 _INTERNALS = lowering_internals()
 _HI = checkpoint_internals()
+_COND_P = (control_flow_primitives() or (None, None))[1]
 if _INTERNALS is None or _HI is None:  # an older JAX: every traced `if` is a lax.cond
     _INTERNALS = None
     _VJPHiPrimitive = object
@@ -313,12 +314,35 @@ class _Cond(_VJPHiPrimitive):
         if self.inner is None:
             if self.kind == "select":
                 return self.both(pred, tc, fc)
+            branches = self._cond_branches()
+            if branches is not None:
+                # JAX's cond of the branches' jaxprs as they are (each taking both
+                # operand lists), without tracing them again: lowering a nest of
+                # loops and ifs then costs one pass over it.
+                index = lax.convert_element_type(pred, np.int32)
+                return tuple(_COND_P.bind(index, *tc, *fc, branches=branches))
             return tuple(lax.cond(pred, lambda: _eval(self.t, tc), lambda: _eval(self.f, fc)))
         if self.axes[0] is not None:  # a batched predicate: both branches run
             return self.both(pred, tc, fc)
         tc, needed = self._split(tc)
         return tuple(lanes.vmap(self.inner.expand, self._inner_axes(), 0, self.size, needed)(
             pred, tc, fc))
+
+    def _cond_branches(self):
+        """``(false, true)`` jaxprs taking the true and the false operands, for
+        ``cond_p`` (None where JAX's internals differ, or the branches' output
+        types differ in more than weak typing)."""
+        t, f = self.t, self.f
+        if _COND_P is None or t.consts or f.consts or t.effects or f.effects or any(
+                (a.shape, a.dtype) != (b.shape, b.dtype)
+                for a, b in zip(t.out_avals, f.out_avals)):
+            return None
+        try:
+            invars = [*t.jaxpr.invars, *f.jaxpr.invars]  # each branch ignores the other's
+            return (_core.ClosedJaxpr(f.jaxpr.replace(invars=invars), ()),
+                    _core.ClosedJaxpr(t.jaxpr.replace(invars=invars), ()))
+        except (AttributeError, TypeError):  # pragma: no cover - another JAX
+            return None
 
     # -- forward mode -----------------------------------------------------------
 

@@ -448,7 +448,7 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     kwargs = dict(step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
                   cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations,
-                  checkpoints=checkpoints)
+                  checkpoints=checkpoints, memo=body)
     if previous is not None and under_trace() \
             and _rerunnable(previous, shared):
         # The last Python iteration made the carries traced: stage the loop from
@@ -688,7 +688,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         events.note("for", "lax.while_loop")
         return _stage_loop("for", _unpack(state), names, shared, step=step, cond_fn=cond_fn,
                            length=seq.length, unroll=unroll, max_iterations=max_iterations,
-                           checkpoints=checkpoints)
+                           checkpoints=checkpoints, memo=body)
     if seq.python is None or (not under_trace() and mode != "roll"):
         events.note("for", "python")
         return _python_for(seq.python if seq.python is not None else iterable,
@@ -724,7 +724,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         try:
             out = _stage_loop("for", _unpack(before_peel), names, shared, step=step,
                               cond_fn=cond_fn, start=0, length=seq.length, unroll=unroll,
-                              max_iterations=max_iterations, checkpoints=checkpoints)
+                              max_iterations=max_iterations, checkpoints=checkpoints, memo=body)
             events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
             return out
         except _NEEDS_CONCRETE as e:
@@ -732,7 +732,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     try:
         out = _stage_loop("for", _unpack(state), names, shared, step=step, cond_fn=cond_fn,
                           start=start, length=seq.length - start, unroll=unroll,
-                          max_iterations=max_iterations, checkpoints=checkpoints)
+                          max_iterations=max_iterations, checkpoints=checkpoints, memo=body)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import types
 
 import jax
 import jax.numpy as jnp
@@ -343,7 +344,7 @@ def _appended(before, after):
 
 
 def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,
-               can_accumulate):
+               can_accumulate, hinted=None):
     """The staged body of ``loop`` for one choice of carry types, and ``merge``.
 
     ``body(k, dyn)`` returns ``(new carries, appended values)``; ``accum``
@@ -390,6 +391,13 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                 defines[j] = _spec(b)
         if defines:
             raise _Restart(("define", defines))
+        if hinted:
+            # Variables started from a remembered definition (see `_DEFINED`):
+            # the body must give exactly that type, or the loop starts again
+            # without the hint (which was then learned under other circumstances).
+            parts = _parts(new, names)
+            if any(_spec(parts[j]) != spec for j, spec in hinted.items()):
+                raise _Restart(("unhint", None))
         new_leaves, new_tree = flatten(new)
         if new_tree != tree:
             for name, a, b in zip(names, _parts(state, names), _parts(new, names)):
@@ -471,8 +479,82 @@ def _reverse_mode():
     return current_trace_kind() == "LinearizeTrace"
 
 
+# Variables first bound inside a loop, remembered per loop and entry types:
+# (how it is staged, the entry's types, the body's code and closure's types)
+# -> {index: spec}.
+# A loop nested in another is traced again each time the outer body is (its
+# restarts, its probe iteration): without this, each of those traces would
+# start the inner loop without the variable and restart it once more, so the
+# traces of a loop body doubled with each level of nesting (a line search
+# inside an optimiser's loop, with `return`s in both). A remembered spec is
+# only used when the entry state and everything the body closes over have the
+# same types as when it was learned (so the body traces the same), and it is
+# checked: the body must give exactly that type (`_loop_body`).
+_DEFINED = {}
+_DEFINED_LIMIT = 4096
+
+
+def _types(x, depth):
+    """What tracing code that reads ``x`` can depend on, hashable (``None``: unknown)."""
+    if isinstance(x, Undefined):
+        return ("undefined", x.guarded)
+    if is_array_like(x):
+        if isinstance(x, Tracer):
+            return aval_of(x) + (True,)
+        if np.size(x) > 64:  # a concrete table: its values could steer the trace
+            return None
+        return aval_of(x) + (np.asarray(x).tobytes(),)
+    if x is None or isinstance(x, (bool, int, float, complex, str)):
+        return (type(x), x)
+    if isinstance(x, (tuple, list)):
+        parts = tuple(_types(v, depth) for v in x)
+        return None if None in parts else (type(x), parts)
+    if isinstance(x, types.FunctionType):
+        return _function_types(x, depth)
+    if isinstance(x, (types.ModuleType, types.BuiltinFunctionType, type)):
+        return ("object", id(x))
+    return None
+
+
+def _function_types(fn, depth):
+    """A function and what its closure holds (functions it closes over, recursively)."""
+    if depth <= 0:
+        return None
+    cells = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell: a name not bound yet
+            cells.append(("empty",))
+            continue
+        t = _types(value, depth - 1)
+        if t is None:
+            return None
+        cells.append(t)
+    defaults = _types(fn.__defaults__ or (), depth - 1)
+    if defaults is None:
+        return None
+    return ("function", fn.__code__, tuple(cells), defaults)
+
+
+def _entry_types(state, body):
+    """What a loop's restarts depend on: its entry state and its body's closure
+    (module globals are not looked at: rebinding one to a value of another type
+    between two traces of the same function is left to the check in the body)."""
+    if not isinstance(body, types.FunctionType):
+        return None
+    out = (_types(state, 4), _function_types(body, 4))
+    if None in out:
+        return None
+    try:
+        hash(out)
+    except TypeError:
+        return None
+    return out
+
+
 def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
-         max_iterations=None, checkpoints=None):
+         max_iterations=None, checkpoints=None, memo=None):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
@@ -483,11 +565,22 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
     ``checkpoint.while_loop``: a plain ``lax.while_loop`` unless reverse-mode
     differentiated, then checkpointed with ``checkpoints`` saved carries.
     With ``max_iterations`` it is a masked ``lax.scan`` of that many steps.
+    ``memo`` (the user's loop body function) identifies the loop for ``_DEFINED``.
     """
     if checkpoints is None:
         checkpoints = checkpoint.DEFAULT_CHECKPOINTS
     accum = {}  # variable index -> the list before the loop (see _loop_body)
     scan_form = cond_fn is None and isinstance(length, int)
+    key = hinted = None
+    if memo is not None:
+        entry = _entry_types(state, memo)
+        if entry is not None:
+            key = (kind, scan_form, max_iterations is None, entry)
+            hinted = _DEFINED.get(key)
+    entry_state, defined = state, {}
+    if hinted:
+        state = _join([_zeros(hinted[k]) if k in hinted else p
+                       for k, p in enumerate(_parts(state, names))], names)
     for _ in range(16):
         if accum:
             state = _join([_Appended() if j in accum else p
@@ -499,7 +592,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
         init = tuple(_cast(jnp.asarray(x), a[1]) for x, a in
                      zip([x for x, m in zip(leaves, mask) if m], avals))
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
-                                      mask, avals, accum, scan_form)
+                                      mask, avals, accum, scan_form, hinted)
 
         def body(k, dyn, running=None):
             loopdebug.tick(k, site)
@@ -554,8 +647,19 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 _, dyn = checkpoint.while_loop(
                     full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
                     (jnp.asarray(start, jnp.int32), init), checkpoints=checkpoints)
+        except ConversionError:
+            if not hinted:
+                raise
+            # (an error under a remembered definition: make sure it is the program's)
+            state, hinted, accum, defined = entry_state, None, {}, {}
+            _DEFINED.pop(key, None)
+            continue
         except _Restart as r:
             kind_of_change, changes = r.changes
+            if kind_of_change == "unhint":  # start again as if nothing were remembered
+                state, hinted, accum, defined = entry_state, None, {}, {}
+                _DEFINED.pop(key, None)
+                continue
             if kind_of_change == "accumulate":
                 accum.update({j: _parts(state, names)[j] for j in changes})
             elif kind_of_change == "keys":
@@ -569,6 +673,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                             **parts[j], **{k: _zeros(v) for k, v in added.items()}}
                 state = _join(parts, names)
             elif kind_of_change == "define":
+                defined.update(changes)
                 state = _join([_zeros(changes[k]) if k in changes else p
                                for k, p in enumerate(_parts(state, names))], names)
             else:
@@ -586,6 +691,10 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 "Pass `max_loop_iterations=N` to `autoflow.jit`/`autoflow.convert` (the loop "
                 "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
                 "count static."))
+        if key is not None and defined:
+            if len(_DEFINED) >= _DEFINED_LIMIT:
+                _DEFINED.clear()
+            _DEFINED[key] = {**(hinted or {}), **defined}
         result = merge(dyn)
         if accum:
             parts = _parts(result, names)
