@@ -132,3 +132,24 @@ def is_constant(x) -> bool:
     if not isinstance(x, Tracer):
         return True
     return isinstance(getattr(x, "val", None), getattr(_core, "Literal", ()))
+
+
+def remat_internals():
+    """``(call_hi_primitive_p, partial_eval, core)`` for ``runtime.checkpoint``'s
+    rule that lets ``jax.checkpoint`` (remat) split a converted loop's JVP into a
+    known primal loop and a staged tangent loop
+    (``partial_eval.partial_eval_jaxpr_custom_rules``, ``new_jaxpr_eqn``,
+    ``ensure_enum``, ``SaveableType``, ``RecomputeType``; ``core.Var``), or None
+    on a JAX without them (then ``jax.checkpoint`` around such a loop under
+    ``jax.grad`` raises autoflow's ``LoopGradientError``)."""
+    try:
+        from jax._src import core
+        from jax._src.hijax import call_hi_primitive_p
+        from jax._src.interpreters import partial_eval
+        for name in ("partial_eval_jaxpr_custom_rules", "new_jaxpr_eqn", "ensure_enum",
+                     "SaveableType", "RecomputeType"):
+            getattr(partial_eval, name)
+        core.Var  # noqa: B018
+    except (ImportError, AttributeError):
+        return None
+    return call_hi_primitive_p, partial_eval, core
