@@ -22,10 +22,13 @@ does not matter where ``jit`` or ``vmap`` sit around it:
   count is not known in advance: when the slots are full, every other save is
   dropped and the stride doubles). The backward pass reverses the steps from
   the last to the first: a short gap above the nearest save is recomputed into
-  a sweep buffer and reversed; a long one is halved, saving its midpoint in a
-  free slot (bisection). Memory grows with ``checkpoints``, not with the trip
-  count ``N``; each step is recomputed about ``1 + log2(N / checkpoints)``
-  times. The loops of the backward pass are these loops too (``jax.grad`` of
+  a sweep buffer and reversed; a long one is cut into parts, saving their ends
+  in free slots (as many parts as the free slots allow over the levels of
+  cutting the gap needs: ``_split``). Memory grows with ``checkpoints`` (all
+  saved carries, the sweep buffer and one scratch carry together), not with
+  the trip count ``N``; each step is recomputed about once more per level of
+  cutting (1,000 steps: 3.5 evaluations of the body per step in all, forward
+  pass included; 10,000: 4; 100,000: 5, with the default 64). The loops of the backward pass are these loops too (``jax.grad`` of
   ``jax.grad``), and recompute the body without its debug callbacks (prints
   and checks ran in the forward pass).
 * ``vmap``: the carries that must be batched are (as ``lax.while_loop``
@@ -569,10 +572,10 @@ def _write(buf, slot, x):
 def _layout(checkpoints):
     """How a budget of ``checkpoints`` carries is spent: ``(slots, forward, sweep)``:
     ``slots`` saved carries (at most ``forward`` of them by the forward pass, the
-    rest by the backward pass's bisection), and a sweep buffer of ``sweep``
-    carries. ``slots + sweep == checkpoints`` (one more scratch slot)."""
-    sweep = min(64, max(2, checkpoints // 4))
-    slots = max(2, checkpoints - sweep)
+    rest by the backward pass's splits), a sweep buffer of ``sweep`` carries and
+    one scratch slot: ``slots + sweep + 1 == checkpoints`` (from 8 on)."""
+    sweep = min(64, max(2, checkpoints // 3))
+    slots = max(2, checkpoints - sweep - 1)
     forward = max(2, min(slots, checkpoints // 2) // 2 * 2)
     return slots, forward, sweep
 
@@ -620,16 +623,36 @@ def _advance(body, bc, x, k, checkpoints):
     return _fori(k, lambda i, x: body(bc, x), x, checkpoints)
 
 
+def _split(gap, nfree, sweep, slots):
+    """How many parts ``m + 1`` to cut a gap of ``gap`` steps into (``m`` saves),
+    with ``nfree`` free slots, so that the parts end up shorter than ``sweep``:
+    cutting into ``b`` parts at each of ``L = ceil(log_b((gap + 1) / sweep))``
+    levels uses ``(b - 1) L`` slots at most and recomputes each step about
+    ``L (b - 1) / b`` times; the ``b`` with the fewest recomputations among those
+    whose slots are free (``b = 2``, bisection, when none fits)."""
+    b = jnp.arange(2, slots + 2, dtype=jnp.float32)
+    ratio = jnp.maximum((gap + 1).astype(jnp.float32) / sweep, 1.0)
+    levels = jnp.maximum(1.0, jnp.ceil(jnp.log(ratio) / jnp.log(b) - 1e-4))
+    fits = (b - 1) * levels <= nfree
+    cost = jnp.where(fits, levels * (b - 1) / b, jnp.inf)
+    m = jnp.argmin(cost).astype(jnp.int32) + 1
+    return jnp.where(jnp.any(fits), m, 1)
+
+
 def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
     """Reverse steps ``n-1 .. 0``, from the last to the first.
 
     Each round looks at the gap between the step ``t`` to reverse next and the
     nearest saved carry ``p <= t``. A gap shorter than the sweep buffer
-    (``checkpoints // 4`` carries, at most 64) is swept: its carries are recomputed into
-    the buffer, then reversed one by one. A longer gap is halved, saving the
-    carry at its midpoint in a free slot (bisection: each step is recomputed
-    about ``log2(gap / sweep)`` times); with no free slot left, the last
-    ``sweep`` steps before ``t`` are recomputed from ``p`` and swept.
+    (``checkpoints // 3`` carries, at most 64) is swept: its carries are recomputed into
+    the buffer, then reversed one by one. A longer gap is split: the carry
+    ``step`` steps above ``p`` is saved in a free slot, ``step`` being the length
+    of the first of the ``m + 1`` equal parts the gap would be cut into, where
+    ``m`` (``_split``) spends the free slots best over the levels of splitting
+    the gap needs (bisection when slots are scarce, more parts when they are
+    not). The next round sees the same gap less ``step`` above the new save, so
+    the gap is cut into its parts by one pass over it. With no free slot left,
+    the last ``sweep`` steps before ``t`` are recomputed from ``p`` and swept.
     """
     buf, pos, n = saved
     size, _, sweep_len = _layout(checkpoints)
@@ -673,8 +696,8 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
         slot_p = jnp.argmax(below).astype(jnp.int32)
         gap = t - below[slot_p]
         free = jnp.argmax(live < 0).astype(jnp.int32)
-        has_free = live[free] < 0
-        halve = (gap >= sweep_len) & has_free
+        nfree = jnp.sum(live < 0).astype(jnp.int32)
+        split = (gap >= sweep_len) & (nfree > 0)
         # a short gap sweeps from the lowest save within reach instead, so that
         # one round reverses up to `sweep_len` steps
         reach = jnp.where((live >= 0) & (live >= t - (sweep_len - 1)) & (live <= t), live,
@@ -683,16 +706,17 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
         p = pos[slot_p]
         xp = tuple(b[slot_p] for b in buf)
         start = jnp.where(gap < sweep_len, p, t - (sweep_len - 1))
-        q = jnp.where(halve, t - gap + (gap + 1) // 2, start)
+        m = _split(gap, nfree, sweep_len, size)
+        q = jnp.where(split, t - gap + (gap + 1 + m) // (m + 1), start)
         xq = _advance(body, bc, xp, q - p, checkpoints)
-        ct, ct_bc = lax.cond(halve, lambda a: a[2:],
+        ct, ct_bc = lax.cond(split, lambda a: a[2:],
                              sweep, (xq, t - q + 1, ct, ct_bc))
         # a midpoint is saved; the saves a sweep covered are freed
-        slot = jnp.where(halve, free, size)
+        slot = jnp.where(split, free, size)
         buf = _write(buf, slot, xq)
-        pos = pos.at[slot].set(jnp.where(halve, q, -1))
-        pos = jnp.where(~halve & (pos >= start) & (pos <= t), -1, pos)
-        return jnp.where(halve, t, q - 1), buf, pos, ct, ct_bc
+        pos = pos.at[slot].set(jnp.where(split, q, -1))
+        pos = jnp.where(~split & (pos >= start) & (pos <= t), -1, pos)
+        return jnp.where(split, t, q - 1), buf, pos, ct, ct_bc
 
     ct0 = tuple(out_ct[i] for i in fi)
     ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
