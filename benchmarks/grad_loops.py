@@ -70,12 +70,14 @@ def integrate_while(y, w, T, h):
 def integrate_equinox(y, w, T, h):
     import equinox.internal as eqxi
 
+    from autoflow.runtime.checkpoint import DEFAULT_CHECKPOINTS
+
     def body(c):
         t, y = c
         return t + h, y + h * jnp.tanh(w @ y)
     _, y = eqxi.while_loop(lambda c: c[0] < T, body, (jnp.float32(0.0), y),
                            kind="checkpointed",
-                           checkpoints=autoflow.runtime.checkpoint.DEFAULT_CHECKPOINTS)
+                           checkpoints=DEFAULT_CHECKPOINTS)
     return jnp.sum(y * y)
 
 
@@ -197,6 +199,19 @@ def markdown(grad_rows, fwd_rows):
            "|---:|---|---:|---:|---:|---:|"]
     for n, k, t, tr, m, mr in grad_rows:
         out.append(f"| {n:,} | {k} | {t * 1e3:.2f} ms | {tr:.2f}x | {_fmt_mem(m)} | {mr:.2f}x |")
+    by = {(n, k): (t, m) for n, k, t, _, m, _ in grad_rows}
+    if any(k == "equinox" for _, k, *_ in grad_rows):
+        out += ["", "autoflow's checkpointed loop against Equinox's "
+                "(`eqx.internal.while_loop(kind=\"checkpointed\")`, same budget of "
+                f"{autoflow.runtime.checkpoint.DEFAULT_CHECKPOINTS} carries, no `max_steps`), "
+                "same run:", "",
+                "| steps | autoflow time | equinox time | autoflow / equinox | autoflow memory "
+                "| equinox memory | autoflow / equinox |",
+                "|---:|---:|---:|---:|---:|---:|---:|"]
+        for n in dict.fromkeys(n for n, *_ in grad_rows):
+            (ta, ma), (te, me) = by[(n, "checkpointed")], by[(n, "equinox")]
+            out.append(f"| {n:,} | {ta * 1e3:.2f} ms | {te * 1e3:.2f} ms | {ta / te:.2f}x | "
+                       f"{ma:,.0f} B | {me:,.0f} B | {ma / me:.3f}x |")
     out += ["", "Forward only (not differentiated): the checkpointed form against a plain "
             "`lax.while_loop` (target: within 5%). 'same compiled ops': the two compiled "
             "programs hold the same instructions, kind by kind (they differ only in the "

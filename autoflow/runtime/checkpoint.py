@@ -35,8 +35,12 @@ does not matter where ``jit`` or ``vmap`` sit around it:
   does); with a batched condition, a loop that runs while any element runs,
   the finished ones keeping their values; itself one of these loops.
 
-Not supported: ``jax.checkpoint`` (remat) around such a loop under ``jax.grad``
-(JAX's remat linearizes through the JVP rule, which is a loop it cannot split).
+* ``jax.checkpoint`` (remat, any policy) around such a loop, under ``jax.grad``:
+  remat differentiates what it wraps through the JVP rule and partially
+  evaluates the result, which needs the primal results known. The JVP loop
+  (``_JvpLoop``) is split there into the primal loop and a tangent loop
+  (``_LoopTangent``) whose transpose is the checkpointed backward pass above,
+  as JAX splits its own ``while`` loop (see ``_install_remat_rule``).
 """
 
 from __future__ import annotations
