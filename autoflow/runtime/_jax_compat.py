@@ -31,6 +31,13 @@ what                        private access                                  JAX
                             while loop: without them a data-dependent loop
                             is a ``lax.while_loop``, which ``jax.grad``
                             cannot differentiate in reverse mode)
+``remat_internals``         ``hijax.call_hi_primitive_p``,                  newer
+                            ``partial_eval.partial_eval_jaxpr_custom_rules``than
+                            (``new_jaxpr_eqn``, ``ensure_enum``,            0.4.38
+                            ``SaveableType``, ``RecomputeType``),
+                            ``core.Var`` (``jax.checkpoint`` around a
+                            data-dependent loop under ``jax.grad``: without
+                            them, JAX's "Linearization failed" error)
 =========================== =============================================== ========
 
 ``Tracer`` is public (``jax.core.Tracer``) but listed here too, so that the
@@ -141,7 +148,7 @@ def remat_internals():
     (``partial_eval.partial_eval_jaxpr_custom_rules``, ``new_jaxpr_eqn``,
     ``ensure_enum``, ``SaveableType``, ``RecomputeType``; ``core.Var``), or None
     on a JAX without them (then ``jax.checkpoint`` around such a loop under
-    ``jax.grad`` raises autoflow's ``LoopGradientError``)."""
+    ``jax.grad`` fails with JAX's "Linearization failed" error)."""
     try:
         from jax._src import core
         from jax._src.hijax import call_hi_primitive_p
