@@ -12,12 +12,18 @@ is compiled and timed for:
 * ``max_loop_iterations``: ``autoflow.jit(integrate, max_loop_iterations=N + 2)``,
   the masked scan sized to fit;
 * ``lax.scan``: the same integrator written by hand as a ``lax.scan`` of ``N``
-  steps (the trip count given to it).
+  steps (the trip count given to it);
+* ``equinox``: the same integrator written by hand with Equinox's online-checkpointed
+  loop, ``eqx.internal.while_loop(..., kind="checkpointed", checkpoints=K)``
+  (what diffrax's ``RecursiveCheckpointAdjoint`` uses), with autoflow's default
+  budget ``K`` and no ``max_steps`` (like autoflow, it is given no bound). Left out
+  when Equinox is not installed.
 
 Memory is XLA's own figure for the compiled gradient (``memory_analysis()``:
 temporaries + arguments + outputs), so it does not depend on the machine's load.
-Times are the minimum over interleaved repeats (the three sides alternate in each
-repeat), reported with their ratio to ``lax.scan``.
+Times are the minimum over interleaved repeats (the sides alternate in each
+repeat), reported with their ratio to ``lax.scan``; the last table compares
+autoflow's checkpointed loop with Equinox's directly (autoflow / equinox).
 
 The forward-only check compares ``autoflow.jit(integrate)`` (not differentiated)
 with ``jax.jit`` of the same integrator written with ``lax.while_loop``, interleaved;
@@ -59,6 +65,28 @@ def integrate_while(y, w, T, h):
         return t + h, y + h * jnp.tanh(w @ y)
     _, y = lax.while_loop(lambda c: c[0] < T, body, (jnp.float32(0.0), y))
     return jnp.sum(y * y)
+
+
+def integrate_equinox(y, w, T, h):
+    import equinox.internal as eqxi
+
+    from autoflow.runtime.checkpoint import DEFAULT_CHECKPOINTS
+
+    def body(c):
+        t, y = c
+        return t + h, y + h * jnp.tanh(w @ y)
+    _, y = eqxi.while_loop(lambda c: c[0] < T, body, (jnp.float32(0.0), y),
+                           kind="checkpointed",
+                           checkpoints=DEFAULT_CHECKPOINTS)
+    return jnp.sum(y * y)
+
+
+def _have_equinox():
+    try:
+        import equinox  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def integrate_scan(n):
@@ -123,9 +151,11 @@ def gradients(sizes, repeats):
                 autoflow.jit(integrate, max_loop_iterations=n + 2), argnums=(0, 1))),
             "lax.scan": jax.jit(jax.grad(integrate_scan(n), argnums=(0, 1))),
         }
+        if _have_equinox():
+            sides["equinox"] = jax.jit(jax.grad(integrate_equinox, argnums=(0, 1)))
         compiled = {k: f.lower(*args).compile() for k, f in sides.items()}
         grads = {k: c(*args) for k, c in compiled.items()}
-        for k, g in grads.items():  # all three compute the same gradient
+        for k, g in grads.items():  # all sides compute the same gradient
             for a, b in zip(g, grads["lax.scan"]):
                 np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3, err_msg=k)
         t = _interleaved(compiled, args, repeats)
@@ -169,6 +199,19 @@ def markdown(grad_rows, fwd_rows):
            "|---:|---|---:|---:|---:|---:|"]
     for n, k, t, tr, m, mr in grad_rows:
         out.append(f"| {n:,} | {k} | {t * 1e3:.2f} ms | {tr:.2f}x | {_fmt_mem(m)} | {mr:.2f}x |")
+    by = {(n, k): (t, m) for n, k, t, _, m, _ in grad_rows}
+    if any(k == "equinox" for _, k, *_ in grad_rows):
+        out += ["", "autoflow's checkpointed loop against Equinox's "
+                "(`eqx.internal.while_loop(kind=\"checkpointed\")`, same budget of "
+                f"{autoflow.runtime.checkpoint.DEFAULT_CHECKPOINTS} carries, no `max_steps`), "
+                "same run:", "",
+                "| steps | autoflow time | equinox time | autoflow / equinox | autoflow memory "
+                "| equinox memory | autoflow / equinox |",
+                "|---:|---:|---:|---:|---:|---:|---:|"]
+        for n in dict.fromkeys(n for n, *_ in grad_rows):
+            (ta, ma), (te, me) = by[(n, "checkpointed")], by[(n, "equinox")]
+            out.append(f"| {n:,} | {ta * 1e3:.2f} ms | {te * 1e3:.2f} ms | {ta / te:.2f}x | "
+                       f"{ma:,.0f} B | {me:,.0f} B | {ma / me:.3f}x |")
     out += ["", "Forward only (not differentiated): the checkpointed form against a plain "
             "`lax.while_loop` (target: within 5%). 'same compiled ops': the two compiled "
             "programs hold the same instructions, kind by kind (they differ only in the "

@@ -9,6 +9,7 @@ of the eager gradient are the oracle.
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 import numpy as np
 import pytest
 
@@ -308,3 +309,107 @@ def test_vmap_keeps_unbatched_carries_unbatched():
     # jax.jacfwd needs the primal output of a loop under vmap of tangents unbatched
     _close(jax.vmap(jax.jacfwd(autoflow.jit(data_while)))(jnp.array(POINTS)),
            np.stack([jax.grad(data_while)(x) for x in POINTS]))
+
+
+# ---------------------------------------------------------------------------
+# jax.checkpoint (remat) around a converted loop
+# ---------------------------------------------------------------------------
+
+POLICIES = jax.checkpoint_policies
+REMAT = {
+    "grad(checkpoint(convert))": lambda f: jax.grad(jax.checkpoint(autoflow.convert(f))),
+    "grad(checkpoint(autoflow.jit))": lambda f: jax.grad(jax.checkpoint(autoflow.jit(f))),
+    "jit(grad(remat(convert)))": lambda f: jax.jit(jax.grad(jax.remat(autoflow.convert(f)))),
+    "grad(checkpoint(policy=dots_saveable))":
+        lambda f: jax.grad(jax.checkpoint(autoflow.convert(f), policy=POLICIES.dots_saveable)),
+    "grad(checkpoint(policy=everything_saveable))":
+        lambda f: jax.grad(jax.checkpoint(autoflow.jit(f),
+                                          policy=POLICIES.everything_saveable)),
+    "grad(checkpoint(policy=nothing_saveable, prevent_cse=False))":
+        lambda f: jax.grad(jax.checkpoint(autoflow.convert(f), prevent_cse=False,
+                                          policy=POLICIES.nothing_saveable)),
+    "vjp(checkpoint(autoflow.jit))":
+        lambda f: (lambda x: jax.vjp(jax.checkpoint(autoflow.jit(f)), x)[1](1.0)[0]),
+}
+
+
+@pytest.mark.parametrize("how", list(REMAT))
+@pytest.mark.parametrize("fn", [data_while, nested, range_return], ids=lambda f: f.__name__)
+def test_checkpoint_around_a_loop(fn, how):
+    g = REMAT[how](fn)
+    for x in POINTS:
+        _close(g(jnp.float32(x)), jax.grad(fn)(x))
+
+
+REMAT_VMAPPED = {
+    "vmap(grad(checkpoint(convert)))": lambda f: jax.vmap(jax.grad(jax.checkpoint(
+        autoflow.convert(f)))),
+    "grad(sum(vmap(checkpoint(convert))))": lambda f: jax.grad(
+        lambda xs: jnp.sum(jax.vmap(jax.checkpoint(autoflow.convert(f)))(xs))),
+    "grad(sum(checkpoint(vmap(autoflow.jit))))": lambda f: jax.grad(
+        lambda xs: jnp.sum(jax.checkpoint(jax.vmap(autoflow.jit(f)))(xs))),
+}
+
+
+@pytest.mark.parametrize("how", list(REMAT_VMAPPED))
+@pytest.mark.parametrize("fn", [data_while, nested], ids=lambda f: f.__name__)
+def test_checkpoint_around_a_loop_under_vmap(fn, how):
+    xs = jnp.array(POINTS, jnp.float32)
+    _close(REMAT_VMAPPED[how](fn)(xs), np.stack([jax.grad(fn)(x) for x in POINTS]))
+
+
+def test_checkpoint_with_values_the_body_closes_over_and_vector_carries():
+    for x, w in [(0.5, 0.3), (2.0, 0.7)]:
+        got = jax.grad(jax.checkpoint(autoflow.jit(data_while_params)), (0, 1))(x, w)
+        want = jax.grad(data_while_params, (0, 1))(x, w)
+        _close(got[0], want[0])
+        _close(got[1], want[1])
+    v = jnp.array([0.5, 1.0, -0.3])
+    _close(jax.grad(jax.checkpoint(autoflow.convert(vector_while)))(v),
+           jax.grad(vector_while)(v))
+    _close(jax.grad(jax.checkpoint(autoflow.jit(while_in_while)))(1.3),
+           jax.grad(while_in_while)(1.3))
+
+
+def test_checkpointed_scan_body_calling_a_converted_loop():
+    def step(f):
+        return lambda c, _: (c + 0.01 * f(c), None)
+
+    def eager(x):
+        for _ in range(3):
+            x = x + 0.01 * data_while(x)
+        return x
+
+    for wrap, policy in [(autoflow.convert, None), (autoflow.jit, POLICIES.dots_saveable)]:
+        body = jax.checkpoint(step(wrap(data_while)), policy=policy)
+        g = jax.grad(lambda x: lax.scan(body, x, None, length=3)[0])
+        for x in POINTS:
+            _close(g(jnp.float32(x)), jax.grad(eager)(x))
+
+
+def test_higher_order_through_checkpoint():
+    eps = 1e-2
+    f = jax.checkpoint(autoflow.jit(data_while))
+    for x in (1.3, 2.9):
+        fd = (jax.grad(data_while)(x + eps) - jax.grad(data_while)(x - eps)) / (2 * eps)
+        _close(jax.grad(jax.grad(f))(x), fd, tol=2e-2)
+        _close(jax.hessian(f)(x), fd, tol=2e-2)
+        _close(jax.grad(jax.checkpoint(jax.grad(autoflow.convert(data_while))))(x), fd,
+               tol=2e-2)
+        # forward mode through checkpoint stays the while loop JVP
+        _close(jax.jvp(f, (x,), (1.0,))[1], jax.grad(data_while)(x))
+
+
+def test_checkpoint_prints_in_the_forward_pass_only(capfd):
+    jax.block_until_ready(jax.grad(jax.checkpoint(autoflow.jit(printing)))(1.0))
+    jax.effects_barrier()
+    assert capfd.readouterr().out.count("x is") == 3
+
+
+def test_equinox_filter_checkpoint():
+    eqx = pytest.importorskip("equinox")
+    for x in POINTS:
+        _close(eqx.filter_grad(eqx.filter_checkpoint(autoflow.convert(data_while)))(
+            jnp.float32(x)), jax.grad(data_while)(x))
+        _close(jax.grad(eqx.filter_checkpoint(autoflow.jit(nested)))(jnp.float32(x)),
+               jax.grad(nested)(x))

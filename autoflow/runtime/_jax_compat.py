@@ -31,6 +31,13 @@ what                        private access                                  JAX
                             while loop: without them a data-dependent loop
                             is a ``lax.while_loop``, which ``jax.grad``
                             cannot differentiate in reverse mode)
+``remat_internals``         ``hijax.call_hi_primitive_p``,                  newer
+                            ``partial_eval.partial_eval_jaxpr_custom_rules``than
+                            (``new_jaxpr_eqn``, ``ensure_enum``,            0.4.38
+                            ``SaveableType``, ``RecomputeType``),
+                            ``core.Var`` (``jax.checkpoint`` around a
+                            data-dependent loop under ``jax.grad``: without
+                            them, JAX's "Linearization failed" error)
 =========================== =============================================== ========
 
 ``Tracer`` is public (``jax.core.Tracer``) but listed here too, so that the
@@ -145,3 +152,24 @@ def control_flow_primitives():
     except ImportError:
         return None
     return while_p, cond_p
+
+
+def remat_internals():
+    """``(call_hi_primitive_p, partial_eval, core)`` for ``runtime.checkpoint``'s
+    rule that lets ``jax.checkpoint`` (remat) split a converted loop's JVP into a
+    known primal loop and a staged tangent loop
+    (``partial_eval.partial_eval_jaxpr_custom_rules``, ``new_jaxpr_eqn``,
+    ``ensure_enum``, ``SaveableType``, ``RecomputeType``; ``core.Var``), or None
+    on a JAX without them (then ``jax.checkpoint`` around such a loop under
+    ``jax.grad`` fails with JAX's "Linearization failed" error)."""
+    try:
+        from jax._src import core
+        from jax._src.hijax import call_hi_primitive_p
+        from jax._src.interpreters import partial_eval
+        for name in ("partial_eval_jaxpr_custom_rules", "new_jaxpr_eqn", "ensure_enum",
+                     "SaveableType", "RecomputeType"):
+            getattr(partial_eval, name)
+        core.Var  # noqa: B018
+    except (ImportError, AttributeError):
+        return None
+    return call_hi_primitive_p, partial_eval, core

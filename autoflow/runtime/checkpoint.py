@@ -22,18 +22,25 @@ does not matter where ``jit`` or ``vmap`` sit around it:
   count is not known in advance: when the slots are full, every other save is
   dropped and the stride doubles). The backward pass reverses the steps from
   the last to the first: a short gap above the nearest save is recomputed into
-  a sweep buffer and reversed; a long one is halved, saving its midpoint in a
-  free slot (bisection). Memory grows with ``checkpoints``, not with the trip
-  count ``N``; each step is recomputed about ``1 + log2(N / checkpoints)``
-  times. The loops of the backward pass are these loops too (``jax.grad`` of
+  a sweep buffer and reversed; a long one is cut into parts, saving their ends
+  in free slots (as many parts as the free slots allow over the levels of
+  cutting the gap needs: ``_split``). Memory grows with ``checkpoints`` (all
+  saved carries, the sweep buffer and one scratch carry together), not with
+  the trip count ``N``; each step is recomputed about once more per level of
+  cutting (1,000 steps: 3.5 evaluations of the body per step in all, forward
+  pass included; 10,000: 4; 100,000: 5, with the default 64). The loops of the backward pass are these loops too (``jax.grad`` of
   ``jax.grad``), and recompute the body without its debug callbacks (prints
   and checks ran in the forward pass).
 * ``vmap``: the carries that must be batched are (as ``lax.while_loop``
   does); with a batched condition, a loop that runs while any element runs,
   the finished ones keeping their values; itself one of these loops.
 
-Not supported: ``jax.checkpoint`` (remat) around such a loop under ``jax.grad``
-(JAX's remat linearizes through the JVP rule, which is a loop it cannot split).
+* ``jax.checkpoint`` (remat, any policy) around such a loop, under ``jax.grad``:
+  remat differentiates what it wraps through the JVP rule and partially
+  evaluates the result, which needs the primal results known. The JVP loop
+  (``_JvpLoop``) is split there into the primal loop and a tangent loop
+  (``_LoopTangent``) whose transpose is the checkpointed backward pass above,
+  as JAX splits its own ``while`` loop (see ``_install_remat_rule``).
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from ._jax_compat import checkpoint_internals, control_flow_primitives
+from ._jax_compat import checkpoint_internals, control_flow_primitives, remat_internals
 
 _internals = checkpoint_internals()
 # Where JAX has no user-defined primitives (before jax.experimental.hijax), a
@@ -134,6 +141,15 @@ def _zeros_like_aval(aval):
     return jnp.zeros(aval.shape, aval.dtype)
 
 
+def _floats(avals):
+    """The positions of the inexact (differentiable) values among ``avals``."""
+    return tuple(i for i, a in enumerate(avals) if _inexact(a))
+
+
+def _specs(avals):
+    return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+
+
 def _instantiate(tangents, avals):
     return tuple(jnp.zeros(a.shape, a.to_tangent_aval().dtype) if isinstance(t, _ad_util.Zero)
                  else t for t, a in zip(tangents, avals))
@@ -185,27 +201,26 @@ class _WhileLoop(VJPHiPrimitive):
     # -- forward mode -----------------------------------------------------------
 
     def jvp(self, primals, tangents):
-        # The JVP loop carries (primal, tangent) and is one of these loops too,
-        # so that it can be reverse-differentiated in turn (jax.grad of jax.jvp).
+        # The JVP loop carries (primal, tangent) and is one of these loops too
+        # (`_JvpLoop`), so that it can be reverse-differentiated in turn
+        # (jax.grad of jax.jvp), and split by jax.checkpoint (`_JvpLoop.partial_eval`).
         cc, bc, x = primals
         _, tbc, tx = (_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
-        fi = [i for i, a in enumerate(self.in_avals[2]) if _inexact(a)]
-
-        def body(c):
-            x, txf = c
-            t_all = [np.zeros(np.shape(v), jax.dtypes.float0) for v in x]
-            for i, t in zip(fi, txf):
-                t_all[i] = t
-            y, ty = jax.jvp(lambda bc, x: self._body(bc, x), (bc, tuple(x)),
-                            (tbc, tuple(t_all)))
-            return tuple(y), tuple(ty[i] for i in fi)
-
-        y, tyf = while_loop(lambda c: self._cond(cc, c[0]), body,
-                            (tuple(x), tuple(tx[i] for i in fi)), checkpoints=self.checkpoints)
+        fb, fi = _floats(self.in_avals[1]), _floats(self.in_avals[2])
+        out = self.jvp_loop()(tuple(cc), tuple(bc) + tuple(tbc[i] for i in fb),
+                              tuple(x) + tuple(tx[i] for i in fi))
+        nx = len(x)
         ty = [_ad_util.Zero(a.to_tangent_aval()) for a in self.in_avals[2]]
-        for i, t in zip(fi, tyf):
+        for i, t in zip(fi, out[nx:]):
             ty[i] = t
-        return tuple(y), tuple(ty)
+        return tuple(out[:nx]), tuple(ty)
+
+    def jvp_loop(self):
+        """The loop over (primal, tangent) that computes this loop's JVP."""
+        loop = self.__dict__.get("_jvp")
+        if loop is None:
+            loop = self.__dict__["_jvp"] = _JvpLoop(self)
+        return loop
 
     def lin(self, nzs_in, *primals):
         return self.expand(*primals), primals
@@ -325,6 +340,172 @@ class _WhileLoop(VJPHiPrimitive):
         return tuple(out), tuple(None if invariant[j] else 0 for j in range(len(out)))
 
 
+class _JvpLoop(_WhileLoop):
+    """The JVP of the loop ``primal``: one loop over ``(carry, tangents)``.
+
+    Operands: ``(cc, bc + tbc, x + tx)``, where ``tbc`` and ``tx`` are the
+    tangents of the inexact values of ``bc`` and ``x``; results ``y + ty``.
+    Evaluated, it is that loop (the ``lax.while_loop`` JVP); reverse-mode
+    differentiated, it is checkpointed like any other of these loops.
+
+    ``jax.checkpoint`` (remat) partially evaluates the JVP of what it wraps,
+    with the primal values known and the tangents unknown, and needs the
+    primal results known: ``partial_eval`` splits the equation into the
+    primal loop (known) and a ``_LoopTangent`` (staged, linear in the tangents,
+    transposed by this module's checkpointed backward pass), as JAX splits
+    its own ``while`` loop's JVP."""
+
+    def __init__(self, primal):
+        cc_av, bc_av, x_av = primal.in_avals
+        fb, fi = _floats(bc_av), _floats(x_av)
+        tb_av = tuple(bc_av[i].to_tangent_aval() for i in fb)
+        tx_av = tuple(x_av[i].to_tangent_aval() for i in fi)
+        ncc, nbc, ntb, nx = len(cc_av), len(bc_av), len(tb_av), len(x_av)
+
+        def cond(*a):  # (*cc, *x, *tx)
+            return primal._cond(a[:ncc], a[ncc:ncc + nx])
+
+        def body(*a):  # (*bc, *tbc, *x, *tx)
+            bc, tb = a[:nbc], a[nbc:nbc + ntb]
+            x, tx = a[nbc + ntb:nbc + ntb + nx], a[nbc + ntb + nx:]
+            tb_all = [np.zeros(np.shape(v), jax.dtypes.float0) for v in bc]
+            tx_all = [np.zeros(np.shape(v), jax.dtypes.float0) for v in x]
+            for i, t in zip(fb, tb):
+                tb_all[i] = t
+            for i, t in zip(fi, tx):
+                tx_all[i] = t
+            y, ty = jax.jvp(primal._body, (tuple(bc), tuple(x)), (tuple(tb_all), tuple(tx_all)))
+            return (*y, *(ty[i] for i in fi))
+
+        cond_jaxpr = jax.make_jaxpr(cond)(*_specs(cc_av + x_av + tx_av))
+        body_jaxpr = jax.make_jaxpr(body)(*_specs(bc_av + tb_av + x_av + tx_av))
+        effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
+        super().__init__(cond_jaxpr, body_jaxpr, (cc_av, bc_av + tb_av, x_av + tx_av),
+                         primal.checkpoints, effects)
+        self.primal = primal
+        self.sizes = (ncc, nbc, ntb, nx, len(tx_av))
+
+    def partial_eval(self, saveable, unks_in, inst_in, eqn):
+        """JAX's ``partial_eval_jaxpr_custom`` rule for this equation (see the class)."""
+        p, pe, core = _remat
+        ncc, nbc, ntb, nx, ntx = self.sizes
+        primal_at = [*range(ncc + nbc), *range(ncc + nbc + ntb, ncc + nbc + ntb + nx)]
+        tangent_at = [*range(ncc + nbc, ncc + nbc + ntb),
+                      *range(ncc + nbc + ntb + nx, ncc + nbc + ntb + nx + ntx)]
+        if any(unks_in[i] for i in primal_at) or not any(unks_in[i] for i in tangent_at):
+            return _default_partial_eval(saveable, unks_in, inst_in, eqn)
+        primal_in = [eqn.invars[i] for i in primal_at]
+        known = pe.new_jaxpr_eqn(primal_in, eqn.outvars[:nx], p, dict(_prim=self.primal),
+                                 self.primal.effects, eqn.source_info, eqn.ctx)
+        staged = pe.new_jaxpr_eqn(primal_in + [eqn.invars[i] for i in tangent_at],
+                                  eqn.outvars[nx:], p, dict(_prim=_LoopTangent(self.primal)),
+                                  frozenset(), eqn.source_info, eqn.ctx)
+        res = [v for v, inst in zip(eqn.invars, inst_in) if type(v) is core.Var and not inst]
+        flags = [False] * nx + [True] * ntx
+        return known, staged, flags, flags, res
+
+
+class _LoopTangent(VJPHiPrimitive):
+    """The tangents of the results of the loop ``loop`` as a (linear) function of
+    its operands' tangents: ``(cc, bc, x, tbc, tx) -> ty`` (``tbc``, ``tx``, ``ty``
+    for the inexact values only). Evaluated, it runs the JVP loop; transposed
+    (``jax.grad`` through ``jax.checkpoint``), it is the checkpointed backward
+    pass, which recomputes the loop from ``x``."""
+
+    stage_low = True  # see runtime/lowjit.py
+
+    def __init__(self, loop):
+        cc_av, bc_av, x_av = loop.in_avals
+        self.fb, self.fi = _floats(bc_av), _floats(x_av)
+        tb_av = tuple(bc_av[i].to_tangent_aval() for i in self.fb)
+        tx_av = tuple(x_av[i].to_tangent_aval() for i in self.fi)
+        self.in_avals = (cc_av, bc_av, x_av, tb_av, tx_av)
+        self.out_aval = tx_av
+        self.params = dict(loop=loop)
+        super().__init__()
+
+    def _operands(self, cc, bc, x, tb, tx):
+        return tuple(cc), tuple(bc) + tuple(tb), tuple(x) + tuple(tx)
+
+    def tangent(self, cc, bc, x, tb, tx):
+        """The same, with this module's loops (differentiable in turn)."""
+        return tuple(self.loop.jvp_loop()(*self._operands(cc, bc, x, tb, tx))[len(x):])
+
+    def expand(self, cc, bc, x, tb, tx):
+        return tuple(self.loop.jvp_loop().expand(*self._operands(cc, bc, x, tb, tx))[len(x):])
+
+    def jvp(self, primals, tangents):
+        tangents = tuple(_instantiate(t, a) for t, a in zip(tangents, self.in_avals))
+        return jax.jvp(self.tangent, primals, tangents)
+
+    def transpose(self, out_ct, cc, bc, x, tb_acc, tx_acc):
+        loop = self.loop.quiet()
+        _, bc_av, x_av = self.loop.in_avals
+        ct = [jnp.zeros(a.shape, a.to_tangent_aval().dtype) for a in x_av]
+        for i, t, a in zip(self.fi, out_ct, self.out_aval):
+            ct[i] = jnp.zeros(a.shape, a.dtype) if isinstance(t, _ad_util.Zero) else t
+        _, saved = _forward(loop._cond, loop._body, tuple(cc), tuple(bc), tuple(x),
+                            loop.checkpoints)
+        ct_bc, ct_x = _backward(loop._recompute, tuple(bc), saved, tuple(ct), bc_av, x_av,
+                                loop.checkpoints)
+        for accs, grads, at in ((tb_acc, ct_bc, self.fb), (tx_acc, ct_x, self.fi)):
+            for acc, i in zip(accs, at):  # (an operand that is not linear: no accumulator)
+                if hasattr(acc, "accum") and not isinstance(grads[i], _ad_util.Zero):
+                    acc.accum(grads[i])
+
+    def batch(self, axis_data, args, dims):
+        out = jax.vmap(self.tangent, in_axes=dims, axis_size=axis_data.size)(*args)
+        return out, tuple(0 for _ in out)
+
+
+def _has_effects(effects):
+    quiet = tuple(getattr(_core, n) for n in ("NamedAxisEffect", "InternalMutableArrayEffect")
+                  if hasattr(_core, n))
+    return any(not isinstance(e, quiet) for e in effects)
+
+
+def _default_partial_eval(saveable, unks_in, inst_in, eqn):
+    """What JAX's ``partial_eval_jaxpr_custom`` does with an equation of a
+    primitive that has no rule (an offloading policy keeps the value instead)."""
+    _, pe, core = _remat
+    n = len(eqn.outvars)
+    res = [v for v, inst in zip(eqn.invars, inst_in) if type(v) is core.Var and not inst]
+    if any(unks_in):
+        return None, eqn, [True] * n, [True] * n, res
+    policy = pe.ensure_enum(saveable(eqn.primitive, *[v.aval for v in eqn.invars],
+                                     **eqn.params))
+    if _has_effects(eqn.effects) or not isinstance(policy, pe.RecomputeType):
+        return eqn, None, [False] * n, [False] * n, []
+    return eqn, eqn, [False] * n, [True] * n, res
+
+
+def _install_remat_rule():
+    """Give ``call_hi_primitive`` a ``partial_eval_jaxpr_custom`` rule (JAX has
+    none) that sends a ``_JvpLoop`` equation to its own rule and does what JAX
+    does without a rule for every other equation (other libraries' primitives)."""
+    p, pe, _ = _remat
+    rules = pe.partial_eval_jaxpr_custom_rules
+    previous = rules.get(p)
+    if getattr(previous, "autoflow", False):
+        return
+
+    def rule(saveable, unks_in, inst_in, eqn):
+        prim = eqn.params.get("_prim")
+        if isinstance(prim, _JvpLoop):
+            return prim.partial_eval(saveable, unks_in, inst_in, eqn)
+        if previous is not None:
+            return previous(saveable, unks_in, inst_in, eqn)
+        return _default_partial_eval(saveable, unks_in, inst_in, eqn)
+
+    rule.autoflow = True
+    rules[p] = rule
+
+
+_remat = remat_internals() if AVAILABLE else None
+if _remat is not None:
+    _install_remat_rule()
+
+
 _plain = threading.local()
 
 
@@ -406,10 +587,10 @@ def _write(buf, slot, x):
 def _layout(checkpoints):
     """How a budget of ``checkpoints`` carries is spent: ``(slots, forward, sweep)``:
     ``slots`` saved carries (at most ``forward`` of them by the forward pass, the
-    rest by the backward pass's bisection), and a sweep buffer of ``sweep``
-    carries. ``slots + sweep == checkpoints`` (one more scratch slot)."""
-    sweep = min(64, max(2, checkpoints // 4))
-    slots = max(2, checkpoints - sweep)
+    rest by the backward pass's splits), a sweep buffer of ``sweep`` carries and
+    one scratch slot: ``slots + sweep + 1 == checkpoints`` (from 8 on)."""
+    sweep = min(64, max(2, checkpoints // 3))
+    slots = max(2, checkpoints - sweep - 1)
     forward = max(2, min(slots, checkpoints // 2) // 2 * 2)
     return slots, forward, sweep
 
@@ -457,16 +638,36 @@ def _advance(body, bc, x, k, checkpoints):
     return _fori(k, lambda i, x: body(bc, x), x, checkpoints)
 
 
+def _split(gap, nfree, sweep, slots):
+    """How many parts ``m + 1`` to cut a gap of ``gap`` steps into (``m`` saves),
+    with ``nfree`` free slots, so that the parts end up shorter than ``sweep``:
+    cutting into ``b`` parts at each of ``L = ceil(log_b((gap + 1) / sweep))``
+    levels uses ``(b - 1) L`` slots at most and recomputes each step about
+    ``L (b - 1) / b`` times; the ``b`` with the fewest recomputations among those
+    whose slots are free (``b = 2``, bisection, when none fits)."""
+    b = jnp.arange(2, slots + 2, dtype=jnp.float32)
+    ratio = jnp.maximum((gap + 1).astype(jnp.float32) / sweep, 1.0)
+    levels = jnp.maximum(1.0, jnp.ceil(jnp.log(ratio) / jnp.log(b) - 1e-4))
+    fits = (b - 1) * levels <= nfree
+    cost = jnp.where(fits, levels * (b - 1) / b, jnp.inf)
+    m = jnp.argmin(cost).astype(jnp.int32) + 1
+    return jnp.where(jnp.any(fits), m, 1)
+
+
 def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
     """Reverse steps ``n-1 .. 0``, from the last to the first.
 
     Each round looks at the gap between the step ``t`` to reverse next and the
     nearest saved carry ``p <= t``. A gap shorter than the sweep buffer
-    (``checkpoints // 4`` carries, at most 64) is swept: its carries are recomputed into
-    the buffer, then reversed one by one. A longer gap is halved, saving the
-    carry at its midpoint in a free slot (bisection: each step is recomputed
-    about ``log2(gap / sweep)`` times); with no free slot left, the last
-    ``sweep`` steps before ``t`` are recomputed from ``p`` and swept.
+    (``checkpoints // 3`` carries, at most 64) is swept: its carries are recomputed into
+    the buffer, then reversed one by one. A longer gap is split: the carry
+    ``step`` steps above ``p`` is saved in a free slot, ``step`` being the length
+    of the first of the ``m + 1`` equal parts the gap would be cut into, where
+    ``m`` (``_split``) spends the free slots best over the levels of splitting
+    the gap needs (bisection when slots are scarce, more parts when they are
+    not). The next round sees the same gap less ``step`` above the new save, so
+    the gap is cut into its parts by one pass over it. With no free slot left,
+    the last ``sweep`` steps before ``t`` are recomputed from ``p`` and swept.
     """
     buf, pos, n = saved
     size, _, sweep_len = _layout(checkpoints)
@@ -510,8 +711,8 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
         slot_p = jnp.argmax(below).astype(jnp.int32)
         gap = t - below[slot_p]
         free = jnp.argmax(live < 0).astype(jnp.int32)
-        has_free = live[free] < 0
-        halve = (gap >= sweep_len) & has_free
+        nfree = jnp.sum(live < 0).astype(jnp.int32)
+        split = (gap >= sweep_len) & (nfree > 0)
         # a short gap sweeps from the lowest save within reach instead, so that
         # one round reverses up to `sweep_len` steps
         reach = jnp.where((live >= 0) & (live >= t - (sweep_len - 1)) & (live <= t), live,
@@ -520,16 +721,17 @@ def _backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints):
         p = pos[slot_p]
         xp = tuple(b[slot_p] for b in buf)
         start = jnp.where(gap < sweep_len, p, t - (sweep_len - 1))
-        q = jnp.where(halve, t - gap + (gap + 1) // 2, start)
+        m = _split(gap, nfree, sweep_len, size)
+        q = jnp.where(split, t - gap + (gap + 1 + m) // (m + 1), start)
         xq = _advance(body, bc, xp, q - p, checkpoints)
-        ct, ct_bc = lax.cond(halve, lambda a: a[2:],
+        ct, ct_bc = lax.cond(split, lambda a: a[2:],
                              sweep, (xq, t - q + 1, ct, ct_bc))
         # a midpoint is saved; the saves a sweep covered are freed
-        slot = jnp.where(halve, free, size)
+        slot = jnp.where(split, free, size)
         buf = _write(buf, slot, xq)
-        pos = pos.at[slot].set(jnp.where(halve, q, -1))
-        pos = jnp.where(~halve & (pos >= start) & (pos <= t), -1, pos)
-        return jnp.where(halve, t, q - 1), buf, pos, ct, ct_bc
+        pos = pos.at[slot].set(jnp.where(split, q, -1))
+        pos = jnp.where(~split & (pos >= start) & (pos <= t), -1, pos)
+        return jnp.where(split, t, q - 1), buf, pos, ct, ct_bc
 
     ct0 = tuple(out_ct[i] for i in fi)
     ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
