@@ -41,10 +41,12 @@ def _calls_per_line(src, tmp_path, name):
     return deep_call(count) / len(src.splitlines())
 
 
+# The sizes of issue 22: depth 5 to 100 (98 is Python's own limit in a def),
+# 10 to 1000 elif branches, 10 to 5000 statements in one function.
 @pytest.mark.parametrize("case,small,big", [
-    ("depth", 5, 60),
-    ("elif", 20, 200),
-    ("statements", 10, 1000),
+    ("depth", 5, 98),
+    ("elif", 10, 1000),
+    ("statements", 10, 5000),
 ])
 def test_work_per_line_is_flat(case, small, big, tmp_path):
     make = {"depth": cs.depth_source, "elif": cs.elif_source,
@@ -53,6 +55,19 @@ def test_work_per_line_is_flat(case, small, big, tmp_path):
     b = _calls_per_line(make(big), tmp_path, f"{case}_{big}")
     # quadratic work showed as 3.5x (depth 5 -> 60) and 10x (elif 20 -> 200)
     assert b / a < 1.5, (case, small, a, big, b)
+
+
+def test_work_per_line_grows_by_the_chunk_flag_only():
+    # A chain of more than chains.CHUNK branches carries its flag through
+    # every level of each chunk but the last (a second carry beside `y`
+    # here: about a third more work per branch than an unchunked chain's),
+    # and nothing more as the chain grows: no work is repeated per chunk.
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        per_line = {n: _calls_per_line(cs.elif_source(n), tmp, f"chain_{n}")
+                    for n in (100, 1000)}
+    assert per_line[1000] / per_line[100] < 1.05, per_line
 
 
 def _load(src, tmp_path, name):
@@ -119,3 +134,84 @@ def test_summaries_agree_with_the_plain_analysis(monkeypatch):
         af_api._by_code.clear()
         af_api._transformed(fn, options)
     af_api._by_code.clear()
+
+
+def _random_chain(rng, n):
+    """An ``if``/``elif`` chain of ``n`` branches with bodies that read, bind,
+    return, raise and nest, and tests that read and bind (walrus)."""
+    names = ["a", "b", "c", "d"]
+
+    def stmt(depth):
+        k = rng.randrange(9 if depth < 2 else 7)
+        v, w = rng.choice(names), rng.choice(names)
+        if k == 7:
+            return ([f"if {w}:"] + ["    " + x for x in body(depth + 1)]
+                    + ["else:"] + ["    " + x for x in body(depth + 1)])
+        if k == 8:
+            return [f"for {v} in {w}:"] + ["    " + x for x in body(depth + 1)]
+        return [[f"{v} = 1"], [f"{v} = {w} + 1"], [f"{v} += 1"], ["return " + w],
+                [f"raise ValueError({w})"], ["pass"], [f"del {v}"]][k]
+
+    def body(depth):
+        return [x for _ in range(rng.randrange(1, 3)) for x in stmt(depth)]
+
+    def test():
+        v, w = rng.choice(names), rng.choice(names)
+        return rng.choice([f"x < {w}", f"({v} := x)", "x"])
+
+    lines = []
+    for i in range(n):
+        lines.append(("if " if i == 0 else "elif ") + test() + ":")
+        lines += ["    " + x for x in body(0)]
+    if rng.random() < 0.7:
+        lines += ["else:"] + ["    " + x for x in body(0)]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_chain_guard_is_the_whole_chain_analysis():
+    # chains._guarded computes, branch by branch and stopping early, what the
+    # chain's flag guards: what it binds on every falling path and does not
+    # read first. It must equal the whole chain's liveness, computed once more.
+    import random
+
+    import gast
+
+    from autoflow.analysis.summaries import Summaries
+    from autoflow.transforms import chains
+
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(400):
+        src = _random_chain(rng, rng.randrange(1, 6))
+        (s,) = gast.parse(src).body
+        branches, final = chains._branches(s)
+        plain = (chains._bound_falling([s]) or set()) - Summaries().live_in([s], set())
+        assert chains._guarded(s, branches, final) == plain, src
+        seen.add(frozenset(plain))
+    assert len(seen) > 5  # the programs exercise more than the empty answer
+
+
+def test_printing_a_module_pauses_the_cyclic_gc(monkeypatch):
+    # `autoflow convert` keeps every node of a function alive until it is
+    # printed: with the cyclic GC on, its full collections walked them all
+    # again and again (time per line grew with the function's size). The GC
+    # is paused while a module's functions convert and print, and left as it
+    # was found.
+    import gc
+
+    from autoflow.core.deep import run_deep
+    from autoflow.transforms import module, pipeline
+
+    seen = []
+    run = pipeline.run
+    monkeypatch.setattr(pipeline, "run", lambda *a: (seen.append(gc.isenabled()), run(*a))[1])
+    src = cs.elif_source(200)
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            text, changed = run_deep(module.convert_module, src, "<chain>")
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+        assert changed == ["f"] and "af.if_stmt" in text
+    assert seen == [False, False]

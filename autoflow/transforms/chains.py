@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import gast
 
-from ..analysis.activity import bound_names
+from ..analysis.activity import bound_names, expr_reads
+from ..analysis import summaries
 from ..analysis.summaries import Summaries
 from ..core.templates import replace
 from .util import stamp
@@ -64,6 +65,31 @@ def _bound_falling(stmts):
                                 gast.AsyncWith)) and not hasattr(s, "body"):
             out.update(bound_names([s]))
     return out
+
+
+def _guarded(s, branches, final):
+    """What the chain starting at ``s`` binds on every path that falls through
+    and does not read before binding it: ``_bound_falling([s])`` less
+    ``Summaries().live_in([s], set())``.
+
+    The liveness of an ``if`` is the union of its test's reads and its two
+    blocks' (a walrus in a test binds nothing for it), so the chain's is the
+    union of every test's reads and every block's own: computed branch by
+    branch, it stops as soon as no candidate is left (an accumulator that
+    the first branches read), instead of analysing the whole chain once more
+    before ``control_flow`` analyses it.
+    """
+    names = _bound_falling([s])
+    if not names:
+        return set()
+    sums = Summaries()
+    for b in branches:
+        names.difference_update(expr_reads(b.test))
+        if names:
+            names -= sums.live_in(b.body, set())
+        if not names:
+            return names
+    return names - sums.live_in(final, set())
 
 
 def _branches(s):
@@ -110,7 +136,10 @@ class Chains:
         # and does not read before binding it, is read only after the chain,
         # where it is bound: a traced chunk may fill it with zeros meanwhile
         # (see Undefined.guarded), as the nested chain needed no value there.
-        safe = (_bound_falling([s]) or set()) - Summaries().live_in([s], set())
+        safe = _guarded(s, branches, final)
+        if summaries.CHECK:  # the whole chain's analysis, as it was computed before
+            plain = (_bound_falling([s]) or set()) - Summaries().live_in([s], set())
+            assert safe == plain, ("chain guard", safe, plain)
         out = stamp(replace("FLAG = False", FLAG=flag), s)
         groups = [branches[i:i + CHUNK] for i in range(0, len(branches), CHUNK)]
         for j, group in enumerate(groups):
