@@ -485,10 +485,11 @@ def _teaching(fn):
 
 
 def _may_raise(fn) -> bool:
-    """Does the file ``fn`` comes from have a ``raise`` or ``assert`` statement (so a
-    staged check can fire in ``fn`` or the helpers it calls there), or, on a JAX
-    without checkpointed loops, a ``while`` or ``for ... range(`` loop (which
-    ``jax.grad`` may then fail to differentiate)?"""
+    """Can a staged check fire in ``fn`` or the helpers it calls in its file (a
+    ``raise`` or ``assert`` in ``fn``, or in a function or class of the same file
+    that ``fn`` names, directly or through others it names), or, on a JAX without
+    checkpointed loops, does the file have a ``while`` or ``for ... range(`` loop
+    (which ``jax.grad`` may then fail to differentiate)? When in doubt, yes."""
     import linecache
 
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
@@ -497,10 +498,61 @@ def _may_raise(fn) -> bool:
     if code is None:
         return True
     lines = linecache.getlines(code.co_filename)
-    loops = () if _checkpointed_loops() else ("while ",)
-    return not lines or any(line.lstrip().startswith(("raise ", "assert ") + loops)
-                            or loops and line.lstrip().startswith("for ") and "range(" in line
-                            for line in lines)
+    if not lines:
+        return True
+    if not _checkpointed_loops():
+        if any(line.lstrip().startswith("while ") or line.lstrip().startswith("for ")
+               and "range(" in line for line in lines):
+            return True
+    if not any(line.lstrip().startswith(("raise", "assert")) for line in lines):
+        return False
+    try:
+        return _reaches_a_raise(code, lines)
+    except Exception:  # noqa: BLE001 - unreadable: keep the wrapper
+        return True
+
+
+_RAISES = {}  # filename -> (lines, {top-level name: (its node, raises?)}, module ast)
+
+
+def _reaches_a_raise(code, lines) -> bool:
+    import ast
+
+    from .core.parsing import _find
+
+    hit = _RAISES.get(code.co_filename)
+    if hit is None or hit[0] != lines:
+        tree = ast.parse("".join(lines))
+        tops = {}
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                raises = any(isinstance(n, (ast.Raise, ast.Assert)) for n in ast.walk(stmt))
+                tops.setdefault(stmt.name, []).append((stmt, raises))
+                if isinstance(stmt, ast.ClassDef):  # its methods, by their names too
+                    for m in stmt.body:
+                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            tops.setdefault(m.name, []).append((stmt, raises))
+        hit = _RAISES[code.co_filename] = (lines, tops, tree)
+    _, tops, tree = hit
+    node = _find(tree.body, code.co_firstlineno, code.co_name)
+    if node is None or isinstance(node, list):  # a lambda, or not found: every name it could
+        return True                             # reach is unknown
+    todo, seen = [node], set()
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        for sub in ast.walk(n):
+            if isinstance(sub, (ast.Raise, ast.Assert)):
+                return True
+            name = sub.id if isinstance(sub, ast.Name) else \
+                sub.attr if isinstance(sub, ast.Attribute) else None
+            for other, raises in tops.get(name, ()):
+                if raises:
+                    return True
+                todo.append(other)
+    return False
 
 
 def _checkpointed_loops() -> bool:
@@ -520,15 +572,17 @@ class _Jitted:
     ``except ValueError`` expects the ``ValueError``.
     """
 
-    __slots__ = ("_jitted", "_converted", "__dict__", "__weakref__")
+    __slots__ = ("_jitted", "_converted", "_inline", "__dict__", "__weakref__")
 
     def __init__(self, jitted, converted=None):
         self._jitted, self._converted = jitted, converted
+        # (decided once: a call only pays for what this JAX can need)
+        self._inline = converted is not None and not _checkpointed_loops()
         functools.update_wrapper(self, jitted)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
-        if self._converted is not None and _linearizing() and not _checkpointed_loops():
+        if self._inline and _linearizing():
             # jax.grad around it, on a JAX without checkpointed loops: trace the
             # function inline, so that its loops are staged knowing they are
             # differentiated (a scan where one can be, autoflow's error otherwise).

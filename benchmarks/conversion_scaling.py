@@ -112,8 +112,9 @@ def _table(rows, what):
 
 # The reading of the last full run (benchmarks/SCALING.md): update it with the numbers.
 READING = """\
-Reading (run of 2026-11-25, commit 84e3c74, on 2 cores shared with two other test runs,
-load average 4-5; no quiet measurement was possible):
+Reading. The tables above are a quiet run (2026-11-25, after merging commit 84e3c74, load
+average under 2); the reading was first written for a loaded run of the same code (load
+4-5), whose calls ratios were identical:
 
 - Work: calls per line stay within 1.5x over issue 22's sizes in both tables: nesting
   depth 5 -> 98 (Python's own limit: 100 levels of indentation in a file) 1.18x / 1.13x
@@ -127,15 +128,16 @@ load average 4-5; no quiet measurement was possible):
   line grow 1.02x. The previous run's 1.52x included the chains pass analysing the
   whole chain once more to find what the flag guards (3% of the work); it now stops as
   soon as that is known (in this chain, after two branches).
-- Time: ratios follow the calls for function length (1.05x / 1.06x at 5000 statements)
-  but not for depth (1.35x / 1.36x at 98) and elif chains (1.95x / 1.64x at 1000):
-  there a unit of work costs more time in the large, deeply nested trees than in the
-  small ones (about 1.3x per call for the 1000-branch chain), on this loaded machine.
-  That part of issue 22's target (time within 1.5x) is not shown here.
+- Time (quiet run): within 1.5x for function length (1.16x / 1.18x at 5000 statements)
+  and depth (1.37x / 1.29x at 98), not for elif chains (1.93x / 1.69x at 1000): there a
+  unit of work costs more time in the large tree than in the small one (about 1.3x per
+  call for the 1000-branch chain; 100 -> 1000 branches is 1.22x in time). That part of
+  issue 22's target (time within 1.5x from 10 to 1000 branches) is not met.
 - `autoflow convert` now pauses the cyclic GC while it converts, as `autoflow.convert`
   already did: with the GC on, the 1000-branch chain took 1.6x the time per line of the
   same conversion with it paused (a 10-branch chain 1.15x).
-- Expression rows have 4 lines: their work is linear in the number of terms."""
+- Expression rows have 4 lines: their work is linear in the number of terms.
+"""
 
 
 def main(argv=None):

@@ -1,0 +1,86 @@
+"""``autoflow.jit`` wraps a function (to re-raise a user's exception from a staged
+``raise``/``assert`` as itself) only when a check can fire in it: a ``raise`` in
+the function, or in a function or class of its file that it names. Other
+functions are ``jax.jit``'s own (no Python frame per call)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import jax.numpy as jnp
+import pytest
+
+import autoflow
+
+SOURCE = '''
+import jax.numpy as jnp
+
+
+def check_positive(x):
+    if x < 0:
+        raise ValueError("negative input")
+    return x
+
+
+class Checker:
+    def check(self, x):
+        assert x < 100.0, "too large"
+        return x
+
+
+def uses_helper(x):
+    y = x * 2.0
+    return check_positive(y) + 1.0
+
+
+def uses_helper_through_another(x):
+    return uses_helper(x) - 1.0
+
+
+def uses_method(x):
+    return Checker().check(x)
+
+
+def pure(x):
+    if x > 0:
+        return x * 2.0
+    return -x
+
+
+def harness(a, b):
+    if a.shape != b.shape:
+        raise AssertionError("shapes")
+'''
+
+
+@pytest.fixture()
+def module(tmp_path):
+    path = tmp_path / "wrapper_choice_mod.py"
+    path.write_text(SOURCE)
+    spec = importlib.util.spec_from_file_location("wrapper_choice_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", ["uses_helper", "uses_helper_through_another"])
+def test_a_raise_in_a_helper_of_the_file_is_re_raised_as_itself(module, name):
+    f = autoflow.jit(getattr(module, name))
+    assert float(f(jnp.float32(2.0))) == getattr(module, name)(2.0)
+    with pytest.raises(ValueError, match="negative input"):
+        f(jnp.float32(-2.0)).block_until_ready()
+
+
+def test_an_assert_in_a_method_it_names_is_re_raised_as_itself(module):
+    f = autoflow.jit(module.uses_method)
+    assert float(f(jnp.float32(2.0))) == 2.0
+    with pytest.raises(AssertionError, match="too large"):
+        f(jnp.float32(200.0)).block_until_ready()
+
+
+def test_a_function_that_reaches_no_raise_is_jax_jit_itself(module):
+    f = autoflow.jit(module.pure)
+    assert type(f).__name__ != "_Jitted"
+    assert float(f(jnp.float32(3.0))) == module.pure(3.0)
+    assert float(f(jnp.float32(-3.0))) == module.pure(-3.0)
+    assert type(autoflow.jit(module.uses_helper)).__name__ == "_Jitted"
