@@ -512,7 +512,7 @@ def _may_raise(fn) -> bool:
         return True
 
 
-_RAISES = {}  # filename -> (lines, {top-level name: (its node, raises?)}, module ast)
+_RAISES = {}  # filename -> (lines, {name: [(top-level def or class, raises?)]}, module ast)
 
 
 def _reaches_a_raise(code, lines) -> bool:
