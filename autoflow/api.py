@@ -512,17 +512,19 @@ def _may_raise(fn) -> bool:
         return True
 
 
-_RAISES = {}  # filename -> (lines, {name: [(top-level def or class, raises?)]}, module ast)
+_RAISES = {}  # filename -> (its ast, {name: [(top-level def or class, raises?)]})
 
 
 def _reaches_a_raise(code, lines) -> bool:
     import ast
 
-    from .core.parsing import _find
+    from .core.parsing import _find, module_ast
 
+    tree = module_ast(code.co_filename, lines)
+    if tree is None:
+        return True
     hit = _RAISES.get(code.co_filename)
-    if hit is None or hit[0] != lines:
-        tree = ast.parse("".join(lines))
+    if hit is None or hit[0] is not tree:
         tops = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -532,8 +534,8 @@ def _reaches_a_raise(code, lines) -> bool:
                     for m in stmt.body:
                         if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                             tops.setdefault(m.name, []).append((stmt, raises))
-        hit = _RAISES[code.co_filename] = (lines, tops, tree)
-    _, tops, tree = hit
+        hit = _RAISES[code.co_filename] = (tree, tops)
+    tops = hit[1]
     node = _find(tree.body, code.co_firstlineno, code.co_name)
     if node is None or isinstance(node, list):  # a lambda, or not found: every name it could
         return True                             # reach is unknown

@@ -44,13 +44,9 @@ def _from_module(code):
         lines = linecache.getlines(filename)
     if not lines:
         return None
-    hit = _modules.get(filename)
-    if hit is None or hit[0] is not lines and hit[0] != lines:
-        try:
-            tree = ast.parse("".join(lines))
-        except (SyntaxError, ValueError):
-            return None
-        hit = _modules[filename] = (lines, tree, {})
+    hit = _parsed(filename, lines)
+    if hit is None:
+        return None
     key = (code.co_firstlineno, code.co_name)
     found = hit[2]
     if key not in found:
@@ -72,6 +68,26 @@ def _from_module(code):
     node = clone(node)
     node.decorator_list = []
     return node
+
+
+def _parsed(filename, lines):
+    """``(lines, ast module, {(first line, name): gast node})`` for a file, parsed
+    once for these lines (``None`` if they do not parse)."""
+    hit = _modules.get(filename)
+    if hit is None or hit[0] is not lines and hit[0] != lines:
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError):
+            return None
+        hit = _modules[filename] = (lines, tree, {})
+    return hit
+
+
+def module_ast(filename, lines):
+    """The ``ast`` module of a file's ``lines``, parsed once (shared with the
+    conversion); ``None`` if they do not parse."""
+    hit = _parsed(filename, lines)
+    return None if hit is None else hit[1]
 
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")

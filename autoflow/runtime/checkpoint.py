@@ -146,6 +146,15 @@ def _floats(avals):
     return tuple(i for i, a in enumerate(avals) if _inexact(a))
 
 
+def _tangents_of(in_avals):
+    """For a loop's ``(cc, bc, x)`` avals: the positions of the inexact values of
+    ``bc`` and ``x``, and the avals of their tangents."""
+    _, bc_av, x_av = in_avals
+    fb, fi = _floats(bc_av), _floats(x_av)
+    return (fb, fi, tuple(bc_av[i].to_tangent_aval() for i in fb),
+            tuple(x_av[i].to_tangent_aval() for i in fi))
+
+
 def _specs(avals):
     return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
 
@@ -357,9 +366,7 @@ class _JvpLoop(_WhileLoop):
 
     def __init__(self, primal):
         cc_av, bc_av, x_av = primal.in_avals
-        fb, fi = _floats(bc_av), _floats(x_av)
-        tb_av = tuple(bc_av[i].to_tangent_aval() for i in fb)
-        tx_av = tuple(x_av[i].to_tangent_aval() for i in fi)
+        fb, fi, tb_av, tx_av = _tangents_of(primal.in_avals)
         ncc, nbc, ntb, nx = len(cc_av), len(bc_av), len(tb_av), len(x_av)
 
         def cond(*a):  # (*cc, *x, *tx)
@@ -387,7 +394,7 @@ class _JvpLoop(_WhileLoop):
 
     def partial_eval(self, saveable, unks_in, inst_in, eqn):
         """JAX's ``partial_eval_jaxpr_custom`` rule for this equation (see the class)."""
-        p, pe, core = _remat
+        p, pe, _ = _remat
         ncc, nbc, ntb, nx, ntx = self.sizes
         primal_at = [*range(ncc + nbc), *range(ncc + nbc + ntb, ncc + nbc + ntb + nx)]
         tangent_at = [*range(ncc + nbc, ncc + nbc + ntb),
@@ -400,9 +407,8 @@ class _JvpLoop(_WhileLoop):
         staged = pe.new_jaxpr_eqn(primal_in + [eqn.invars[i] for i in tangent_at],
                                   eqn.outvars[nx:], p, dict(_prim=_LoopTangent(self.primal)),
                                   frozenset(), eqn.source_info, eqn.ctx)
-        res = [v for v, inst in zip(eqn.invars, inst_in) if type(v) is core.Var and not inst]
         flags = [False] * nx + [True] * ntx
-        return known, staged, flags, flags, res
+        return known, staged, flags, flags, _residuals(eqn, inst_in)
 
 
 class _LoopTangent(VJPHiPrimitive):
@@ -416,9 +422,7 @@ class _LoopTangent(VJPHiPrimitive):
 
     def __init__(self, loop):
         cc_av, bc_av, x_av = loop.in_avals
-        self.fb, self.fi = _floats(bc_av), _floats(x_av)
-        tb_av = tuple(bc_av[i].to_tangent_aval() for i in self.fb)
-        tx_av = tuple(x_av[i].to_tangent_aval() for i in self.fi)
+        self.fb, self.fi, tb_av, tx_av = _tangents_of(loop.in_avals)
         self.in_avals = (cc_av, bc_av, x_av, tb_av, tx_av)
         self.out_aval = tx_av
         self.params = dict(loop=loop)
@@ -464,12 +468,18 @@ def _has_effects(effects):
     return any(not isinstance(e, quiet) for e in effects)
 
 
+def _residuals(eqn, inst_in):
+    """The operands of ``eqn`` a staged equation reads from the known side."""
+    core = _remat[2]
+    return [v for v, inst in zip(eqn.invars, inst_in) if type(v) is core.Var and not inst]
+
+
 def _default_partial_eval(saveable, unks_in, inst_in, eqn):
     """What JAX's ``partial_eval_jaxpr_custom`` does with an equation of a
     primitive that has no rule (an offloading policy keeps the value instead)."""
-    _, pe, core = _remat
+    pe = _remat[1]
     n = len(eqn.outvars)
-    res = [v for v, inst in zip(eqn.invars, inst_in) if type(v) is core.Var and not inst]
+    res = _residuals(eqn, inst_in)
     if any(unks_in):
         return None, eqn, [True] * n, [True] * n, res
     policy = pe.ensure_enum(saveable(eqn.primitive, *[v.aval for v in eqn.invars],

@@ -647,19 +647,17 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 _, dyn = checkpoint.while_loop(
                     full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
                     (jnp.asarray(start, jnp.int32), init), checkpoints=checkpoints)
-        except ConversionError:
-            if not hinted:
+        except (ConversionError, _Restart) as r:
+            error = isinstance(r, ConversionError)
+            if error and not hinted:
                 raise
-            # (an error under a remembered definition: make sure it is the program's)
-            state, hinted, accum, defined = entry_state, None, {}, {}
-            _DEFINED.pop(key, None)
-            continue
-        except _Restart as r:
-            kind_of_change, changes = r.changes
-            if kind_of_change == "unhint":  # start again as if nothing were remembered
+            if error or r.changes[0] == "unhint":
+                # Start again as if nothing were remembered: the hint did not fit, or
+                # an error under it must be shown to be the program's own.
                 state, hinted, accum, defined = entry_state, None, {}, {}
                 _DEFINED.pop(key, None)
                 continue
+            kind_of_change, changes = r.changes
             if kind_of_change == "accumulate":
                 accum.update({j: _parts(state, names)[j] for j in changes})
             elif kind_of_change == "keys":
