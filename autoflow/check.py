@@ -100,7 +100,7 @@ def _operator_call(node, alias):
     """The operator name if ``node`` is ``alias.<operator>(...)``."""
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
             and isinstance(node.func.value, gast.Name) and node.func.value.id == alias \
-            and node.func.attr in OPERATORS:
+            and (node.func.attr in OPERATORS or node.func.attr == "if_chain"):
         return node.func.attr
     return None
 
@@ -293,6 +293,9 @@ class _Reader:
             todo.extend(c for c in gast.iter_child_nodes(n) if not isinstance(c, gast.stmt))
 
     def _read_call(self, op, call, stmt, block, k):
+        if op == "if_chain":
+            self._read_if_chain(call, stmt, block, k)
+            return
         kind = OPERATORS[op]
         key = (call.lineno, call.col_offset, kind)
         if key not in self.user:
@@ -352,7 +355,8 @@ class _Reader:
                       note="returns the function's result; " + self._if_choice(block, k, call))
             return
         # Outputs unbound before the `if` (`x = af.Undefined('x')` right before
-        # the branch functions) must be assigned by both branches.
+        # the branch functions) must be assigned by both branches; not those
+        # read only where bound (`guarded=True`: a staged path fills them).
         undefined = set()
         j = k - 1
         while j >= 0 and isinstance(block[j], (gast.FunctionDef, gast.Assign)):
@@ -360,7 +364,8 @@ class _Reader:
             if isinstance(s, gast.Assign):
                 if not _is_call_to(s.value, self.alias, "Undefined"):
                     break
-                undefined |= {t.id for t in s.targets if isinstance(t, gast.Name)}
+                if not any(kw.arg == "guarded" for kw in s.value.keywords):
+                    undefined |= {t.id for t in s.targets if isinstance(t, gast.Name)}
             j -= 1
         problems = []
         for which, fn_name in (("true", call.args[1]), ("false", call.args[2])):
@@ -379,6 +384,21 @@ class _Reader:
         else:
             self._add(key, status=CONVERTS, becomes="lax.cond", carries=names,
                       note=self._if_choice(block, k, call))
+
+    def _read_if_chain(self, call, stmt, block, k):
+        """``af.if_chain(tests, fns, operands[, names])`` (a chunk of a long
+        ``elif`` chain): each test is read as the ``if`` it was, its branch
+        against the next one (the final ``else`` for the last test)."""
+        tests, fns = call.args[0].elts, call.args[1].elts
+        rest = call.args[2:]
+        if isinstance(stmt, gast.Return) and stmt.value is call:
+            rest = rest[:1]  # a returning chain: no names
+        for i, test in enumerate(tests):
+            key = (test.lineno, test.col_offset, "if")
+            if key in self.user:
+                level = gast.Call(func=call.func, args=[test.body, fns[i], fns[i + 1], *rest],
+                                  keywords=[])
+                self._read_if(key, level, stmt, block, k)
 
     def _if_choice(self, block, k, call):
         """How the cost rule (runtime/lowering.py) will likely lower this traced ``if``."""

@@ -8,7 +8,7 @@ import os as _os
 
 from ._jax_compat import hide_frames_of as _hide_frames_of
 
-from .operators import (and_, compare, enumerate, for_stmt, if_exp, if_stmt, ld, not_, or_,
+from .operators import (and_, compare, enumerate, for_stmt, if_chain, if_exp, if_stmt, ld, not_, or_,
                         python_condition, python_operand, range, reversed, roll, unroll,
                         while_stmt, zip)
 from .raising import exception, passthrough as _passthrough
@@ -23,7 +23,7 @@ _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
            "enumerate", "exception", "fstring", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
-           "int", "float", "bool", "for_stmt", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
+           "int", "float", "bool", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]
 
 from . import calls as _calls  # noqa: E402

@@ -26,12 +26,14 @@ class Event:
     lowered: str        # 'python', 'lax.cond', 'lax.while_loop', 'lax.fori_loop', ...
 
 
-def note(statement, lowered):
+def note(statement, lowered, site=None):
+    """Record what ``statement`` lowered to, at ``site()`` (default: the caller's
+    caller's user line)."""
     if not _recording:
         return
     log = getattr(_state, "log", None)
     if log is not None:
-        log.append(Event(user_site(2), statement, lowered))
+        log.append(Event(site() if site is not None else user_site(2), statement, lowered))
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..core.origin import message, user_site
+from ..core.origin import Site, message, user_site
 from ..errors import ConversionError
 from . import events, lowering, staging
 from .raising import StagedRaise
@@ -183,13 +183,76 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
         events.note("if", _lowered_as())
 
 
+def if_chain(tests, fns, operands=(), names=None, state=None):
+    """An ``if``/``elif`` chain: the branch of the first true test, else the last.
+
+    ``tests`` are thunks, ``fns`` one branch function per test and one for the
+    final ``else``. Plain Python::
+
+        def if_chain(tests, fns, operands=(), names=None):
+            for test, fn in zip(tests, fns):
+                if test():
+                    return fn(*operands)
+            return fns[-1](*operands)
+
+    A test is evaluated only when every test before it was false, as in
+    Python. From a traced test on, the rest is ``if_stmt`` nested in the
+    false branch (``lax.cond``), the rest of the tests traced inside it: the
+    same program as the chain of nested ``if``s it replaces.
+    """
+    for i, test in enumerate(tests):
+        cond = test()
+        site = _thunk_site(test)
+        c = truth(cond, site)
+        if c is None:
+            rest_tests, rest = tests[i + 1:], fns[i + 1:]
+            if rest_tests:
+                inner = Shared(*state._args) if isinstance(state, Shared) else None
+
+                def false_fn(*ops, rest_tests=rest_tests, rest=rest, inner=inner):
+                    return if_chain(rest_tests, rest, ops, names, inner)
+            else:
+                false_fn = rest[0]
+            try:
+                return _cond(cond, fns[i], false_fn, operands, names, state, site)
+            finally:
+                events.note("if", _lowered_as(), lambda: _line_of(site))
+        events.note("if", "python", lambda: _line_of(site))
+        if c:
+            return fns[i](*operands)
+    return fns[-1](*operands)
+
+
+def _thunk_site(thunk):
+    """The site of the test a thunk evaluates (its first line and column)."""
+    code = getattr(thunk, "__code__", None)
+    if code is None:
+        return _site
+
+    def site():
+        # the first instructions stand at the generated lambda (an empty span)
+        line, col = code.co_firstlineno, None
+        for pos in code.co_positions():
+            if None not in pos and (pos[1], pos[3]) > (pos[0], pos[2]):
+                line, col = pos[0], pos[2]
+                break
+        return Site(code.co_filename, line, col)
+    return site
+
+
+def _line_of(site):
+    """The test's line, as ``explain`` matches it to the ``elif`` there."""
+    s = site()
+    return Site(s.filename, s.lineno) if s is not None else None
+
+
 def _lowered_as():
     return {"select": "select (lax.select)", None: "lax.cond"}.get(lowering.last_choice(),
                                                                    "lax.cond")
 
 
 @reissuing
-def _cond(cond, true_fn, false_fn, operands, names, shared):
+def _cond(cond, true_fn, false_fn, operands, names, shared, site=_site):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
     n = len(names) if names is not None else None
@@ -205,7 +268,7 @@ def _cond(cond, true_fn, false_fn, operands, names, shared):
             keep.also = {id(o) for o in shared.objects} if active else set()
             try:
                 result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands,
-                                      all_names, _site)
+                                      all_names, site)
             except MoreState as m:
                 m.undo()
                 if active:
@@ -219,7 +282,7 @@ def _cond(cond, true_fn, false_fn, operands, names, shared):
                 raise
             result = split(result)
             return _unpack(keep.write_back(_pack(result, n))) if keep.same else result
-        raise ConversionError(message(_site(), "the state this `if` changes never settles"))
+        raise ConversionError(message(site(), "the state this `if` changes never settles"))
     except StagedRaise as r:
         if in_staged_block():
             raise

@@ -22,6 +22,13 @@ branches, run one after the other under a flag that says no branch ran yet::
                                        chain = False
                                        if x < 16: ...
 
+Each chunk then becomes one flat ``af.if_chain`` (``control_flow._if``): its
+tests as thunks and its branches as functions side by side, instead of a
+branch function nested in the ``else`` of the one before. Converting it is
+work per branch, not per level of nesting, and a traced chunk stages the
+same nested ``lax.cond``s (``runtime.operators.if_chain``). A chunk whose
+later test binds a name (``:=``) stays a nested chain.
+
 The tests are evaluated exactly when Python evaluates them (a test of a later
 chunk only runs if no earlier branch did) and each branch runs in the same
 cases, so on concrete values the result is Python's. When a test is traced,
@@ -152,7 +159,9 @@ class Chains:
                 else:  # no branch of this chunk ran: the next chunk's turn
                     b.orelse = stamp(replace("FLAG = True", FLAG=flag), b)
                 b.af_exit_guard = safe
+                b.af_chain_link = k > 0
             head = group[0]
+            head.af_chain = len(group)  # control_flow makes it one flat `af.if_chain`
             if j == 0:
                 out.append(head)
             else:

@@ -74,6 +74,10 @@ def _params_of(fn):
     return names
 
 
+# A test that binds a name or suspends cannot move into a thunk.
+_BINDING_EXPRS = (gast.NamedExpr, gast.Await, gast.Yield, gast.YieldFrom)
+
+
 class ControlFlow:
     def __init__(self, ctx):
         self.ctx = ctx
@@ -251,6 +255,8 @@ class ControlFlow:
     # ---- if ---------------------------------------------------------------
     def _if(self, s, local):
         sums = self.sums
+        levels = self._chain(s)
+        blocks = [lv.body for lv in levels] + [levels[-1].orelse]
         returning = sums.has_return(s)
         modified = sums.bound_block(s.body + s.orelse)
         modified += [n for n in self._called(s) if n not in modified]
@@ -265,8 +271,10 @@ class ControlFlow:
             return [s]
         af = self.ctx.af
         live_out = s.af_live_out
-        live_in = sums.live_in(s.body, live_out) | sums.live_in(s.orelse, live_out)
-        both = sums.definitely_bound(s.body) & sums.definitely_bound(s.orelse)
+        # A flat chain's tests are thunks run where the chain is: only the
+        # blocks' own reads make parameters.
+        live_in = set().union(*(sums.live_in(b, live_out) for b in blocks))
+        both = set.intersection(*(set(sums.definitely_bound(b)) for b in blocks))
         cells = self.cells
         if returning:
             outs = None
@@ -276,38 +284,75 @@ class ControlFlow:
             params = [n for n in modified if n in local and (n in outs or n in live_in)
                       and (n in cells or not (n not in s.af_maybe_before and n in both
                                               and n not in live_in))]
-        t_name = self.ctx.namer.reusable("if_true")
-        f_name = self.ctx.namer.reusable("if_false")
         ret = names_tuple(outs) if outs else None
-        body_t = s.body
-        body_f = s.orelse or ([] if outs else [gast.Pass()])
-        defs = stamp(replace(
-            """
-            def TRUE(PARAMS):
-                BODY
-                return RET
-            def FALSE(PARAMS):
-                ORELSE
-                return RET
-            """, TRUE=t_name, FALSE=f_name, PARAMS=params, BODY=body_t,
-            ORELSE=body_f, RET=ret), s)
+        final = levels[-1].orelse or ([] if outs else [gast.Pass()])
+        if len(levels) == 1:
+            fns = [self.ctx.namer.reusable("if_true"), self.ctx.namer.reusable("if_false")]
+            defs = stamp(replace(
+                """
+                def TRUE(PARAMS):
+                    BODY
+                    return RET
+                def FALSE(PARAMS):
+                    ORELSE
+                    return RET
+                """, TRUE=fns[0], FALSE=fns[1], PARAMS=params, BODY=s.body,
+                ORELSE=final, RET=ret), s)
+            call_args = dict(TEST=s.test, TRUE=fns[0], FALSE=fns[1])
+            head = "AF.if_stmt(TEST, TRUE, FALSE"
+        else:
+            fns, defs, thunks = [], [], []
+            for i, (lv, body) in enumerate(zip(levels + [levels[-1]], blocks[:-1] + [final])):
+                fns.append(self.ctx.namer.reusable(
+                    f"if_{i}" if i < len(levels) else "if_false"))
+                defs += stamp(replace("def NAME(PARAMS):\n    BODY\n    return RET",
+                                      NAME=fns[-1], PARAMS=params, BODY=body, RET=ret), lv)
+                if i < len(levels):
+                    if i:  # its reads happen where the chain is (see `_guard`)
+                        lv.af_def_before = s.af_def_before
+                        if self.maybe_unbound:
+                            self._guard(lv)
+                    thunks.append(stamp(gast.Lambda(args=gast.arguments(
+                        args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                        kwarg=None, defaults=[]), body=lv.test), lv))
+            call_args = dict(TESTS=gast.Tuple(elts=thunks, ctx=gast.Load()), FNS=gast.Tuple(
+                elts=[gast.Name(id=f, ctx=gast.Load(), annotation=None, type_comment=None)
+                      for f in fns], ctx=gast.Load()))
+            head = "AF.if_chain(TESTS, FNS"
         self._fix_empty(defs)
         self._share_cells(defs, s)
-        call_args = dict(AF=af, TEST=s.test, TRUE=t_name, FALSE=f_name, OPS=operand_tuple(params))
+        call_args.update(AF=af, OPS=operand_tuple(params))
         if returning:
             if params:
-                call = replace("return AF.if_stmt(TEST, TRUE, FALSE, OPS)", **call_args)
+                call = replace(f"return {head}, OPS)", **call_args)
             else:
                 del call_args["OPS"]
-                call = replace("return AF.if_stmt(TEST, TRUE, FALSE)", **call_args)
+                call = replace(f"return {head})", **call_args)
         elif outs:
-            call = replace("OUTS = AF.if_stmt(TEST, TRUE, FALSE, OPS, NAMES)",
-                           OUTS=names_tuple(outs, gast.Store()), NAMES=str_tuple(outs), **call_args)
+            call = replace(f"OUTS = {head}, OPS, NAMES)", OUTS=names_tuple(outs, gast.Store()),
+                           NAMES=str_tuple(outs), **call_args)
         else:
-            call = replace("AF.if_stmt(TEST, TRUE, FALSE, OPS, ())", **call_args)
+            call = replace(f"{head}, OPS, ())", **call_args)
         call = stamp(call, s)
         self._state_arg(s.body + s.orelse, s, local, call)
         return self._undefined_inits(params, s) + self._finish(defs, s) + call
+
+    def _chain(self, s):
+        """The levels of the chunk of a long ``elif`` chain that starts at ``s``
+        (``chains.py`` marks them), to become one flat ``af.if_chain``; ``[s]``
+        (an ``if_stmt``) for any other ``if``, or when a test binds a name
+        (a walrus: a thunk would bind it in itself) or the chain has a jump."""
+        levels = [s]
+        size = getattr(s, "af_chain", 0)
+        while len(levels) < size:
+            rest = levels[-1].orelse
+            if not (len(rest) == 1 and getattr(rest[0], "af_chain_link", False)):
+                break
+            levels.append(rest[0])
+        if len(levels) == 1 or self.sums.has_jump(s) or any(
+                isinstance(n, _BINDING_EXPRS) for lv in levels[1:] for n in walk(lv.test)):
+            return [s]
+        return levels
 
     def _unbind(self, s):
         """``del y`` in a branch or loop body: ``y`` is carried, so it becomes

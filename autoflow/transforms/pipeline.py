@@ -9,7 +9,8 @@ Order matters, and each step relies on the ones before it:
    ``chains``: an ``if``/``elif`` chain of more than ``chains.CHUNK``
    branches becomes short chains run one after another under a flag (the
    nested branch functions of a long chain would be nested too deeply for
-   Python to read back or run).
+   Python to read back or run); ``control_flow`` makes each one flat
+   ``af.if_chain``.
    ``index_assign`` and ``calls``: ``x[i] = v`` becomes ``x = af.setitem(x,
    i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
    become ``af.call(f, ...)``, ``print``/``assert`` become operators. They

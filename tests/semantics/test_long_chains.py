@@ -10,6 +10,8 @@ import pytest
 import autoflow
 from autoflow import api as af_api
 from autoflow.transforms import chains
+import jax.numpy as jnp
+
 from .oracle import F, I, check
 
 
@@ -153,3 +155,123 @@ def test_chain_bound_on_taken_paths(x):
 
 def test_chain_unbound_on_the_path_taken():
     check(chain_unbound, 0, traced=False, expect_raise=UnboundLocalError)
+
+
+# Each chunk of a long chain is one flat `af.if_chain` (its tests thunks, its branches
+# functions side by side), not nested `if_stmt`s: the same values, state and errors.
+
+def test_chunks_are_flat():
+    src = autoflow.to_source(classify)
+    # five tests in chunks of 2: two flat chunks and a last one of one `if`
+    assert src.count("af.if_chain(") == 2 and src.count("af.if_stmt(x < 2.0") == 1
+    # at most one level of generated functions inside the chain's own
+    assert "            def " not in src
+
+
+class Box:
+    pass
+
+
+def chain_state(x, box, table):
+    if x < -1.0:
+        box.v = x * 2.0
+        table["k"] = x
+    elif x < 0.0:
+        box.v = x + 1.0
+    elif x < 1.0:
+        table["k"] = x * 3.0
+    elif x < 2.0:
+        box.w = x
+    else:
+        box.v = -x
+    return box.v, table["k"], box.w
+
+
+def _box():
+    b = Box()
+    b.v, b.w = 0.5, 0.25
+    return b
+
+
+@pytest.mark.parametrize("x", [-2.0, -0.5, 0.5, 1.5, 2.5])
+def test_chain_changes_attributes_and_containers(x):
+    check(chain_state, F(x), _box(), {"k": 7.0})
+
+
+def chain_tests_log(x, log):
+    def t(i, c):
+        log.append(i)
+        return c
+    if t(0, x < 0.0):
+        y = 0.0
+    elif t(1, x < 1.0):
+        y = 1.0
+    elif t(2, x < 2.0):
+        y = 2.0
+    else:
+        y = 3.0
+    return y, len(log)
+
+
+@pytest.mark.parametrize("x", [-1.0, 0.5, 1.5, 2.5])
+def test_tests_with_effects_traced(x):
+    # a later test runs only where the earlier ones were false: traced, its effect
+    # is the staged one (or autoflow refuses, naming the list)
+    check(chain_tests_log, F(x), [], may_refuse=["log"])
+
+
+def chain_array_test(x, v):
+    if x < 0.0:
+        y = 1.0
+    elif v > 0.0:
+        y = 2.0
+    elif x < 5.0:
+        y = 3.0
+    else:
+        y = 4.0
+    return y
+
+
+def test_traced_array_test_names_its_own_line():
+    # Python raises too (an array has no truth value); autoflow says where, at the
+    # line of that test, not at the chunk's first `if`
+    with pytest.raises(autoflow.ConversionError) as info:
+        autoflow.jit(chain_array_test)(F(1.0), jnp.ones(3))
+    line = chain_array_test.__code__.co_firstlineno + 3
+    assert f":{line}:10:" in str(info.value) and "elif v > 0.0" in str(info.value), str(info.value)
+
+
+def chain_closure(x):
+    scale = 1.0
+    read = lambda: scale  # noqa: E731 - a cell the branches rebind
+    if x < 0.0:
+        scale = 2.0
+    elif x < 1.0:
+        scale = 3.0
+    elif x < 2.0:
+        pass
+    else:
+        scale = 5.0
+    return read() * x
+
+
+@pytest.mark.parametrize("x", [-1.0, 0.5, 1.5, 2.5])
+def test_chain_rebinds_a_cell(x):
+    check(chain_closure, F(x))
+
+
+def test_check_and_explain_report_every_test_of_a_flat_chunk():
+    import inspect
+    import textwrap
+
+    from autoflow import check as af_check
+
+    src = textwrap.dedent(inspect.getsource(classify))
+    found = [f for f in af_check.check_source(src, "classify.py") if f.kind == "if"]
+    # one finding per `if`/`elif` the user wrote, each converted, at its own line
+    assert [f.line for f in found] == [2, 4, 6, 8, 10]
+    assert all(f.status == af_check.CONVERTS and "y" in f.carries for f in found)
+    text = str(autoflow.explain(classify, "f32"))
+    first = classify.__code__.co_firstlineno
+    for k in range(5):
+        assert f":{first + 1 + 2 * k}:" in text.split("jaxpr")[0], text
