@@ -57,6 +57,17 @@ def test_long_elif_chain_converts(tmp_path):
     assert "af.if_chain" in autoflow.to_source(mod.f)
     run = _cli(path)
     assert run.returncode == 0, run.stderr
-    # every branch is a branch function of one of the flat chunks (af.if_chain)
+    # every branch is a branch function of one of the flat chunks (af.if_chain),
+    # its test printed on a line of its own
     assert run.stdout.count("lambda: x <") == 250
+    assert max(len(line) for line in run.stdout.splitlines()) < 150
+    # the printed module runs like the input, and converting it again changes nothing
+    ns = {"__name__": "chain_out"}
+    exec(compile(run.stdout, str(path), "exec"), ns)
+    for x in (-1.0, 0.5, 7.5, 100.5, 248.5, 300.0):
+        assert ns["f"](x) == mod.f(x)
+    out = tmp_path / "chain_out.py"
+    out.write_text(run.stdout)
+    again = _cli(out)
+    assert again.returncode == 0 and again.stdout == run.stdout
     compile(run.stdout, str(path), "exec")

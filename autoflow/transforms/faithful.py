@@ -549,6 +549,40 @@ class Printer(_Unparser):
             super()._write_docstring_and_traverse_body(node)
 
     # -- expressions --------------------------------------------------------
+    def visit_Call(self, node):
+        """``af.if_chain((tests...), ...)`` (a chunk of a long ``elif`` chain)
+        with one test per line, each as written, instead of one long line."""
+        tests = node.args[0] if node.args else None
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "if_chain"
+                and isinstance(tests, ast.Tuple) and len(tests.elts) > 1):
+            super().visit_Call(node)
+            return
+        self.traverse(node.func)
+        self.write("((")
+        for test in tests.elts:
+            self.write("\n" + self.unit * (self._indent + 1))
+            self.traverse(test)
+            self.write(",")
+        self.write("\n" + self.unit * self._indent + ")")
+        for arg in node.args[1:]:
+            self.write(", ")
+            if isinstance(arg, ast.Tuple) and len(arg.elts) > 4 and all(
+                    isinstance(e, ast.Name) for e in arg.elts):  # the branch functions
+                lines = [[]]
+                for name in (e.id for e in arg.elts):
+                    if sum(len(n) + 2 for n in lines[-1]) + len(name) > 64:
+                        lines.append([])
+                    lines[-1].append(name)
+                pad = "\n" + self.unit * (self._indent + 1)
+                self.write("(" + "".join(pad + ", ".join(ln) + "," for ln in lines)
+                           + "\n" + self.unit * self._indent + ")")
+            else:
+                self.traverse(arg)
+        for kw in node.keywords:
+            self.write(", ")
+            self.traverse(kw)
+        self.write(")")
+
     def _expression(self, node):
         own = _own_precedence(node)
         if own is None:
