@@ -90,11 +90,48 @@ def test_cheap_if_is_a_select():
         assert_same(jax.jit(conv)(target, lo, hi), bisect(target, lo, hi))
 
 
-def test_scalar_branches_keep_a_cond():
-    # One select kernel per scalar costs more than a cond on CPU (benchmarks/run.py).
+def test_scalar_branches_that_differ_in_two_outputs_keep_a_cond():
+    # `hi = mid` / `lo = mid`: two selected scalars cost more than the cond on CPU
+    # (benchmarks/scalar_select.py).
     conv = autoflow.convert(bisect_scalar)
     assert "cond" in _prims(_jaxpr(conv, 2.0, 0.0, 2.0))
     assert_same(jax.jit(conv)(2.0, 0.0, 2.0), bisect_scalar(2.0, 0.0, 2.0))
+
+
+def lentz_clamp(x):
+    d = x
+    h = 1.0
+    for i in range(1, 20):
+        d = d * 0.5 - i * 1e-3
+        if abs(d) < 1e-3:
+            d = 1e-3
+        h = h * d + 1.0
+    return h
+
+
+def heavy_scalar(x):
+    if x > 0.5:
+        y = jnp.sin(x) * jnp.cos(x) + jnp.exp(-x * x) / (1.0 + x * x)
+        for _ in autoflow.unroll(range(10)):
+            y = y * 1.01 + jnp.tanh(y)
+    else:
+        y = x
+    return y
+
+
+def test_a_cheap_scalar_clamp_is_a_select():
+    # one scalar output, a few operations: a select, which fuses with the loop
+    # body around it (gammainc's continued fraction: 1.11x -> 1.05x of the library)
+    conv = autoflow.convert(lentz_clamp)
+    jaxpr = _jaxpr(conv, 0.7)
+    assert "cond" not in _prims(jaxpr) and "select_n" in _prims(jaxpr)
+    for x in (0.7, 2e-3, -0.3):
+        assert_same(jax.jit(conv)(x), lentz_clamp(x))
+    # more than SCALAR_SELECT_BUDGET operations are worth skipping
+    conv = autoflow.convert(heavy_scalar)
+    assert "cond" in _prims(_jaxpr(conv, 0.7))
+    for x in (0.7, 0.2):
+        assert_same(jax.jit(conv)(x), heavy_scalar(x))
 
 
 @pytest.mark.parametrize("s", [-3.0, -0.5, 0.2, 1.5, 9.0])
@@ -154,7 +191,11 @@ def test_cost_rule():
     assert lowering.cost(loop.jaxpr) == float("inf")
     assert lowering.cost(dot.jaxpr) == 32 ** 3
     scalar = _jaxpr(lambda x: x * 2 + 1, 1.0)
-    assert lowering.decide(scalar, scalar, False)[0] == "lax.cond"
+    assert lowering.decide(scalar, scalar, False)[0] == "select"
+    pair = _jaxpr(lambda x: (x * 2 + 1, x - 1), 1.0)
+    assert lowering.decide(pair, pair, False)[0] == "lax.cond"  # two selected scalars
+    long = _jaxpr(lambda x: sum(x * k for k in range(20)), 1.0)
+    assert lowering.decide(long, scalar, False)[0] == "lax.cond"  # > 32 operations
     assert lowering.decide(cheap, cheap, False)[0] == "select"
     assert lowering.decide(big, cheap, False)[0] == "lax.cond"
     assert lowering.decide(loop, cheap, False)[0] == "lax.cond"

@@ -13,8 +13,13 @@ the cheaper lowering:
   inline) when both branches are pure, loop-free and cheap and compute arrays:
   a ``lax.cond`` costs a conditional that is larger than a few thousand
   elementwise operations, and it blocks fusion of the branches with the code
-  around them. Branches that compute only scalars keep the cond: XLA makes
-  one kernel per selected scalar, which costs more than the conditional;
+  around them. Branches that compute only scalars get a select only when
+  they do at most ``SCALAR_SELECT_BUDGET`` operations and differ in at most
+  ``SCALAR_SELECT_OUTPUTS`` outputs (a clamp such as ``if abs(d) < 1e-30:
+  d = 1e-30``): that fuses with the code around it, 5-18% faster than the
+  cond on gammainc, odeint and two of ``benchmarks/programs.py``, where a
+  select of two or three flags was 1.45x slower than the cond
+  (``benchmarks/scalar_select.py``);
 * **lax.cond** when a branch skips real work: a loop, a call to a heavy
   operation (``solve``, a decomposition, an FFT, a large ``dot``), or more
   elementwise work than ``SELECT_BUDGET``; and always when a branch has an
@@ -70,6 +75,10 @@ else:
 # Elementwise operations (counted as output elements) below which a select of
 # both branches beats a ``lax.cond``; measured with benchmarks/select_cost.py.
 SELECT_BUDGET = 4096
+# The same for branches that compute only scalars, and how many of their outputs
+# may differ between the branches (benchmarks/scalar_select.py).
+SCALAR_SELECT_BUDGET = 32
+SCALAR_SELECT_OUTPUTS = 1
 
 _LOOPS = frozenset({"while", "scan", "fori_loop"})
 HEAVY = frozenset({
@@ -138,6 +147,24 @@ def cost(jaxpr):
     return total
 
 
+def _differing(t, f):
+    """How many outputs of the branches ``t``, ``f`` may differ (a select each):
+    all but those both pass through from the same outer value or constant."""
+    def source(closed, v):
+        if isinstance(v, _core.Literal):
+            return ("literal", repr(v.val), str(v.aval))
+        for var, const in zip(closed.jaxpr.constvars, closed.consts):
+            if var is v:
+                return ("outer", id(const))
+        return None
+    n = 0
+    for a, b in zip(t.jaxpr.outvars, f.jaxpr.outvars):
+        sa = source(t, a)
+        if sa is None or sa != source(f, b):
+            n += 1
+    return n
+
+
 def _effects(closed):
     return bool(closed.effects) or bool(closed.jaxpr.effects)
 
@@ -171,14 +198,18 @@ def decide(t, f, batched):
         return "lax.cond", "a branch has effects"
     if batched:
         return "select", "batched predicate"
-    if all(_size(a) == 1 for a in t.out_avals):
-        # Only scalars: XLA makes one kernel per selected output, and a cond of
-        # scalar branches is cheaper than that (benchmarks/run.py: bisection,
-        # first_above_return).
-        return "lax.cond", "the branches compute scalars only"
     work = cost(t.jaxpr) + cost(f.jaxpr)
     if work == math.inf:
         return "lax.cond", "a branch contains a loop or a heavy operation"
+    if all(_size(a) == 1 for a in t.out_avals):
+        # Only scalars: a select of a few cheap ones fuses with the code around
+        # it, where a cond splits it; more work is worth skipping.
+        differ = _differing(t, f)
+        if work <= SCALAR_SELECT_BUDGET and differ <= SCALAR_SELECT_OUTPUTS:
+            return "select", f"scalar branches do {work} operations"
+        return "lax.cond", (f"scalar branches do {work} operations and differ in {differ} "
+                            f"outputs (a select: at most {SCALAR_SELECT_BUDGET} and "
+                            f"{SCALAR_SELECT_OUTPUTS})")
     if work > SELECT_BUDGET:
         return "lax.cond", f"branches do {work} element operations (> {SELECT_BUDGET})"
     return "select", f"branches do {work} element operations"
