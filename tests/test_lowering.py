@@ -195,7 +195,7 @@ def test_cost_rule():
     pair = _jaxpr(lambda x: (x * 2 + 1, x - 1), 1.0)
     assert lowering.decide(pair, pair, False)[0] == "lax.cond"  # two selected scalars
     long = _jaxpr(lambda x: sum(x * k for k in range(20)), 1.0)
-    assert lowering.decide(long, scalar, False)[0] == "lax.cond"  # > 32 operations
+    assert lowering.decide(long, scalar, False)[0] == "lax.cond"  # > SCALAR_SELECT_BUDGET operations
     assert lowering.decide(cheap, cheap, False)[0] == "select"
     assert lowering.decide(big, cheap, False)[0] == "lax.cond"
     assert lowering.decide(loop, cheap, False)[0] == "lax.cond"

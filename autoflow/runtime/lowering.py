@@ -16,10 +16,10 @@ the cheaper lowering:
   around them. Branches that compute only scalars get a select only when
   they do at most ``SCALAR_SELECT_BUDGET`` operations and differ in at most
   ``SCALAR_SELECT_OUTPUTS`` outputs (a clamp such as ``if abs(d) < 1e-30:
-  d = 1e-30``): that fuses with the code around it, 5-18% faster than the
+  d = 1e-30``): that fuses with the code around it, 2-18% faster than the
   cond on gammainc, odeint and two of ``benchmarks/programs.py``, where a
-  select of two or three flags was 1.45x slower than the cond
-  (``benchmarks/scalar_select.py``);
+  select of two or three flags was 1.45x slower than the cond, and collatz's
+  12-operation branches 2-5% slower (``benchmarks/scalar_select.py``);
 * **lax.cond** when a branch skips real work: a loop, a call to a heavy
   operation (``solve``, a decomposition, an FFT, a large ``dot``), or more
   elementwise work than ``SELECT_BUDGET``; and always when a branch has an
@@ -77,7 +77,7 @@ else:
 SELECT_BUDGET = 4096
 # The same for branches that compute only scalars, and how many of their outputs
 # may differ between the branches (benchmarks/scalar_select.py).
-SCALAR_SELECT_BUDGET = 32
+SCALAR_SELECT_BUDGET = 8
 SCALAR_SELECT_OUTPUTS = 1
 
 _LOOPS = frozenset({"while", "scan", "fori_loop"})
