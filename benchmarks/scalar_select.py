@@ -10,7 +10,9 @@ in one process, rounds interleaved, each side compiled afresh:
   library's own implementation, steady state and under ``jax.vmap``);
 * the programs of ``programs.py`` (ratio to their hand-written ``lax`` twins).
 
-    PYTHONPATH=. python benchmarks/scalar_select.py [--rounds N] [--only NAME ...]
+    PYTHONPATH=. python benchmarks/scalar_select.py [--rounds N] [--only NAME ...] [--outputs K]
+
+``--outputs K`` tries another ``SCALAR_SELECT_OUTPUTS`` on the select side.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,19 +29,12 @@ import jax  # noqa: E402
 
 import autoflow  # noqa: E402
 from autoflow.runtime import lowering  # noqa: E402
+from real_algorithms import _time  # noqa: E402
 
 RULES = {"cond": -1, "select": lowering.SCALAR_SELECT_BUDGET}
 if "--outputs" in sys.argv:  # try another SCALAR_SELECT_OUTPUTS
     lowering.SCALAR_SELECT_OUTPUTS = int(sys.argv[sys.argv.index("--outputs") + 1])
     del sys.argv[sys.argv.index("--outputs"):sys.argv.index("--outputs") + 2]
-
-
-def _per_call(fn, args, reps):
-    jax.block_until_ready(fn(*args))
-    t = time.perf_counter()
-    for _ in range(reps):
-        jax.block_until_ready(fn(*args))
-    return (time.perf_counter() - t) / reps
 
 
 def _build(make, args):
@@ -61,13 +55,13 @@ def _build(make, args):
 def _ratios(sides, base, args, rounds):
     """Median over rounds of each side's time / ``base``'s time; the sides'
     order alternates between rounds."""
-    reps = max(3, min(300, int(0.02 / max(_per_call(base, args, 2), 1e-6))))
+    reps = max(3, min(300, int(0.02 / max(_time(base, args, 2), 1e-6))))
     got = {k: [] for k in sides}
     order = list(sides)
     for r in range(rounds):
-        b = _per_call(base, args, reps)
+        b = _time(base, args, reps)
         for k in (order if r % 2 == 0 else order[::-1]):
-            got[k].append(_per_call(sides[k], args, reps) / b)
+            got[k].append(_time(sides[k], args, reps) / b)
     return {k: statistics.median(v) for k, v in got.items()}
 
 
