@@ -350,7 +350,7 @@ class ControlFlow:
                 break
             levels.append(rest[0])
         if len(levels) == 1 or self.sums.has_jump(s) or any(
-                isinstance(n, _BINDING_EXPRS) for lv in levels[1:] for n in walk(lv.test)):
+                isinstance(n, _BINDING_EXPRS) for lv in levels for n in walk(lv.test)):
             return [s]
         return levels
 

@@ -275,3 +275,22 @@ def test_check_and_explain_report_every_test_of_a_flat_chunk():
     first = classify.__code__.co_firstlineno
     for k in range(5):
         assert f":{first + 1 + 2 * k}:" in text.split("jaxpr")[0], text
+
+
+def chain_first_walrus(x):
+    if (a := x * 2.0) < 0.0:  # a chunk's first test binds `a`: the chunk stays nested
+        y = a
+    elif x < 1.0:
+        y = a + 1.0
+    elif x < 2.0:
+        y = a * 3.0
+    elif x < 3.0:
+        y = -a
+    else:
+        y = a - 1.0
+    return y + a
+
+
+@pytest.mark.parametrize("x", [-1.0, 0.5, 1.5, 2.5, 5.0])
+def test_a_walrus_in_a_chunks_first_test(x):
+    check(chain_first_walrus, F(x))
