@@ -216,8 +216,8 @@ def if_chain(tests, fns, operands=(), names=None, state=None):
             try:
                 return _cond(cond, fns[i], false_fn, operands, names, state, site)
             finally:
-                events.note("if", _lowered_as(), lambda: _line_of(site))
-        events.note("if", "python", lambda: _line_of(site))
+                events.note("if", _lowered_as(), lambda: _line_of(test))
+        events.note("if", "python", lambda: _line_of(test))
         if c:
             return fns[i](*operands)
     return fns[-1](*operands)
@@ -240,10 +240,11 @@ def _thunk_site(thunk):
     return site
 
 
-def _line_of(site):
-    """The test's line, as ``explain`` matches it to the ``elif`` there."""
-    s = site()
-    return Site(s.filename, s.lineno) if s is not None else None
+def _line_of(thunk):
+    """The line of the ``if``/``elif`` a test thunk stands for (the thunk is
+    placed there), as ``explain`` matches it."""
+    code = getattr(thunk, "__code__", None)
+    return Site(code.co_filename, code.co_firstlineno) if code is not None else user_site(3)
 
 
 def _lowered_as():
