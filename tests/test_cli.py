@@ -408,7 +408,7 @@ def test_explain_follows_helpers_and_fallbacks(tmp_path):
     assert lowerings == (
         "  m.py:8:5: while -> lax.while_loop\n"
         "  m.py:11:9: if -> python\n"
-        "  m.py:2:5: if -> lax.cond (in helper)\n")
+        "  m.py:2:5: if -> select (lax.select) (in helper)\n")
 
 
 def test_explain_reports_conversion_errors(tmp_path):

@@ -211,8 +211,12 @@ def test_match_unstageable_on_traced_subject_is_reported_at_the_case():
 
 
 def test_match_traced_subject_switches_on_values():
+    # staged per case: each a `lax.cond`, or a select of the one scalar its
+    # cheap branches differ in (runtime/lowering.py)
     prims = _primitives(match_literals, jnp.int32(2), 3.0)
-    assert "cond" in prims
+    assert prims & {"cond", "select_n"}
+    for mode in (-1, 0, 1, 2, 5):
+        assert autoflow.jit(match_literals)(jnp.int32(mode), 3.0) == match_literals(mode, 3.0)
 
 
 # ---------------------------------------------------------------------------

@@ -26,8 +26,8 @@ Each chunk then becomes one flat ``af.if_chain`` (``control_flow._if``): its
 tests as thunks and its branches as functions side by side, instead of a
 branch function nested in the ``else`` of the one before. Converting it is
 work per branch, not per level of nesting, and a traced chunk stages the
-same nested ``lax.cond``s (``runtime.operators.if_chain``). A chunk whose
-later test binds a name (``:=``) stays a nested chain.
+same nested ``lax.cond``s (``runtime.operators.if_chain``). A chunk one of
+whose tests binds a name (``:=``) stays a nested chain.
 
 The tests are evaluated exactly when Python evaluates them (a test of a later
 chunk only runs if no earlier branch did) and each branch runs in the same
