@@ -64,6 +64,23 @@ def _has(node_or_list, types):
     return False
 
 
+def _own(stmts, types):
+    """The ``types`` nodes in ``stmts`` outside nested loops and scopes."""
+    out, todo = [], list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, types):
+            out.append(n)
+        if not isinstance(n, _SCOPES + _LOOPS):
+            todo.extend(children(n))
+    return out
+
+
+def _flagged(node, flag):
+    """Is ``node`` a ``break`` of a lowered ``return`` whose flag is ``flag``?"""
+    return isinstance(node, gast.Break) and getattr(node, "af_exit_flag", None) == flag
+
+
 def _is_boolean(test):
     """Is ``test`` a comparison (or a boolean combination of them), so ``bool`` is a no-op?"""
     if isinstance(test, gast.Compare):
@@ -157,11 +174,13 @@ class EarlyExits:
                 value = s.value if s.value is not None else gast.Constant(value=None, kind=None)
                 new += stamp(replace("RETVAL = VALUE\nRETURNED = True\nbreak",
                                      RETVAL=retval, VALUE=value, RETURNED=returned), s)
+                new[-1].af_exit_flag = returned  # `returned` already says it broke
                 break  # the rest is unreachable
             if isinstance(s, _LOOPS) and contains_return(s):
                 self._replace_returns_in_loop(s, nested=True)
                 new.append(s)
                 new += stamp(replace("if RETURNED:\n    break", RETURNED=returned), s)
+                new[-1].body[0].af_exit_flag = returned
                 continue
             if not isinstance(s, _SCOPES):
                 for owner, field in _blocks(s):
@@ -363,9 +382,15 @@ class EarlyExits:
             body = self._guard(loop.body, gast.Continue, flag)
             loop.body = stamp(replace("FLAG = False", FLAG=flag), loop) + body
         if _has(loop.body, gast.Break):
-            flag = self.ctx.namer.unique("broke")
+            flags = {getattr(b, "af_exit_flag", None) for b in _own(loop.body, gast.Break)}
+            if len(flags) == 1 and None not in flags:
+                # Every break is a lowered `return`: its flag (`returned`, False
+                # whenever the loop starts) is the loop's, with no second one.
+                flag = flags.pop()
+            else:
+                flag = self.ctx.namer.unique("broke")
+                before = stamp(replace("FLAG = False", FLAG=flag), loop)
             loop.body = self._guard(loop.body, gast.Break, flag)
-            before = stamp(replace("FLAG = False", FLAG=flag), loop)
             if isinstance(loop, gast.While):
                 if isinstance(loop.test, gast.Constant) and loop.test.value is True:
                     loop.test = stamp(replace_expr("not FLAG", FLAG=flag), loop)
@@ -383,26 +408,30 @@ class EarlyExits:
     def _guard(self, stmts, kind, flag):
         out = []
         for i, s in enumerate(stmts):
+            if (isinstance(s, gast.If) and len(s.body) == 1 and _flagged(s.body[0], flag)
+                    and not s.orelse and isinstance(s.test, gast.Name) and s.test.id == flag):
+                # `if returned: break` where `returned` is the loop's flag: nothing to set
+                return out + self._unless(flag, stmts[i + 1:], kind, s)
             if (isinstance(s, gast.If) and len(s.body) == 1 and isinstance(s.body[0], kind)
                     and not s.orelse and _is_boolean(s.test)):
                 # `if c: break` -> `broke = c`: a flag needs no branch of its own.
                 out += stamp(replace("FLAG = TEST", FLAG=flag, TEST=s.test), s)
-                rest = stmts[i + 1:]
-                if rest:
-                    out += stamp(replace("if not FLAG:\n    REST", FLAG=flag,
-                                         REST=self._guard(rest, kind, flag)), s)
-                return out
+                return out + self._unless(flag, stmts[i + 1:], kind, s)
             if isinstance(s, kind):
-                out += stamp(replace("FLAG = True", FLAG=flag), s)
+                if not _flagged(s, flag):  # a lowered `return` set the flag already
+                    out += stamp(replace("FLAG = True", FLAG=flag), s)
                 return out
             if _has(s, kind):
                 for owner, field in _blocks(s):
                     setattr(owner, field, self._guard(getattr(owner, field), kind, flag))
                 out.append(s)
-                rest = stmts[i + 1:]
-                if rest:
-                    out += stamp(replace("if not FLAG:\n    REST", FLAG=flag,
-                                         REST=self._guard(rest, kind, flag)), s)
-                return out
+                return out + self._unless(flag, stmts[i + 1:], kind, s)
             out.append(s)
         return out
+
+    def _unless(self, flag, rest, kind, anchor):
+        """``if not FLAG: rest`` (guarded in turn); nothing when nothing is left."""
+        rest = self._guard(rest, kind, flag) if rest else []
+        if not rest:
+            return []
+        return stamp(replace("if not FLAG:\n    REST", FLAG=flag, REST=rest), anchor)
