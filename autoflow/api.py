@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-import gc
 import inspect
 import os
 import sys
@@ -14,7 +13,7 @@ import types
 import warnings
 import weakref
 
-from .core.deep import run_deep
+from .core.deep import paused_gc, run_deep
 from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
 from .core.naming import Namer
@@ -114,16 +113,10 @@ def _transformed(fn, options) -> _Converted:
     hit = _by_code.get(key)
     if hit is not None and hit.original is fn.__code__:
         return hit
-    # The rewriter makes many short-lived AST nodes and no reference cycles
-    # worth collecting: pausing the cyclic GC makes conversion ~20% faster.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    # (pausing the cyclic GC also makes conversion ~20% faster on small functions)
+    with paused_gc():
         entry = _by_code[key] = run_deep(_transform_uncached, fn, options, kinds)
-        return entry
-    finally:
-        if paused:
-            gc.enable()
+    return entry
 
 
 def _transform_uncached(fn, options, kinds) -> _Converted:

@@ -479,10 +479,15 @@ def first_call_child(name, which):
     return time.perf_counter() - t
 
 
-def first_call(name, procs):
+def _child_env():
+    """The environment of a child run of this script: the repository importable."""
     here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(here) + os.pathsep
-               + os.environ.get("PYTHONPATH", ""))
+    return dict(os.environ, PYTHONPATH=os.path.dirname(here) + os.pathsep
+                + os.environ.get("PYTHONPATH", ""))
+
+
+def first_call(name, procs):
+    env = _child_env()
     times = {"natural": [], "library": []}
     for _ in range(procs):
         for which in ("natural", "library"):
@@ -539,10 +544,7 @@ def main(argv=None):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "rows.json")
             subprocess.run([sys.executable, os.path.abspath(__file__), "--sync-dispatch",
-                            "--no-first", "--rows-json", out], check=True,
-                           env=dict(os.environ, PYTHONPATH=os.path.dirname(
-                               os.path.dirname(os.path.abspath(__file__)))
-                               + os.pathsep + os.environ.get("PYTHONPATH", "")))
+                            "--no-first", "--rows-json", out], check=True, env=_child_env())
             with open(out, encoding="utf-8") as fh:
                 sync_rows = json.load(fh)
         loads = (load_start, os.getloadavg()[0])

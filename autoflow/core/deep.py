@@ -10,6 +10,8 @@ enough for a raised recursion limit. Input deeper than that still raises
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 import threading
 
@@ -53,3 +55,19 @@ def deep_call(fn, *args, **kwargs):
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+@contextlib.contextmanager
+def paused_gc():
+    """The cyclic GC paused for a conversion (``autoflow.convert``/``jit`` and
+    ``autoflow convert``): it makes many AST nodes that live until it ends and no
+    cycles worth collecting, and full collections walking all of them again made
+    time per line grow with the size of a function (a 1,000-branch chain: 1.6x
+    the time per line with the GC on, against 1.15x for a 10-branch one)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()

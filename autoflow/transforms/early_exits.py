@@ -50,30 +50,21 @@ class _Exit(gast.Break):
     """Where a lowered ``return``/``raise`` leaves a ``with``/``try`` block."""
 
 
-def _has(node_or_list, types):
-    """Does the code contain ``types`` outside nested loops and scopes?"""
-    nodes = node_or_list if isinstance(node_or_list, list) else [node_or_list]
-    todo = list(nodes)
+def _own(node_or_list, types):
+    """The ``types`` nodes in the code outside nested loops and scopes (a
+    nested loop or scope itself is one, if of ``types``), lazily."""
+    todo = list(node_or_list) if isinstance(node_or_list, list) else [node_or_list]
     while todo:
         n = todo.pop()
         if isinstance(n, types):
-            return True
-        if isinstance(n, _SCOPES + _LOOPS):
-            continue
-        todo.extend(children(n))
-    return False
-
-
-def _own(stmts, types):
-    """The ``types`` nodes in ``stmts`` outside nested loops and scopes."""
-    out, todo = [], list(stmts)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, types):
-            out.append(n)
+            yield n
         if not isinstance(n, _SCOPES + _LOOPS):
             todo.extend(children(n))
-    return out
+
+
+def _has(node_or_list, types):
+    """Does the code contain ``types`` outside nested loops and scopes?"""
+    return next(_own(node_or_list, types), None) is not None
 
 
 def _flagged(node, flag):
@@ -381,8 +372,9 @@ class EarlyExits:
             flag = self.ctx.namer.unique("continued")
             body = self._guard(loop.body, gast.Continue, flag)
             loop.body = stamp(replace("FLAG = False", FLAG=flag), loop) + body
-        if _has(loop.body, gast.Break):
-            flags = {getattr(b, "af_exit_flag", None) for b in _own(loop.body, gast.Break)}
+        breaks = list(_own(loop.body, gast.Break))
+        if breaks:
+            flags = {getattr(b, "af_exit_flag", None) for b in breaks}
             if len(flags) == 1 and None not in flags:
                 # Every break is a lowered `return`: its flag (`returned`, False
                 # whenever the loop starts) is the loop's, with no second one.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import gc
 import io
 import os
 import re
@@ -20,6 +19,7 @@ import tokenize
 
 import gast
 
+from ..core.deep import paused_gc
 from ..core.naming import Namer, referenced_names
 from ..core.nodes import clone, mark_user
 from . import faithful, pipeline
@@ -115,19 +115,11 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
     limit = sys.getrecursionlimit()
     if limit < 20000:
         sys.setrecursionlimit(20000)
-    # As in api._transformed: conversion makes many AST nodes that live until
-    # the module is printed, and the cyclic GC's full collections walk all of
-    # them again, so that with the GC on, time per line grew with the size of
-    # a function (a 1,000-branch chain: 1.6x the time per line of the same
-    # conversion with the GC paused, against 1.15x for a 10-branch one).
-    paused = gc.isenabled()
-    gc.disable()
     try:
-        return _convert_module(source, filename, only)
+        with paused_gc():  # as autoflow.convert does
+            return _convert_module(source, filename, only)
     finally:
         sys.setrecursionlimit(limit)
-        if paused:
-            gc.enable()
 
 
 def runtime_import(tree):
