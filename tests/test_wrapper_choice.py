@@ -5,12 +5,12 @@ functions are ``jax.jit``'s own (no Python frame per call)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import jax.numpy as jnp
 import pytest
 
 import autoflow
+
+from .equivalence import load_module
 
 SOURCE = '''
 import jax.numpy as jnp
@@ -57,10 +57,7 @@ def harness(a, b):
 def module(tmp_path):
     path = tmp_path / "wrapper_choice_mod.py"
     path.write_text(SOURCE)
-    spec = importlib.util.spec_from_file_location("wrapper_choice_mod", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(path)
 
 
 @pytest.mark.parametrize("name", ["uses_helper", "uses_helper_through_another"])
