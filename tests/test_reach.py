@@ -163,3 +163,59 @@ def test_module_attribute_functions_handed_to_jax_are_converted():
     c, m = autoflow.jit(module_functions_to_jax)(xs)
     assert float(c) == 4.0
     np.testing.assert_allclose(m, [2.0, 2.0, 6.0])
+
+
+# ---- callables held by objects and containers -----------------------------------------------
+
+def _halve_until_small(x):
+    while x > 1.0:
+        x = x * 0.5
+    return x
+
+
+class _Layer:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        if x > 0:
+            return x * self.scale
+        return -x
+
+    def settle(self, x):
+        while x < 10.0:
+            x = x * 2.0 + 1.0
+        return x
+
+
+class _Net:
+    def __init__(self):
+        self.layers = [_Layer(2.0), _Layer(3.0)]
+        self.head = _Layer(0.5)
+        self.ops = {"halve": _halve_until_small}
+
+    def __call__(self, x):
+        x = self.layers[0](x)
+        x = self.layers[1](x)
+        return self.head.settle(x) + self.layers[-1].settle(x) + self.ops["halve"](x)
+
+
+_NET = _Net()
+_TABLE = {"halve": _halve_until_small, "layer": _Layer(4.0)}
+_LIST = [_halve_until_small]
+
+
+def calls_through_containers(x):
+    a = _TABLE["halve"](x * 3.0) + _LIST[0](x + 5.0) + _TABLE["layer"](x)
+    # array and container methods stay as written
+    b = jnp.zeros(3).at[1].set(x).sum() + jnp.linalg.norm(jnp.stack([x, a]))
+    return _NET(x) + a + b
+
+
+@pytest.mark.parametrize("x", [2.0, -3.0, 0.25])
+def test_callables_held_in_containers_and_attributes_are_converted(x):
+    check(calls_through_containers, F(x))
+    text = autoflow.to_source(calls_through_containers)
+    assert "af.call(_TABLE['halve']" in text and "af.call(_LIST[0]" in text
+    assert "jnp.zeros(3).at[1].set(x).sum()" in text and "jnp.linalg.norm(" in text
+    assert "af.call(self.layers[-1].settle" in autoflow.to_source(_Net.__call__)

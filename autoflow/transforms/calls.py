@@ -3,11 +3,12 @@
 * A call of a user-level callable, ``helper(x)``, ``self.step(x)``,
   ``model.step(x)`` or ``mymodule.helper(x)``, becomes ``af.call(helper, x)``:
   at run time the callee is converted too (lazily, once) unless it is
-  library code; see ``runtime.calls``. Left as written: builtins that the
-  function does not rebind, methods of names bound to library code
-  (``jnp.sin(x)``, ``np.random.rand()``), array and container methods on
-  other names (``x.sum()``, ``d.items()``), and calls on longer attribute
-  chains (``a.b.f(x)``).
+  library code; see ``runtime.calls``. So does a call of what an object or
+  container holds: ``self.model.step(x)``, ``self.layers[i](x)``,
+  ``ops["f"](x)``. Left as written: builtins that the function does not
+  rebind, methods of names bound to library code (``jnp.sin(x)``,
+  ``np.random.rand()``), and array and container methods (``x.sum()``,
+  ``d.items()``, ``x.at[i].set(v)``, ``x.T.sum()``).
 * A function handed to a JAX transformation or ``lax`` loop,
   ``jax.vmap(step)``, ``lax.scan(body, ...)``, is wrapped as
   ``af.converted(step)``, so its own control flow is converted too.
@@ -39,7 +40,7 @@ _HIGHER_ORDER = frozenset({
     "map", "associative_scan", "custom_jvp", "custom_vjp", "shard_map", "jit"})
 
 # Methods of JAX/NumPy arrays and of Python's numbers, strings and containers.
-_VALUE_METHODS = frozenset("""
+VALUE_METHODS = frozenset("""
     T add addressable_data addressable_shards all any append argmax argmin argpartition argsort
     as_integer_ratio astype at aval base bit_count bit_length block_until_ready byteswap
     capitalize casefold center choose clear clip clone committed compress conj conjugate copy
@@ -215,7 +216,39 @@ class Calls(Transformer):
         # A local value, or a global not known here: `x.sum()`, `d.items()`
         # stay as written; `model.step(x)` goes through `af.call`, which
         # converts it only if it is the user's code.
-        return method not in _VALUE_METHODS
+        return method not in VALUE_METHODS
+
+    def _root(self, node):
+        """The name an attribute/subscript chain starts from (None: another expression)."""
+        while isinstance(node, (gast.Attribute, gast.Subscript)):
+            node = node.value
+        return node.id if isinstance(node, gast.Name) else None
+
+    def _user_chain(self, func):
+        """``a.b.f(x)``, ``a.b[i].f(x)``: may it call the user's code? Not where a
+        link is an array or container method (``x.T.sum()``, ``x.at[i].set(v)``),
+        or the chain starts at library code (``jnp.linalg.norm``) or a builtin."""
+        link = func
+        while isinstance(link, (gast.Attribute, gast.Subscript)):
+            if isinstance(link, gast.Attribute) and link.attr in VALUE_METHODS:
+                return False
+            link = link.value
+        return isinstance(link, gast.Name) and self._user_method(link.id, func.attr)
+
+    def _user_item(self, func):
+        """``fs[i](x)``, ``self.layers[i](x)``: a callable held in a container
+        (which may be a library type: ``af.call`` converts only the user's
+        callables), unless the chain starts at a library module, class or function,
+        at a builtin, or goes through an array method."""
+        root = self._root(func)
+        if root is None or root == self.ctx.af or root in self.imported:
+            return False
+        if root in self.ctx.library_names and self.ctx.is_module_name(root):
+            return False
+        if hasattr(builtins, root) and self.ctx.builtin_available(root):
+            return False
+        return not any(isinstance(n, gast.Attribute) and n.attr in VALUE_METHODS
+                       for n in walk(func.value))
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -247,8 +280,13 @@ class Calls(Transformer):
                 return node
         elif not (isinstance(func, gast.Attribute) and (
                 isinstance(func.value, gast.Name) and self._user_method(func.value.id, func.attr)
-                or isinstance(func.value, gast.Call) and func.attr not in _VALUE_METHODS)):
-            # (`super().step(x)`, `Model().step(x)`: a method of a made object.)
+                or isinstance(func.value, gast.Call) and func.attr not in VALUE_METHODS
+                or isinstance(func.value, (gast.Attribute, gast.Subscript))
+                and self._user_chain(func))
+                  or isinstance(func, gast.Subscript) and self._user_item(func)):
+            # (`super().step(x)`, `Model().step(x)`: a method of a made object;
+            # `self.model.step(x)`, `self.layers[i](x)`, `ops["f"](x)`: what an
+            # object or container holds.)
             return node
         if not self.recursive:
             return node
