@@ -555,10 +555,25 @@ def plain_now() -> bool:
     return getattr(_plain, "on", False)
 
 
-def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
+def can_add() -> bool:
+    """Can ``while_loop`` take carries its body adds (``added``)?"""
+    return AVAILABLE and not getattr(_plain, "on", False)
+
+
+def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
-    reverse-differentiable with at most ``checkpoints`` saved carries."""
-    if not AVAILABLE or getattr(_plain, "on", False):
+    reverse-differentiable with at most ``checkpoints`` saved carries.
+
+    With ``added`` (where ``can_add()``), returns ``(carry, extra)``: after each
+    call of ``body_fun`` while it is traced, ``added()`` gives arrays the body
+    computed that are carries too, zeros before the first iteration, and that
+    the body's values do not depend on (the loop's first trace found a variable
+    it binds: staging.loop). The body's jaxpr then takes them as inputs it does
+    not read, instead of the body being traced again.
+    """
+    if not can_add():
+        if added is not None:
+            raise ValueError("while_loop: `added` needs can_add()")
         return lax.while_loop(cond_fun, body_fun, init)
     leaves, tree = jax.tree_util.tree_flatten(init)
     avals = tuple(_core.ShapedArray(jnp.shape(x), jnp.result_type(x)) for x in leaves)
@@ -570,16 +585,30 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS):
         if out_tree != tree:
             raise TypeError(f"while_loop body changed the carry's structure: {tree} -> "
                             f"{out_tree}")
-        return tuple(out)
+        return tuple(out) + (tuple(added()) if added is not None else ())
 
     cond_jaxpr, cc = _trace(lambda *x: cond_fun(unflat(x)), avals)
     body_jaxpr, bc = _trace(body_flat, avals)
+    flat = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(leaves, avals))
+    n = len(avals)
+    more = tuple(_core.ShapedArray(v.aval.shape, v.aval.dtype)
+                 for v in body_jaxpr.outvars[n:])
+    if more:
+        # The same jaxprs, taking the added carries too (unread): replayed, not
+        # traced from the Python functions again.
+        body0, bc0, cond0, cc0 = body_jaxpr, bc, cond_jaxpr, cc
+        body_jaxpr, bc = _trace(lambda *x: _run(body0, bc0, x[:n]), avals + more)
+        cond_jaxpr, cc = _trace(lambda *x: _run(cond0, cc0, x[:n]), avals + more)
+        avals += more
+        flat += tuple(jnp.zeros(a.shape, a.dtype) for a in more)
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
     in_avals = (tuple(_core.typeof(x) for x in cc), tuple(_core.typeof(x) for x in bc), avals)
-    flat = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(leaves, avals))
     cc, bc, flat = (as_operands(v) for v in (cc, bc, flat))
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects)
-    return unflat(prim(cc, bc, flat))
+    out = prim(cc, bc, flat)
+    if added is None:
+        return unflat(out)
+    return unflat(out[:n]), tuple(out[n:])
 
 
 # ---------------------------------------------------------------------------

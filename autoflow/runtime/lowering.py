@@ -79,6 +79,10 @@ SELECT_BUDGET = 4096
 # may differ between the branches (benchmarks/scalar_select.py).
 SCALAR_SELECT_BUDGET = 8
 SCALAR_SELECT_OUTPUTS = 1
+# The same for the rest of a loop body that a `break` skips (``guard``): the work
+# a select adds is one block per run of the loop, so only a block that dwarfs a
+# conditional's cost keeps the cond (benchmarks/guard_select.py).
+GUARD_SELECT_BUDGET = 1 << 20
 
 _LOOPS = frozenset({"while", "scan", "fori_loop"})
 HEAVY = frozenset({
@@ -192,8 +196,10 @@ def _run(closed):
     return _core.eval_jaxpr(closed.jaxpr, closed.consts)
 
 
-def decide(t, f, batched):
-    """``'select'`` or ``'lax.cond'`` for the traced branches ``t``, ``f`` and why."""
+def decide(t, f, batched, guard=False):
+    """``'select'`` or ``'lax.cond'`` for the traced branches ``t``, ``f`` and why
+    (``guard``: the ``if`` a loop's ``break`` or ``return`` guards the rest of
+    the body with, see ``operators.if_stmt``)."""
     if _effects(t) or _effects(f):
         return "lax.cond", "a branch has effects"
     if batched:
@@ -201,6 +207,12 @@ def decide(t, f, batched):
     work = cost(t.jaxpr) + cost(f.jaxpr)
     if work == math.inf:
         return "lax.cond", "a branch contains a loop or a heavy operation"
+    if guard and work <= GUARD_SELECT_BUDGET:
+        # The block it skips runs in every iteration but the one that leaves the
+        # loop: as a select it runs once more per run of the loop, where a cond
+        # costs its conditional in every iteration and splits the body.
+        return "select", (f"the rest of a loop body after a `break` does {work} element "
+                          "operations (skipped once, when the loop is left)")
     if all(_size(a) == 1 for a in t.out_avals):
         # Only scalars: a select of a few cheap ones fuses with the code around
         # it, where a cond splits it; more work is worth skipping.
@@ -517,7 +529,7 @@ def _plain_now():
     return plain_now()
 
 
-def cond(pred, true_fn, false_fn):
+def cond(pred, true_fn, false_fn, guard=False):
     """``lax.cond(pred, true_fn, false_fn)`` for thunks returning lists of arrays,
     or a select of both when that is cheaper (see the module docstring)."""
     if _INTERNALS is None:  # an older JAX (see _jax_compat): always the cond
@@ -525,7 +537,7 @@ def cond(pred, true_fn, false_fn):
         return lax.cond(pred, true_fn, false_fn)
     t = _trace(true_fn)
     f = _trace(false_fn)
-    choice, why = decide(t, f, _batched(pred))
+    choice, why = decide(t, f, _batched(pred), guard)
     _set_choice(choice)
     if why == "a branch has effects":
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))

@@ -46,8 +46,8 @@ def _loop_state(init):
     bound on one path of a traced ``if`` in the body: it is read later only
     where it was bound, so staged branches may fill it with zeros.
     """
-    return tuple(Undefined(x.name, guarded=True) if isinstance(x, Undefined) else x
-                 for x in init)
+    return tuple(Undefined(x.name, guarded=True, exit=x.exit) if isinstance(x, Undefined)
+                 else x for x in init)
 
 
 def _pack(value, n):
@@ -157,7 +157,7 @@ def _with_state(names, shared):
 # if and conditional expressions
 # ---------------------------------------------------------------------------
 
-def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
+def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=False):
     """``if cond: true_fn(*operands) else: false_fn(*operands)``, returning its result.
 
     Plain Python::
@@ -171,14 +171,18 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None):
     function's return value) is used to name what does not match. ``state``
     (``af.state(...)``) names the attributes and containers the branches
     change in place: each staged branch starts from their values before the
-    ``if``, and the chosen values are written back afterwards.
+    ``if``, and the chosen values are written back afterwards. ``guard``
+    marks the ``if not broke:`` that a ``break`` (or a ``return``) in a loop
+    body becomes: its false path is the iteration that leaves the loop, taken
+    at most once per run of the loop, which the cost rule of
+    ``runtime/lowering.py`` weighs.
     """
     c = truth(cond, _site)
     if c is not None:
         events.note("if", "python")
         return true_fn(*operands) if c else false_fn(*operands)
     try:
-        return _cond(cond, true_fn, false_fn, operands, names, state)
+        return _cond(cond, true_fn, false_fn, operands, names, state, guard=guard)
     finally:  # what the cost rule chose (runtime/lowering.py)
         events.note("if", _lowered_as())
 
@@ -253,7 +257,7 @@ def _lowered_as():
 
 
 @reissuing
-def _cond(cond, true_fn, false_fn, operands, names, shared, site=_site):
+def _cond(cond, true_fn, false_fn, operands, names, shared, site=_site, guard=False):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
     n = len(names) if names is not None else None
@@ -269,7 +273,7 @@ def _cond(cond, true_fn, false_fn, operands, names, shared, site=_site):
             keep.also = {id(o) for o in shared.objects} if active else set()
             try:
                 result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands,
-                                      all_names, site)
+                                      all_names, site, guard)
             except MoreState as m:
                 m.undo()
                 if active:

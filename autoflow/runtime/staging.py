@@ -14,8 +14,10 @@ turns out to be traced. Both builders:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import threading
 import types
 
 import jax
@@ -80,6 +82,30 @@ def _zeros(spec):
     return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), spec)
 
 
+# The names of variables that a staged statement filled with zeros (a branch
+# that leaves one unbound, a loop that starts one as zeros), logged for each
+# loop body being traced: a variable first bound in a loop body and never
+# filled there is bound on every path through it, so the body's value for it
+# does not depend on the value it starts from (see `_loop_body`, `adds`).
+_local = threading.local()
+
+
+def _log_fills(names):
+    for log in getattr(_local, "fill_logs", ()):
+        log.update(names)
+
+
+@contextlib.contextmanager
+def _logging(log):
+    """Log into the set ``log`` the fills made while a loop body is traced."""
+    logs = _local.__dict__.setdefault("fill_logs", [])
+    logs.append(log)
+    try:
+        yield log
+    finally:
+        del logs[next(i for i in range(len(logs) - 1, -1, -1) if logs[i] is log)]
+
+
 def _cast(x, dtype):
     if isinstance(x, jax.Array) and x.dtype == dtype and not getattr(x, "weak_type", False):
         return x
@@ -139,11 +165,12 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         "on arrays of one shape), or make the condition static."))
 
 
-def cond(pred, true_fn, false_fn, operands, names, site):
+def cond(pred, true_fn, false_fn, operands, names, site, guard=False):
     """``lax.cond`` of two Python branch functions taking ``operands``.
 
     ``names`` labels the outputs (a tuple of variable names), or is ``None``
-    when the branches' results are the function's return value.
+    when the branches' results are the function's return value. ``guard``:
+    see ``operators.if_stmt``.
     """
     records = {}
     targets = {}
@@ -226,7 +253,7 @@ def cond(pred, true_fn, false_fn, operands, names, site):
         records.clear()
         try:
             # lax.cond, or a select when the branches are cheap (see lowering.py)
-            dyn = lowering.cond(as_pred(pred), make("t", true_fn), make("f", false_fn))
+            dyn = lowering.cond(as_pred(pred), make("t", true_fn), make("f", false_fn), guard)
         except _BranchRaised as b:
             lowering._set_choice(None)
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
@@ -239,6 +266,8 @@ def cond(pred, true_fn, false_fn, operands, names, site):
         break
     else:  # pragma: no cover - promotion converges in one step
         raise ConversionError(message(site(), "could not find common types for this `if`"))
+    if fills and names is not None:
+        _log_fills(names[k] for k in fills if k < len(names))
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
     return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
@@ -344,12 +373,22 @@ def _appended(before, after):
 
 
 def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,
-               can_accumulate, hinted=None):
+               can_accumulate, hinted=None, adds=None, fills=()):
     """The staged body of ``loop`` for one choice of carry types, and ``merge``.
 
     ``body(k, dyn)`` returns ``(new carries, appended values)``; ``accum``
     holds the indices of the variables that are lists getting one ``append``
     per iteration (their values become the scan's stacked outputs).
+
+    A variable unbound when the loop starts that the body binds needs a carry
+    of its own (zeros before the first iteration). When the body's value for
+    it cannot depend on the value it starts from (it is an exit value, or the
+    body binds it on every path: its name is not in ``fills``, the log of
+    what was filled with zeros while tracing), ``adds`` (a list, where the
+    loop can take them) receives ``(index, treedef, leaves)`` and the trace
+    goes on: the carry is added to this trace's loop (``checkpoint.while_loop``'s
+    ``added``). Otherwise the loop is traced again with the carry
+    (``_Restart("define")``).
     """
 
     def merge(dyn):
@@ -386,10 +425,19 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                 keys[j] = added
         if keys:
             raise _Restart(("keys", keys))
-        for j, (a, b) in enumerate(zip(_parts(state, names), _parts(new, names))):
+        before = _parts(state, names)
+        for j, (a, b) in enumerate(zip(before, _parts(new, names))):
             if isinstance(a, Undefined) and _spec(b) is not None:
                 defines[j] = _spec(b)
-        if defines:
+        if defines and adds is not None and all(
+                before[j].exit or not ({before[j].name, names[j]} & fills) for j in defines):
+            parts = _parts(new, names)
+            for j in sorted(defines):
+                bl, bt = flatten(parts[j])
+                adds.append((j, bt, [_cast(jnp.asarray(x), aval_of(x)[1]) for x in bl]))
+                parts[j] = before[j]  # unbound in the carries traced here
+            new = _join(parts, names)
+        elif defines:
             raise _Restart(("define", defines))
         if hinted:
             # Variables started from a remembered definition (see `_DEFINED`):
@@ -581,6 +629,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
     if hinted:
         state = _join([_zeros(hinted[k]) if k in hinted else p
                        for k, p in enumerate(_parts(state, names))], names)
+        _log_fills(names[k] for k in hinted)
     for _ in range(16):
         if accum:
             state = _join([_Appended() if j in accum else p
@@ -591,8 +640,21 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
         avals = [aval_of(x) for x, m in zip(leaves, mask) if m]
         init = tuple(_cast(jnp.asarray(x), a[1]) for x, a in
                      zip([x for x, m in zip(leaves, mask) if m], avals))
+        bounded = max_iterations is not None or (not checkpoint.AVAILABLE and _reverse_mode()
+                                                 and isinstance(length, int))
+        # carries the body adds as it is traced (see `_loop_body`): only a
+        # checkpoint.while_loop takes them
+        grown = [] if not (scan_form or bounded) and checkpoint.can_add() else None
+        fills = set()
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
-                                      mask, avals, accum, scan_form, hinted)
+                                      mask, avals, accum, scan_form, hinted, grown, fills)
+
+        def while_loop(cond, body, init):
+            """``checkpoint.while_loop``, with the carries the body adds: ``(out, extras)``."""
+            if grown is None:
+                return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints), ()
+            return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints,
+                                         added=lambda: [x for _, _, xs in grown for x in xs])
 
         def body(k, dyn, running=None):
             loopdebug.tick(k, site)
@@ -612,41 +674,42 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
             return as_pred(c)
 
         uses_while = False
+        extras = ()
         try:
-            if scan_form:
-                # lax.fori_loop with a static trip count, written as the scan it is,
-                # so that appended values can be its stacked outputs.
-                def scan_fn(c, _):
-                    new, outs = full_body(c[0], c[1])
-                    return (c[0] + 1, new), outs
-                (_, dyn), stacked = lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
-                                             None, length=length, unroll=unroll)
-            elif max_iterations is not None or (not checkpoint.AVAILABLE and _reverse_mode()
-                                                and isinstance(length, int)):
-                # max_loop_iterations: a masked scan of that many steps. (On a JAX
-                # without checkpointed loops, also a static range with `break`
-                # under jax.grad: a scan is reverse-differentiable.)
-                steps = max_iterations if max_iterations is not None else length
-                if isinstance(length, int):
-                    steps = min(steps, length)
-                dyn = _bounded(body, test if cond_fn is not None else (lambda d: True), init,
-                               start, None if length is None else start + length, steps, site)
-            elif length is None:
-                uses_while = True
-                _, dyn = checkpoint.while_loop(
-                    lambda c: test(c[1]),
-                    lambda c: (c[0] + 1, body(c[0], c[1], lambda: test(c[1]))),
-                    (jnp.int32(start), init), checkpoints=checkpoints)
-            else:
-                stop = start + length
-                uses_while = True
+            with _logging(fills):
+                if scan_form:
+                    # lax.fori_loop with a static trip count, written as the scan it is,
+                    # so that appended values can be its stacked outputs.
+                    def scan_fn(c, _):
+                        new, outs = full_body(c[0], c[1])
+                        return (c[0] + 1, new), outs
+                    (_, dyn), stacked = lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
+                                                 None, length=length, unroll=unroll)
+                elif bounded:
+                    # max_loop_iterations: a masked scan of that many steps. (On a JAX
+                    # without checkpointed loops, also a static range with `break`
+                    # under jax.grad: a scan is reverse-differentiable.)
+                    steps = max_iterations if max_iterations is not None else length
+                    if isinstance(length, int):
+                        steps = min(steps, length)
+                    dyn = _bounded(body, test if cond_fn is not None else (lambda d: True), init,
+                                   start, None if length is None else start + length, steps, site)
+                elif length is None:
+                    uses_while = True
+                    (_, dyn), extras = while_loop(
+                        lambda c: test(c[1]),
+                        lambda c: (c[0] + 1, body(c[0], c[1], lambda: test(c[1]))),
+                        (jnp.int32(start), init))
+                else:
+                    stop = start + length
+                    uses_while = True
 
-                def full_test(c):
-                    more = c[0] < stop
-                    return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
-                _, dyn = checkpoint.while_loop(
-                    full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
-                    (jnp.asarray(start, jnp.int32), init), checkpoints=checkpoints)
+                    def full_test(c):
+                        more = c[0] < stop
+                        return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
+                    (_, dyn), extras = while_loop(
+                        full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
+                        (jnp.asarray(start, jnp.int32), init))
         except (ConversionError, _Restart) as r:
             error = isinstance(r, ConversionError)
             if error and not hinted:
@@ -665,6 +728,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 # zeros before its first assignment (like a variable first bound
                 # in a loop).
                 parts = _parts(state, names)
+                _log_fills(names[j] for j in changes)
                 for j, added in changes.items():
                     parts[j] = dict(parts[j], **{k: _zeros(v) for k, v in added.items()}) \
                         if all(isinstance(k, str) for k in added) else {
@@ -672,6 +736,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 state = _join(parts, names)
             elif kind_of_change == "define":
                 defined.update(changes)
+                _log_fills(names[j] for j in changes)  # (for the loops around this one)
                 state = _join([_zeros(changes[k]) if k in changes else p
                                for k, p in enumerate(_parts(state, names))], names)
             else:
@@ -689,11 +754,19 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 "Pass `max_loop_iterations=N` to `autoflow.jit`/`autoflow.convert` (the loop "
                 "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
                 "count static."))
+        result = merge(dyn)
+        if grown:
+            # the carries the body added, zeros before the first iteration
+            parts, extras = _parts(result, names), iter(extras)
+            for j, treedef, xs in grown:
+                parts[j] = unflatten(treedef, [next(extras) for _ in xs])
+                defined[j] = _spec(parts[j])
+            result = _join(parts, names)
+            _log_fills(names[j] for j, _, _ in grown)
         if key is not None and defined:
             if len(_DEFINED) >= _DEFINED_LIMIT:
                 _DEFINED.clear()
             _DEFINED[key] = {**(hinted or {}), **defined}
-        result = merge(dyn)
         if accum:
             parts = _parts(result, names)
             for i, j in enumerate(sorted(accum)):

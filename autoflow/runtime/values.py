@@ -37,13 +37,18 @@ class Undefined:
     a computation raises an error that names the variable.
     """
 
-    __slots__ = ("name", "guarded")
+    __slots__ = ("name", "guarded", "exit")
 
-    def __init__(self, name, guarded=False):
+    def __init__(self, name, guarded=False, exit=False):  # noqa: A002 - a flag's name
         # ``guarded``: every read is guarded by a flag (``retval`` is only read
         # when ``returned`` is true), so a staged branch may fill it with zeros.
+        # ``exit``: moreover the value is only read after the loop that binds it,
+        # and only when it is bound in the iteration that leaves the loop (the
+        # value of a `return` inside a loop): what an iteration that does not
+        # leave binds, or does not, is never read (see `staging.loop`).
         self.name = name
-        self.guarded = guarded
+        self.guarded = guarded or exit
+        self.exit = exit
 
     def __repr__(self):
         return f"<undefined {self.name}>"

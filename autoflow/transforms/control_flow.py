@@ -334,6 +334,9 @@ class ControlFlow:
         else:
             call = replace(f"{head}, OPS, ())", **call_args)
         call = stamp(call, s)
+        if getattr(s, "af_loop_guard", False):  # see early_exits._unless
+            call[-1].value.keywords.append(gast.keyword(
+                arg="guard", value=stamp(gast.Constant(value=True, kind=None), s)))
         self._state_arg(s.body + s.orelse, s, local, call)
         return self._undefined_inits(params, s) + self._finish(defs, s) + call
 

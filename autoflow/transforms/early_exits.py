@@ -34,15 +34,18 @@ loop stops before taking its next item, exactly as Python's ``break`` does.
 
 from __future__ import annotations
 
+import builtins
+
 import gast
 
 from ..core.nodes import children, walk
 from ..core.nodes import clone as nodes_clone
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
-from ..analysis.activity import bound_names
+from ..analysis.activity import bound_names, target_names
 from ..analysis.liveness import always_returns
-from .util import _LOOPS, _SCOPES, contains_return, stamp
+from .calls import VALUE_METHODS
+from .util import _LOOPS, _SCOPES, contains_return, stamp, walk_local
 
 
 
@@ -99,9 +102,19 @@ def _blocks(stmt):
     return out
 
 
+def _names_only(target):
+    """Is the assignment target plain names (``i``, ``k, (a, b)``)?"""
+    if isinstance(target, gast.Name):
+        return True
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return all(_names_only(e) for e in target.elts)
+    return False
+
+
 class EarlyExits:
-    def __init__(self, ctx):
+    def __init__(self, ctx, scope=None):
         self.ctx = ctx
+        self.scope = scope  # the function being lowered (see `_read_elsewhere`)
 
     # ---- return inside loops -------------------------------------------
     def lower_loop_returns(self, body):
@@ -126,7 +139,7 @@ class EarlyExits:
                     not isinstance(b, _SCOPES) and contains_return(b) for b in s.body):
                 returned, retval = self._flags()
                 init = stamp(replace(
-                    "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
+                    "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True, exit=True)",
                     RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
                     RETVAL_NAME=gast.Constant(value=retval, kind=None),
                 ), s)
@@ -368,6 +381,7 @@ class EarlyExits:
 
     def _lower_loop(self, loop):
         before, after = [], []
+        exit_test = self._top_exit(loop)
         if _has(loop.body, gast.Continue):
             flag = self.ctx.namer.unique("continued")
             body = self._guard(loop.body, gast.Continue, flag)
@@ -395,7 +409,105 @@ class EarlyExits:
         elif loop.orelse:
             after = loop.orelse
         loop.orelse = []
+        if exit_test is not None:
+            self._test_also(loop, exit_test)
         return before + [loop] + after
+
+    def _top_exit(self, loop):
+        """``if c: break`` as the first statement of ``loop``: ``c``, taken out of
+        the body, to become part of the loop's own test (see ``_test_also``).
+
+        ``while t: if c: break; B`` is ``while t and not c: B``, and ``for x in
+        xs: if c: break; B`` is ``for x in xs`` with the test ``not c`` before
+        each item: ``c`` is evaluated at the same points, as often, in the same
+        order. The loop's carries need no ``broke`` flag for it, and a staged
+        loop ends at its test instead of running one more iteration whose body
+        is skipped by a guard (under ``vmap``, a guard is a select, and that
+        iteration runs the whole body).
+
+        Only when nothing tells the two apart: no ``else`` (it would need the
+        flag), ``c`` binds no name, suspends nothing and calls no user code
+        (a staged test is also evaluated when a ``for`` runs out of items),
+        and for a ``for``, ``c`` does not read the loop's variable, which
+        nothing reads after the loop either (on the item where ``c`` holds,
+        Python binds the variable before breaking, and the hoisted test
+        stops before it).
+        """
+        if loop.orelse or not loop.body or not isinstance(loop, (gast.For, gast.While)):
+            return None
+        first = loop.body[0]
+        if not (isinstance(first, gast.If) and not first.orelse and len(first.body) == 1
+                and type(first.body[0]) is gast.Break
+                and getattr(first.body[0], "af_exit_flag", None) is None):
+            return None
+        if not self._pure_test(first.test):
+            return None
+        if isinstance(loop, gast.For):
+            targets = target_names(loop.target)
+            if not _names_only(loop.target) or any(
+                    isinstance(n, gast.Name) and n.id in targets for n in walk(first.test)):
+                return None
+            if self.scope is None or self._read_elsewhere(targets, loop):
+                return None
+        loop.body = loop.body[1:] or [stamp(gast.Pass(), first)]
+        return first.test
+
+    def _pure_test(self, test):
+        """May ``test`` move into a loop's test: it binds nothing, suspends
+        nothing, and calls only library code and autoflow's vocabulary?"""
+        af = self.ctx.af
+        for n in walk(test):
+            if isinstance(n, (gast.NamedExpr, gast.Yield, gast.YieldFrom, gast.Await,
+                              gast.Lambda)):
+                return False
+            if isinstance(n, gast.Call):
+                f = n.func
+                if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) \
+                        and f.value.id == af:
+                    if f.attr in ("call", "converted", "print", "fstring"):
+                        return False
+                    continue
+                if isinstance(f, gast.Attribute) and f.attr in VALUE_METHODS:
+                    continue  # `x.sum()`, `jnp.abs(d).max()`
+                root = f
+                while isinstance(root, gast.Attribute):
+                    root = root.value
+                if not isinstance(root, gast.Name):
+                    return False
+                if root is f and not (hasattr(builtins, f.id)
+                                      and self.ctx.builtin_available(f.id)):
+                    return False
+                if root is not f and root.id not in self.ctx.library_names:
+                    return False
+        return True
+
+    def _read_elsewhere(self, names, loop):
+        """Is one of ``names`` (a ``for``'s variables) used anywhere in the function
+        but in the loop body's own code (a nested scope's read counts), or
+        declared ``global``/``nonlocal``?"""
+        own = {id(n) for s in loop.body for n in [s, *walk_local(s)]
+               if not isinstance(n, _SCOPES)}
+        for n in walk(self.scope):
+            if isinstance(n, (gast.Global, gast.Nonlocal)) and set(n.names) & set(names):
+                return True
+            if isinstance(n, gast.Name) and n.id in names \
+                    and not isinstance(n.ctx, gast.Store) and id(n) not in own:
+                return True
+        return False
+
+    def _test_also(self, loop, exit_test):
+        """The loop stops where ``exit_test`` (hoisted by ``_top_exit``) holds too."""
+        if isinstance(loop, gast.While):
+            if isinstance(loop.test, gast.Constant) and loop.test.value is True:
+                loop.test = stamp(replace_expr("not (C)", C=exit_test), loop)
+            else:
+                loop.test = stamp(replace_expr("TEST and not (C)", TEST=loop.test,
+                                               C=exit_test), loop)
+            return
+        extra = getattr(loop, "af_extra_test", None)
+        loop.af_extra_test = stamp(
+            replace_expr("not (C)", C=exit_test) if extra is None
+            else replace_expr("EXTRA and not (C)", EXTRA=extra, C=exit_test), loop)
 
     def _guard(self, stmts, kind, flag):
         out = []
@@ -422,8 +534,15 @@ class EarlyExits:
         return out
 
     def _unless(self, flag, rest, kind, anchor):
-        """``if not FLAG: rest`` (guarded in turn); nothing when nothing is left."""
+        """``if not FLAG: rest`` (guarded in turn); nothing when nothing is left.
+
+        After a ``break`` the ``if`` is marked ``af_loop_guard``: its false path
+        is the iteration that leaves the loop (see ``operators.if_stmt``'s
+        ``guard``)."""
         rest = self._guard(rest, kind, flag) if rest else []
         if not rest:
             return []
-        return stamp(replace("if not FLAG:\n    REST", FLAG=flag, REST=rest), anchor)
+        out = stamp(replace("if not FLAG:\n    REST", FLAG=flag, REST=rest), anchor)
+        if kind is gast.Break:
+            out[0].af_loop_guard = True
+        return out

@@ -172,7 +172,7 @@ def _lower_exits(tree, ctx, inv):
     if not (loops or blocks):  # returns, breaks, raises to lower sit in loops, with, try
         return
     for fn in inv.functions:
-        exits = EarlyExits(ctx)
+        exits = EarlyExits(ctx, fn)
         fn.body = exits.lower_loop_returns(fn.body)
         fn.body = exits.lower_block_exits(fn.body)
         fn.body = exits.lower_jumps(fn.body)

@@ -48,7 +48,7 @@ def escape_time(c, max_iter=MAX_ITER):
 
         def if_false(n):
             return n
-        n = af.if_stmt(af.not_(broke), if_true, if_false, (n,), ("n",))
+        n = af.if_stmt(af.not_(broke), if_true, if_false, (n,), ("n",), guard=True)
         return (z, broke, n)
     z, broke, n = af.while_stmt(loop_test, loop_body, (z, broke, n), ("z", "broke", "n"))
     return n
@@ -75,7 +75,7 @@ def escape_time_reference(c, max_iter=MAX_ITER):
 
         def if_false(n):
             return n
-        n = af.if_stmt(af.not_(broke), if_true, if_false, (n,), ("n",))
+        n = af.if_stmt(af.not_(broke), if_true, if_false, (n,), ("n",), guard=True)
         return (z, broke, n)
     z, broke, n = af.while_stmt(loop_test, loop_body, (z, broke, n), ("z", "broke", "n"))
     return n

@@ -1,0 +1,304 @@
+"""Leaving a loop: a `break` first in the body becomes part of the loop's test, a
+`return` value is carried without tracing the body twice, and the rest of a body
+after a `break` may run as a select. Each against eager Python."""
+
+from __future__ import annotations
+
+import collections
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import autoflow
+
+from .oracle import F, I, check, check_cases
+
+COUNT = collections.Counter()
+
+
+def _source(fn):
+    return autoflow.to_source(fn)
+
+
+# ---- `if c: break` first in the body -------------------------------------------------------
+
+def while_top_break(x, tol):
+    while x > 0.0:
+        if x < tol:
+            break
+        x = x * 0.5 - 0.01
+    return x
+
+
+def for_top_break(x, n):
+    for _ in range(n):
+        if abs(x) < 1e-3:
+            break
+        x = x * 0.5
+    return x
+
+
+def for_top_break_and_another(x, n):
+    total = 0.0
+    for i in range(n):
+        if abs(x) < 1e-3:
+            break
+        x = x * 0.5
+        if x < -5.0:
+            break
+        total = total + x
+    return x, total
+
+
+def for_top_break_with_continue(x, n):
+    total = 0.0
+    for i in range(n):
+        if total > 10.0:
+            break
+        if i % 2 == 0:
+            continue
+        total = total + x * i
+    return total
+
+
+def while_true_top_break(x):
+    k = 0
+    while True:
+        if x * x > 50.0 or k >= 20:
+            break
+        x = x + 1.5
+        k = k + 1
+    return x, k
+
+
+def test_a_break_first_in_the_body_moves_into_the_test():
+    for fn in (while_top_break, for_top_break, for_top_break_and_another,
+               while_true_top_break):
+        text = _source(fn)
+        first_body_line = text.split("def loop_body", 1)[1].splitlines()[1].strip()
+        assert not first_body_line.startswith(("broke =", "if ")), (fn.__name__, text)
+    # a loop with nothing else to leave it carries no flag at all
+    assert "broke" not in _source(while_top_break) and "broke" not in _source(for_top_break)
+    assert "af.and_(x > 0.0, lambda: af.not_(x < tol))" in _source(while_top_break)
+
+
+def test_hoisted_breaks_match_python():
+    check_cases(while_top_break, [(F(3.0), F(0.1)), (F(0.05), F(0.1)), (F(-1.0), F(0.1))],
+                vmap=[(F(5.0), F(0.2)), (F(0.01), F(0.5))])
+    check(for_top_break, F(3.0), 40, vmap=[(F(5.0), 40), (F(0.5), 40)], static_argnums=(1,))
+    check_cases(for_top_break, [(F(0.0), 5), (F(3.0), 0)], static_argnums=(1,))
+    check_cases(for_top_break, [(F(3.0), I(40)), (F(2e-4), I(3)), (F(1.0), I(0))])
+    check_cases(for_top_break_and_another, [(F(3.0), I(30)), (F(-3.0), I(30)),
+                                            (F(1e-4), I(4))])
+    check_cases(for_top_break_with_continue, [(F(3.0), I(30)), (F(-1.0), I(7)),
+                                              (F(0.0), I(5))])
+    check_cases(while_true_top_break, [(F(0.0),), (F(9.0),), (F(-30.0),)],
+                vmap=[(F(2.0),), (F(8.0),)])
+
+
+def for_target_read_after(x, n):
+    i = -1
+    for i in range(n):
+        if x > 10.0:
+            break
+        x = x * 2.0
+    return x, i
+
+
+def for_target_in_closure(x, n):
+    fs = []
+    for i in range(n):
+        if x > 10.0:
+            break
+        fs.append(lambda: i)
+        x = x * 2.0
+    return x, [f() for f in fs]
+
+
+def for_test_reads_target(x, n):
+    for i in range(n):
+        if i * x > 10.0:
+            break
+        x = x + 1.0
+    return x
+
+
+def for_break_with_else(x, n):
+    for _ in range(n):
+        if x > 10.0:
+            break
+        x = x * 2.0
+    else:
+        x = -x
+    return x
+
+
+def counted_test(x):
+    COUNT["test"] += 1
+    return x > 10.0
+
+
+def for_break_calls_user_code(x, n):
+    for _ in range(n):
+        if counted_test(x):
+            break
+        x = x * 2.0
+    return x
+
+
+def test_breaks_python_tells_apart_stay_in_the_body():
+    # The loop variable is read after the loop (Python binds it on the item it
+    # breaks at), the test reads it, the loop has an `else`, the test calls user
+    # code: the `break` stays where it is.
+    for fn in (for_target_read_after, for_target_in_closure, for_test_reads_target,
+               for_break_with_else, for_break_calls_user_code):
+        assert "broke = " in _source(fn), fn.__name__
+    check_cases(for_target_read_after, [(F(1.0), I(10)), (F(20.0), I(10)), (F(1.0), I(0))])
+    check_cases(for_target_in_closure, [(F(1.0), 6), (F(20.0), 6)], static_argnums=(1,),
+                traced=False)
+    check_cases(for_test_reads_target, [(F(1.0), I(10)), (F(20.0), I(10))])
+    check_cases(for_break_with_else, [(F(1.0), I(10)), (F(1.0), I(2)), (F(30.0), I(3))])
+    check_cases(for_break_calls_user_code, [(F(1.0), I(10)), (F(20.0), I(10))])
+
+
+# ---- `return` inside a loop: the return value's carry -------------------------------------
+
+def first_over(x, limit):
+    for i in range(30):
+        COUNT["body"] += 1
+        x = x * 1.5 + 0.25
+        if x > limit:
+            return x, i
+    return -x, -1
+
+
+def first_over_value(x, limit):
+    return first_over(x, limit)[0]
+
+
+def bound_every_iteration(x, n):
+    for _ in range(n):
+        COUNT["body"] += 1
+        y = x * 2.0  # first bound in the loop, on every path
+        x = y - 1.0
+    return x, y
+
+
+def bound_on_one_path(x, n):
+    last = 0.0 * x
+    found = x * 0.0
+    for i in range(n):
+        COUNT["body"] += 1
+        if x > 1.0:
+            seen = x  # first bound in the loop, on one path: its last value is read
+            found = found + 1.0
+        x = x * 0.7
+    if found > 0:
+        last = seen  # noqa: F821 - bound where found > 0, as in Python
+    return x, last
+
+
+def _traces(fn, *args):
+    COUNT.clear()
+    jax.make_jaxpr(autoflow.convert(fn))(*args)
+    return COUNT["body"]
+
+
+def test_a_return_value_is_carried_without_tracing_the_body_again():
+    from autoflow.runtime import staging
+
+    staging._DEFINED.clear()
+    assert _traces(first_over, F(1.0), F(5.0)) == 1
+    check_cases(first_over, [(F(1.0), F(5.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
+                vmap=[(F(2.0), F(3.0)), (F(0.0), F(1e9))])
+    check_cases(first_over_value, [(F(1.0), F(5.0)), (F(1.0), F(1e9))], grad=True)
+
+
+def test_a_variable_bound_on_every_path_is_carried_without_tracing_again():
+    from autoflow.runtime import staging
+
+    staging._DEFINED.clear()
+    assert _traces(bound_every_iteration, F(1.5), I(4)) == 1
+    check_cases(bound_every_iteration, [(F(1.5), I(4)), (F(-2.0), I(1))])
+
+
+def test_a_variable_bound_on_one_path_keeps_its_last_value():
+    # Its value must pass through the iterations that do not bind it: the body
+    # is traced again with it carried.
+    from autoflow.runtime import staging
+
+    staging._DEFINED.clear()
+    assert _traces(bound_on_one_path, F(3.0), I(6)) == 2
+    check_cases(bound_on_one_path, [(F(3.0), I(6)), (F(3.0), I(1)), (F(0.5), I(6))],
+                vmap=[(F(5.0), I(9)), (F(1.2), I(3))])
+
+
+def nested_return_in_inner(x, n):
+    for i in range(n):
+        for j in range(n):
+            x = x * 1.2 + 0.1
+            if x > 7.0:
+                return x, i, j
+        x = x - 0.5
+    return x, -1, -1
+
+
+def test_a_return_from_an_inner_loop_matches_python():
+    check_cases(nested_return_in_inner, [(F(1.0), I(4)), (F(1.0), I(2)), (F(-9.0), I(3))],
+                vmap=[(F(3.0), I(4)), (F(0.0), I(4))])
+
+
+# ---- the rest of a body after a `break`: a select ---------------------------------------
+
+def cg_like(A, b, n):
+    x = jnp.zeros_like(b)
+    r = b - A @ x
+    p = r
+    rr = r @ r
+    for _ in range(n):
+        Ap = A @ p
+        alpha = rr / (p @ Ap)
+        x = x + alpha * p
+        r = r - alpha * Ap
+        rr_new = r @ r
+        if rr_new < 1e-10:
+            break
+        p = r + (rr_new / rr) * p  # 0/0 where it broke: never read
+        rr = rr_new
+    return x
+
+
+def cg_like_energy(A, b, n):
+    return jnp.sum(cg_like(A, b, n) ** 2)
+
+
+def _spd(n, seed):
+    m = np.random.default_rng(seed).normal(size=(n, n)) / np.sqrt(n)
+    return jnp.asarray(m @ m.T + np.eye(n), jnp.float32)
+
+
+def test_the_rest_after_a_break_is_a_select():
+    A, b = _spd(6, 0), jnp.asarray(np.arange(6.0), jnp.float32)
+    shown = str(autoflow.explain(cg_like, "f32[6,6]", "f32[6]", "i32"))
+    assert "select_n" in shown and "cond[" not in shown, shown
+    text = str(jax.make_jaxpr(autoflow.convert(cg_like))(A, b, I(20)))
+    assert "'kind': 'select'" in text and "'kind': 'cond'" not in text, text
+    check(cg_like, A, b, I(20))
+    check(cg_like_energy, A, b, I(20), argnums=1, grad=True)
+
+
+def ratio_walk(x, n):
+    y = x
+    for _ in range(n):
+        y = y - 1.0
+        if y <= 0.0:
+            break
+        x = x * (y / y) + 0.5 * y  # 0/0 in the iteration that leaves: never taken
+    return x
+
+
+def test_what_the_leaving_iteration_skips_never_reaches_values_or_gradients():
+    assert "'kind': 'select'" in str(jax.make_jaxpr(autoflow.convert(ratio_walk))(F(3.0), I(9)))
+    check_cases(ratio_walk, [(F(3.0), I(9)), (F(2.5), I(9)), (F(3.0), I(1))], grad=True,
+                vmap=[(F(4.0), I(9)), (F(1.0), I(9))])
