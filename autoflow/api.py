@@ -90,12 +90,13 @@ def _global_kinds(fn):
 
 
 class _Converted:
-    """One conversion of a code object: its source, and its code once compiled."""
+    """One conversion of a code object: its tree until compiled, then its code;
+    its source text once asked for (``to_source``: converting does not need it)."""
 
     __slots__ = ("original", "alias", "source", "tree", "filename", "code")
 
-    def __init__(self, original, alias, source, tree, filename):
-        self.original, self.alias, self.source = original, alias, source
+    def __init__(self, original, alias, tree, filename):
+        self.original, self.alias, self.source = original, alias, None
         self.tree, self.filename, self.code = tree, filename, None
 
 
@@ -131,18 +132,29 @@ def _transform_uncached(fn, options, kinds) -> _Converted:
                   options=dict(options), library_names=kinds[1], user_names=kinds[2],
                   module_names=kinds[3])
     pipeline.run(node, ctx)
-    tree = pipeline.to_ast(node)
-    return _Converted(fn.__code__, alias, ast.unparse(tree), tree, filename)
+    return _Converted(fn.__code__, alias, pipeline.to_ast(node), filename)
+
+
+def _source(fn, options):
+    """The converted source of ``fn`` (converted again if it was compiled already)."""
+    entry = _transformed(fn, options)
+    if entry.source is None:
+        tree = entry.tree
+        with paused_gc():
+            if tree is None:  # compiled already: the tree is gone
+                tree = run_deep(_transform_uncached, fn, options, _global_kinds(fn)).tree
+            entry.source = run_deep(ast.unparse, tree)
+    return entry.source
 
 
 def _convert_code(fn, options):
-    """``(code, alias, source)`` of ``fn`` converted: transformed, then compiled once."""
+    """``(code, alias)`` of ``fn`` converted: transformed, then compiled once."""
     entry = _transformed(fn, options)
     if entry.code is None:
         entry.code = compile_function(entry.tree, entry.filename, entry.original.co_freevars,
                                       entry.alias)
         entry.tree = None  # compiling strips parts of it; the code is what is kept
-    return entry.code, entry.alias, entry.source
+    return entry.code, entry.alias
 
 
 def _stacklevel():
@@ -256,7 +268,7 @@ def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
             if hit is not None and hit[0] is fn.__code__:
                 return hit[1]
         try:
-            code, alias, _ = _convert_code(fn, _transform_options(options))
+            code, alias = _convert_code(fn, _transform_options(options))
         except SourceUnavailable as e:
             return _fallback(fn, str(e), kw["strict"])
         if kw["asserts"] and _uses_no_runtime(code, alias):
@@ -414,7 +426,7 @@ def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
     with _lock:
         try:
             options = _options(None, recursive, (), asserts, debug)
-            source = _transformed(fn, _transform_options(options)).source
+            source = _source(fn, _transform_options(options))
         except SourceUnavailable as e:
             raise ConversionError(f"cannot convert `{getattr(fn, '__qualname__', fn)}`: {e}") from None
     return source

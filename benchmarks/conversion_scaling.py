@@ -80,7 +80,7 @@ def load(src, tmp, name):
 
 def convert(fn):
     af_api._by_code.clear()  # the whole measurement runs in a deep thread (deep_call)
-    return af_api._transformed(fn, af_api._transform_options(
+    return af_api._source(fn, af_api._transform_options(
         af_api._options(None, False, (), True, False)))
 
 

@@ -36,6 +36,9 @@ from real_algorithms import _time  # noqa: E402
 
 RULES = {"cond": -1, "select": float("inf")}
 
+if __name__ == "__main__" and "--sync-dispatch" in sys.argv:
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
 
 def damped(x, limit, n):
     """A loop that leaves in its middle: the work after the `break` is guarded."""
@@ -67,6 +70,7 @@ def _fresh(fn):
 
 
 def _medians(sides, args, rounds):
+    """Each side's median time over ``rounds`` interleaved rounds (order alternating)."""
     reps = max(3, min(300, int(0.05 / max(_time(sides["cond"], args, 2), 1e-6))))
     got = {k: [] for k in sides}
     for r in range(rounds):
@@ -78,12 +82,16 @@ def _medians(sides, args, rounds):
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--sizes", type=int, nargs="*",
+                    default=[64, 1024, 16384, 262144, 1 << 20, 1 << 23])
+    ap.add_argument("--sync-dispatch", action="store_true",
+                    help="run every call on the calling thread (see real_algorithms.py)")
     args = ap.parse_args(argv)
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}")
     print("| block (element operations) | iterations | cond | select | select / cond |")
     print("|---:|---:|---:|---:|---:|")
-    for size in (64, 1024, 16384, 262144, 1048576):
+    for size in args.sizes:
         # (each element of the block does about 8 operations)
         x = jnp.linspace(0.0, 1.0, size // 8 or 1, dtype=jnp.float32)
         for n in (4, 64):
@@ -100,12 +108,11 @@ def main(argv=None):
     for name, p in ra._problems().items():
         if name not in ("cg", "bicgstab"):
             continue
-        lib = jax.jit(p["library"])
         sides = _build(lambda p=p: _fresh(p["natural"]), p["args"])
-        base = statistics.median(_time(lib, p["args"], 50) for _ in range(args.rounds))
+        sides["library"] = jax.jit(p["library"])
         m = _medians(sides, p["args"], args.rounds)
-        print(f"| {name} | library | {m['cond'] / base:.3f}x | {m['select'] / base:.3f}x |",
-              flush=True)
+        print(f"| {name} | library | {m['cond'] / m['library']:.3f}x "
+              f"| {m['select'] / m['library']:.3f}x |", flush=True)
 
 
 if __name__ == "__main__":

@@ -199,7 +199,7 @@ def convert_uncached(fn, options):
     """
     af_api._by_code.clear()
     c, t = time.thread_time(), time.perf_counter()
-    af_api._transformed(fn, options)
+    af_api._source(fn, options)
     wall, cpu = time.perf_counter() - t, time.thread_time() - c
     t = time.perf_counter()
     af_api._convert_code(fn, options)
@@ -217,7 +217,7 @@ def python_calls(fn, options):
     af_api._by_code.clear()
     profile = cProfile.Profile()
     profile.enable()
-    af_api._transformed(fn, options)
+    af_api._source(fn, options)
     profile.disable()
     return pstats.Stats(profile).total_calls
 
@@ -266,7 +266,7 @@ def bench_conversion(quick):
     slowest = max(best, key=best.get)
     total_lines = sum(lines.values())
     corpus_res = {
-        "method": "autoflow.api._transformed(fn, to_source options) after clearing autoflow.api._by_code "
+        "method": "autoflow.api._source(fn, to_source options) after clearing autoflow.api._by_code "
                   "(source from linecache + parse + all rewriter passes + unparse: the work of to_source); "
                   "median_ms_with_compile adds the compile that convert/jit do on top",
         "functions": len(fns),

@@ -82,7 +82,7 @@ SCALAR_SELECT_OUTPUTS = 1
 # The same for the rest of a loop body that a `break` skips (``guard``): the work
 # a select adds is one block per run of the loop, so only a block that dwarfs a
 # conditional's cost keeps the cond (benchmarks/guard_select.py).
-GUARD_SELECT_BUDGET = 1 << 20
+GUARD_SELECT_BUDGET = 1 << 24
 
 _LOOPS = frozenset({"while", "scan", "fori_loop"})
 HEAVY = frozenset({
@@ -297,16 +297,19 @@ class _Cond(_VJPHiPrimitive):
 
     stage_low = True  # see runtime/lowjit.py
 
-    def __init__(self, t, f, kind, in_avals, inner=None, axes=None, size=None, masked=False):
+    def __init__(self, t, f, kind, in_avals, inner=None, axes=None, size=None, masked=False,
+                 free=()):
         self.in_avals = in_avals  # (predicate, true operands, false operands)
         if inner is None:
             self.out_aval = tuple(t.out_avals)
         else:
             self.out_aval = tuple(_unmapped(a, 0, size) for a in inner.out_aval)
         # masked: the last true operand is the mask of the lanes whose results
-        # are read (runtime/lanes.py); the loops in the branches run only for them
+        # are read (runtime/lanes.py); the loops in the branches run only for them.
+        # free: outputs nothing reads where the predicate is false (a loop's guard
+        # on the iteration that leaves it): a select takes the true branch's.
         self.params = dict(t=t, f=f, kind=kind, inner=inner, axes=axes, size=size,
-                           masked=masked)
+                           masked=masked, free=tuple(free))
         self.effects = frozenset()
         super().__init__()
 
@@ -333,10 +336,14 @@ class _Cond(_VJPHiPrimitive):
         return tuple(lanes.vmap(lambda o: self.inner.branch(which, o), (axes,), 0, self.size,
                                 needed)(tuple(ops)))
 
+    def _pick(self, pred, t_out, f_out):
+        return tuple(a if i in self.free else _select(pred, a, b)
+                     for i, (a, b) in enumerate(zip(t_out, f_out)))
+
     def both(self, pred, tc, fc):
         """The select of both branches' outputs."""
         if self.inner is None:
-            return tuple(_select(pred, a, b) for a, b in zip(_eval(self.t, tc), _eval(self.f, fc)))
+            return self._pick(pred, _eval(self.t, tc), _eval(self.f, fc))
         tc, needed = self._split(tc)
         if self.axes[0] is not None and jnp.ndim(pred) == 1:
             # A batched predicate: each branch runs for the lanes that take it
@@ -349,7 +356,7 @@ class _Cond(_VJPHiPrimitive):
                                take_t)(tc)
             f_out = lanes.vmap(lambda o: self.inner.branch("f", o), (fa,), 0, self.size,
                                take_f)(fc)
-            return tuple(_select(pred, a, b) for a, b in zip(t_out, f_out))
+            return self._pick(pred, t_out, f_out)
         return tuple(lanes.vmap(self.inner.both, self._inner_axes(), 0, self.size, needed)(
             pred, tc, fc))
 
@@ -466,7 +473,7 @@ class _Cond(_VJPHiPrimitive):
         in_avals = tuple(_core.typeof(x) for x in args[:1]) + tuple(
             tuple(_core.typeof(x) for x in group) for group in args[1:])
         prim = _Cond(self.t, self.f, self.kind, in_avals, inner=self, axes=axes, size=size,
-                     masked=needed is not None)
+                     masked=needed is not None, free=self.free)
         return prim(*args), tuple(0 for _ in self.out_aval)
 
 
@@ -483,10 +490,11 @@ def _operands(closed):
     return _core.ClosedJaxpr(jaxpr, ()), list(closed.consts)
 
 
-def _staged_if(pred, t, f, kind):
+def _staged_if(pred, t, f, kind, free=()):
     if _plain_now():  # autoflow explain: what it compiles to
         if kind == "select":
-            return [_select(pred, a, b) for a, b in zip(_run(t), _run(f))]
+            return [a if i in free else _select(pred, a, b)
+                    for i, (a, b) in enumerate(zip(_run(t), _run(f)))]
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
     tj, tc = _operands(t)
     fj, fc = _operands(f)
@@ -495,7 +503,8 @@ def _staged_if(pred, t, f, kind):
     pred, tc, fc = as_operands([jnp.asarray(pred)]) + (as_operands(tc), as_operands(fc))
     in_avals = (_core.typeof(pred), tuple(_core.typeof(x) for x in tc),
                 tuple(_core.typeof(x) for x in fc))
-    return list(_Cond(tj, fj, kind, in_avals)(pred, tuple(tc), tuple(fc)))
+    return list(_Cond(tj, fj, kind, in_avals, free=free if kind == "select" else ())(
+        pred, tuple(tc), tuple(fc)))
 
 
 def _partial_eval():
@@ -529,9 +538,13 @@ def _plain_now():
     return plain_now()
 
 
-def cond(pred, true_fn, false_fn, guard=False):
+def cond(pred, true_fn, false_fn, guard=False, free=lambda: ()):
     """``lax.cond(pred, true_fn, false_fn)`` for thunks returning lists of arrays,
-    or a select of both when that is cheaper (see the module docstring)."""
+    or a select of both when that is cheaper (see the module docstring).
+
+    ``guard``: see ``operators.if_stmt``; ``free()`` (called once both branches
+    are traced): the indices of the outputs nothing reads where ``pred`` is
+    false, which a select then takes from the true branch."""
     if _INTERNALS is None:  # an older JAX (see _jax_compat): always the cond
         _set_choice("lax.cond")
         return lax.cond(pred, true_fn, false_fn)
@@ -545,4 +558,5 @@ def cond(pred, true_fn, false_fn, guard=False):
         if why == "batched predicate":  # (JAX's cond would stop_gradient the tangents)
             return [_select(pred, a, b) for a, b in zip(_run(t), _run(f))]
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
-    return _staged_if(pred, t, f, "select" if choice == "select" else "cond")
+    return _staged_if(pred, t, f, "select" if choice == "select" else "cond",
+                      free() if guard else ())

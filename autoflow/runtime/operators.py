@@ -157,7 +157,8 @@ def _with_state(names, shared):
 # if and conditional expressions
 # ---------------------------------------------------------------------------
 
-def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=False):
+def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=False,
+            unread=()):
     """``if cond: true_fn(*operands) else: false_fn(*operands)``, returning its result.
 
     Plain Python::
@@ -175,14 +176,17 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=
     marks the ``if not broke:`` that a ``break`` (or a ``return``) in a loop
     body becomes: its false path is the iteration that leaves the loop, taken
     at most once per run of the loop, which the cost rule of
-    ``runtime/lowering.py`` weighs.
+    ``runtime/lowering.py`` weighs; ``unread`` names the outputs that nothing
+    reads once the loop is left (the loop's other carries), which a select
+    takes from the true branch.
     """
     c = truth(cond, _site)
     if c is not None:
         events.note("if", "python")
         return true_fn(*operands) if c else false_fn(*operands)
     try:
-        return _cond(cond, true_fn, false_fn, operands, names, state, guard=guard)
+        return _cond(cond, true_fn, false_fn, operands, names, state, guard=guard,
+                     unread=unread)
     finally:  # what the cost rule chose (runtime/lowering.py)
         events.note("if", _lowered_as())
 
@@ -257,7 +261,8 @@ def _lowered_as():
 
 
 @reissuing
-def _cond(cond, true_fn, false_fn, operands, names, shared, site=_site, guard=False):
+def _cond(cond, true_fn, false_fn, operands, names, shared, site=_site, guard=False,
+          unread=()):
     """``staging.cond``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
     n = len(names) if names is not None else None
@@ -273,7 +278,7 @@ def _cond(cond, true_fn, false_fn, operands, names, shared, site=_site, guard=Fa
             keep.also = {id(o) for o in shared.objects} if active else set()
             try:
                 result = staging.cond(cond, wrap(true_fn), wrap(false_fn), operands,
-                                      all_names, site, guard)
+                                      all_names, site, guard, unread)
             except MoreState as m:
                 m.undo()
                 if active:

@@ -165,12 +165,12 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         "on arrays of one shape), or make the condition static."))
 
 
-def cond(pred, true_fn, false_fn, operands, names, site, guard=False):
+def cond(pred, true_fn, false_fn, operands, names, site, guard=False, unread=()):
     """``lax.cond`` of two Python branch functions taking ``operands``.
 
     ``names`` labels the outputs (a tuple of variable names), or is ``None``
-    when the branches' results are the function's return value. ``guard``:
-    see ``operators.if_stmt``.
+    when the branches' results are the function's return value. ``guard``,
+    ``unread``: see ``operators.if_stmt``.
     """
     records = {}
     targets = {}
@@ -253,7 +253,8 @@ def cond(pred, true_fn, false_fn, operands, names, site, guard=False):
         records.clear()
         try:
             # lax.cond, or a select when the branches are cheap (see lowering.py)
-            dyn = lowering.cond(as_pred(pred), make("t", true_fn), make("f", false_fn), guard)
+            dyn = lowering.cond(as_pred(pred), make("t", true_fn), make("f", false_fn), guard,
+                                lambda: _free(records["t"], names, unread))
         except _BranchRaised as b:
             lowering._set_choice(None)
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
@@ -271,6 +272,15 @@ def cond(pred, true_fn, false_fn, operands, names, site, guard=False):
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
     return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+
+
+def _free(record, names, unread):
+    """The staged outputs (indices among the array leaves) of the variables ``unread``."""
+    if not unread:
+        return ()
+    out, leaves, _, mask = record
+    labels = [label for label, m in zip(leaf_labels(out, names), mask) if m]
+    return tuple(i for i, label in enumerate(labels) if label in unread)
 
 
 class _BranchRaised(Signal):

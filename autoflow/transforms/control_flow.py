@@ -32,7 +32,7 @@ from ..analysis.activity import (chain_text, declared_nonlocal, nested_free_name
 from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
-from .util import _SCOPES, contains, is_generator, stamp
+from .util import _SCOPES, contains, is_generator, pure_test, stamp, walk_local
 
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
@@ -334,9 +334,16 @@ class ControlFlow:
         else:
             call = replace(f"{head}, OPS, ())", **call_args)
         call = stamp(call, s)
-        if getattr(s, "af_loop_guard", False):  # see early_exits._unless
-            call[-1].value.keywords.append(gast.keyword(
-                arg="guard", value=stamp(gast.Constant(value=True, kind=None), s)))
+        flag = getattr(s, "af_loop_guard", None)  # see early_exits._unless
+        if flag is not None:
+            keywords = call[-1].value.keywords
+            keywords.append(gast.keyword(arg="guard", value=stamp(
+                gast.Constant(value=True, kind=None), s)))
+            live = getattr(s, "af_loop_live", None)  # read after the loop (`_mark_guards`)
+            unread = [] if live is None or outs is None else [
+                n for n in outs if n not in live and n != flag and n not in cells]
+            if unread:
+                keywords.append(gast.keyword(arg="unread", value=stamp(str_tuple(unread), s)))
         self._state_arg(s.body + s.orelse, s, local, call)
         return self._undefined_inits(params, s) + self._finish(defs, s) + call
 
@@ -456,6 +463,21 @@ class ControlFlow:
                 n.ctx = gast.Load()
         return new
 
+    def _mark_guards(self, loop):
+        """Tell the guards a ``break`` left in ``loop``'s own body (not in loops
+        inside it) what is read once the loop is left: ``af_loop_live``. That is
+        what is read after the loop and, when the loop's test may do more than
+        compute (it calls user code: a staged test is evaluated once more after
+        the iteration that leaves, its value unused), what the test reads."""
+        live = set(loop.af_live_out)
+        test = loop.test if isinstance(loop, gast.While) else getattr(loop, "af_extra_test", None)
+        if test is not None and not pure_test(test, self.ctx, lambdas=True):
+            live |= {n.id for n in walk(test) if isinstance(n, gast.Name)}
+        for stmt in loop.body:
+            for n in [stmt, *walk_local(stmt, stop_at_loops=True)]:
+                if isinstance(n, gast.If) and getattr(n, "af_loop_guard", None) is not None:
+                    n.af_loop_live = live
+
     # ---- while ------------------------------------------------------------
     def _while(self, s, local):
         if self.sums.has_exit(s.body) or s.orelse:
@@ -473,6 +495,7 @@ class ControlFlow:
             return self._as_python(s, local, f"it assigns `{outer[0]}`, declared `global` or "
                                    "`nonlocal`, which a staged loop cannot do")
         carried = self._ordered(modified, local, s.af_live_head | self.cells)
+        self._mark_guards(s)
         defs = stamp(replace(
             """
             def TEST_FN(CARRIED):
@@ -533,6 +556,7 @@ class ControlFlow:
             s.body = self._block(s.body, local)
             return [s]
         carried = self._ordered(modified, local, s.af_live_head | self.cells)
+        self._mark_guards(s)
         simple = isinstance(s.target, gast.Name) and s.target.id not in carried \
             and s.target.id not in self.cells
         item = s.target.id if simple else self.ctx.namer.reusable("itr")

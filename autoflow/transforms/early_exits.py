@@ -34,8 +34,6 @@ loop stops before taking its next item, exactly as Python's ``break`` does.
 
 from __future__ import annotations
 
-import builtins
-
 import gast
 
 from ..core.nodes import children, walk
@@ -44,8 +42,7 @@ from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_names, target_names
 from ..analysis.liveness import always_returns
-from .calls import VALUE_METHODS
-from .util import _LOOPS, _SCOPES, contains_return, stamp, walk_local
+from .util import _LOOPS, _SCOPES, contains_return, pure_test, stamp, walk_local
 
 
 
@@ -440,7 +437,7 @@ class EarlyExits:
                 and type(first.body[0]) is gast.Break
                 and getattr(first.body[0], "af_exit_flag", None) is None):
             return None
-        if not self._pure_test(first.test):
+        if not pure_test(first.test, self.ctx):
             return None
         if isinstance(loop, gast.For):
             targets = target_names(loop.target)
@@ -451,35 +448,6 @@ class EarlyExits:
                 return None
         loop.body = loop.body[1:] or [stamp(gast.Pass(), first)]
         return first.test
-
-    def _pure_test(self, test):
-        """May ``test`` move into a loop's test: it binds nothing, suspends
-        nothing, and calls only library code and autoflow's vocabulary?"""
-        af = self.ctx.af
-        for n in walk(test):
-            if isinstance(n, (gast.NamedExpr, gast.Yield, gast.YieldFrom, gast.Await,
-                              gast.Lambda)):
-                return False
-            if isinstance(n, gast.Call):
-                f = n.func
-                if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) \
-                        and f.value.id == af:
-                    if f.attr in ("call", "converted", "print", "fstring"):
-                        return False
-                    continue
-                if isinstance(f, gast.Attribute) and f.attr in VALUE_METHODS:
-                    continue  # `x.sum()`, `jnp.abs(d).max()`
-                root = f
-                while isinstance(root, gast.Attribute):
-                    root = root.value
-                if not isinstance(root, gast.Name):
-                    return False
-                if root is f and not (hasattr(builtins, f.id)
-                                      and self.ctx.builtin_available(f.id)):
-                    return False
-                if root is not f and root.id not in self.ctx.library_names:
-                    return False
-        return True
 
     def _read_elsewhere(self, names, loop):
         """Is one of ``names`` (a ``for``'s variables) used anywhere in the function
@@ -536,13 +504,13 @@ class EarlyExits:
     def _unless(self, flag, rest, kind, anchor):
         """``if not FLAG: rest`` (guarded in turn); nothing when nothing is left.
 
-        After a ``break`` the ``if`` is marked ``af_loop_guard``: its false path
-        is the iteration that leaves the loop (see ``operators.if_stmt``'s
-        ``guard``)."""
+        After a ``break`` the ``if`` is marked ``af_loop_guard`` (the flag's
+        name): its false path is the iteration that leaves the loop (see
+        ``operators.if_stmt``'s ``guard``)."""
         rest = self._guard(rest, kind, flag) if rest else []
         if not rest:
             return []
         out = stamp(replace("if not FLAG:\n    REST", FLAG=flag, REST=rest), anchor)
         if kind is gast.Break:
-            out[0].af_loop_guard = True
+            out[0].af_loop_guard = flag
         return out

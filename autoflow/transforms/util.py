@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import builtins
+
 import gast
 
-from ..core.nodes import children
+from ..core.nodes import children, walk
 from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
@@ -70,3 +72,35 @@ def stamp(nodes, anchor):
 def is_generator(fn) -> bool:
     """Does function ``fn`` (a gast def) contain ``yield`` (its own, not a nested scope's)?"""
     return any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in walk_local(fn))
+
+
+def pure_test(test, ctx, lambdas=False):
+    """Does evaluating ``test`` only compute: it binds nothing, suspends nothing,
+    and calls only library code and autoflow's vocabulary (no user function,
+    whose call could print, raise or change state)? ``lambdas``: the thunks the
+    ``logical`` pass makes are allowed."""
+    from .calls import VALUE_METHODS
+
+    for n in walk(test):
+        if isinstance(n, (gast.NamedExpr, gast.Yield, gast.YieldFrom, gast.Await)) or (
+                isinstance(n, gast.Lambda) and not lambdas):
+            return False
+        if isinstance(n, gast.Call):
+            f = n.func
+            if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) \
+                    and f.value.id == ctx.af:
+                if f.attr in ("call", "converted", "print", "fstring"):
+                    return False
+                continue
+            if isinstance(f, gast.Attribute) and f.attr in VALUE_METHODS:
+                continue  # `x.sum()`, `jnp.abs(d).max()`
+            root = f
+            while isinstance(root, gast.Attribute):
+                root = root.value
+            if not isinstance(root, gast.Name):
+                return False
+            if root is f and not (hasattr(builtins, f.id) and ctx.builtin_available(f.id)):
+                return False
+            if root is not f and root.id not in ctx.library_names:
+                return False
+    return True

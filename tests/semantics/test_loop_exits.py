@@ -302,3 +302,27 @@ def test_what_the_leaving_iteration_skips_never_reaches_values_or_gradients():
     assert "'kind': 'select'" in str(jax.make_jaxpr(autoflow.convert(ratio_walk))(F(3.0), I(9)))
     check_cases(ratio_walk, [(F(3.0), I(9)), (F(2.5), I(9)), (F(3.0), I(1))], grad=True,
                 vmap=[(F(4.0), I(9)), (F(1.0), I(9))])
+
+
+def positive(v):
+    if v < 0:
+        raise ValueError("negative")
+    return v < 100.0
+
+
+def leave_before_negative(y):
+    k = 0
+    while positive(y):
+        k = k + 1
+        if k >= 3:
+            break
+        y = y - 10.0  # what the leaving iteration skips would make `y` negative
+    return k
+
+
+def test_what_a_loop_test_that_calls_user_code_reads_stays_exact():
+    # A staged test is evaluated once more after the iteration that leaves: when
+    # it calls user code (which may raise, print), the values it reads are the
+    # ones Python leaves, not what the skipped block would compute.
+    assert "unread" not in autoflow.to_source(leave_before_negative)
+    check_cases(leave_before_negative, [(F(25.0),), (F(35.0),), (F(500.0),)])
