@@ -169,13 +169,53 @@ def with_effect(x):
     return y
 
 
-def test_loops_heavy_work_and_effects_keep_a_cond():
-    assert "cond" in _prims(_jaxpr(autoflow.convert(with_loop), 1.0, 3.0))
+def count_down(x):
+    if x > 0:
+        y = x * 2.0
+    else:
+        y = -x
+        while y != 0:  # ends for the whole numbers this branch gets; never for x > 0
+            y = y - 1.0
+    return y
+
+
+def nested_loops_in_branches(x, n):
+    if x > 0:
+        y = x
+        for i in range(n):
+            if y > 100.0:
+                break
+            y = y * 1.5
+    else:
+        y = -x
+        while y > 1.0:
+            y = y * 0.5
+    return y
+
+
+def test_a_branch_with_a_loop_is_a_select_whose_loop_runs_only_when_taken():
+    # The loop's condition holds the branch's predicate (lowering.loop_gate): in the
+    # select, the branch not taken runs none of its iterations.
+    assert "cond" not in _prims(_jaxpr(autoflow.convert(with_loop), 1.0, 3.0))
+    assert "if -> select" in str(autoflow.explain(count_down, "f32"))
+    f = autoflow.jit(count_down)
+    for x in (3.0, 0.0, -4.0, 0.5):
+        assert_same(f(x), count_down(x))
+    assert_same(jax.jit(jax.vmap(autoflow.convert(count_down)))(jnp.array([3.0, -4.0, 0.0])),
+                jnp.array([count_down(v) for v in (3.0, -4.0, 0.0)]))
+    assert_same(jax.grad(autoflow.convert(count_down))(3.0), 2.0)
+    g = autoflow.jit(nested_loops_in_branches)
+    for x in (2.0, -40.0, 0.5):
+        for n in (0, 3, 20):
+            assert_same(g(x, n), nested_loops_in_branches(x, n))
+    for x in (-2.5, 0.5):
+        assert_same(autoflow.jit(with_loop)(x, 3.0), with_loop(x, 3.0))
+
+
+def test_heavy_work_and_effects_keep_a_cond():
     a = jnp.eye(64) * 0.5
     assert "cond" in _prims(_jaxpr(autoflow.convert(with_matmul), jnp.ones(64), a))
     assert "cond" in _prims(_jaxpr(autoflow.convert(with_effect), 1.0))
-    for x in (-2.5, 0.5):
-        assert_same(autoflow.jit(with_loop)(x, 3.0), with_loop(x, 3.0))
     for s in (-1.0, 1.0):
         x = s * jnp.arange(64.0)
         assert_same(autoflow.jit(with_matmul)(x, a), with_matmul(x, a))
@@ -225,7 +265,7 @@ def test_batched_predicate_never_broadcasts_what_branches_only_read():
 def test_explain_and_check_report_the_choice():
     text = str(autoflow.explain(bisect, "f32", "f32[4]", "f32[4]"))
     assert "if -> select (lax.select)" in text
-    text = str(autoflow.explain(with_loop, "f32", "f32"))
+    text = str(autoflow.explain(with_matmul, "f32[64]", "f32[64,64]"))
     assert "if -> lax.cond" in text
     from autoflow import check
     report = "\n".join(str(f) for f in check.check_source(

@@ -11,6 +11,7 @@ what                        private access                                  JAX
 =========================== =============================================== ========
 ``is_concrete``             ``jax._src.core.is_concrete``                   >=0.4.36
 ``tracing``                 ``jax._src.core.trace_ctx.is_top_level()``      >=0.4.36
+``current_trace``           ``jax._src.core.trace_ctx.trace``                >=0.4.36
 ``current_trace_kind``      ``type(jax._src.core.trace_ctx.trace).__name__`` >=0.4.36
                             (``LinearizeTrace`` under ``jax.grad``: 0.4.36+)
 ``hide_frames_of``          ``jax._src.traceback_util.register_exclusion``  >=0.4.1
@@ -67,6 +68,11 @@ def is_concrete(x) -> bool:
 def tracing() -> bool:
     """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
     return not _core.trace_ctx.is_top_level()
+
+
+def current_trace():
+    """The innermost trace (``jax._src.core.trace_ctx.trace``)."""
+    return _core.trace_ctx.trace
 
 
 def current_trace_kind() -> str:

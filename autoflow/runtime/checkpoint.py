@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -169,12 +170,15 @@ class _WhileLoop(VJPHiPrimitive):
 
     stage_low = True  # see runtime/lowjit.py
 
-    def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects):
+    def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects, gated=False):
         self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals
         self.out_aval = in_avals[2]
         self.params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                            checkpoints=checkpoints)
         self.effects = effects
+        # gated: its condition holds the branch's predicate (lowering.loop_gate), so
+        # in the branch a select does not take it runs no iteration
+        self.gated = gated
         super().__init__()
         self.quiet_body = _quiet_closed(body_jaxpr) if effects else body_jaxpr
 
@@ -557,10 +561,17 @@ def plain_now() -> bool:
 
 def can_add() -> bool:
     """Can ``while_loop`` take carries its body adds (``added``)?"""
-    return AVAILABLE and not getattr(_plain, "on", False)
+    return AVAILABLE
 
 
-def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None):
+# The condition jaxprs of gated loops staged as plain ``while`` equations
+# (``plain_loops``, for ``autoflow explain``), so that ``lowering.cost`` tells
+# them from other loops as it does for this module's primitive.
+GATED_CONDS = weakref.WeakSet()
+
+
+def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None,
+               gated=False):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
@@ -569,12 +580,14 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     computed that are carries too, zeros before the first iteration, and that
     the body's values do not depend on (the loop's first trace found a variable
     it binds: staging.loop). The body's jaxpr then takes them as inputs it does
-    not read, instead of the body being traced again.
+    not read, instead of the body being traced again. ``gated``: ``cond_fun``
+    holds the predicate of the branch the loop is in (see ``lowering.loop_gate``).
     """
     if not can_add():
         if added is not None:
             raise ValueError("while_loop: `added` needs can_add()")
         return lax.while_loop(cond_fun, body_fun, init)
+    plain = getattr(_plain, "on", False)
     leaves, tree = jax.tree_util.tree_flatten(init)
     avals = tuple(_core.ShapedArray(jnp.shape(x), jnp.result_type(x)) for x in leaves)
     def unflat(x):
@@ -603,9 +616,16 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
         flat += tuple(jnp.zeros(a.shape, a.dtype) for a in more)
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
     in_avals = (tuple(_core.typeof(x) for x in cc), tuple(_core.typeof(x) for x in bc), avals)
-    cc, bc, flat = (as_operands(v) for v in (cc, bc, flat))
-    prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects)
-    out = prim(cc, bc, flat)
+    if not plain:
+        cc, bc, flat = (as_operands(v) for v in (cc, bc, flat))
+    prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
+                      gated)
+    if plain:  # the `lax.while_loop` it compiles to
+        out = prim.expand(cc, bc, flat)
+        if gated:
+            GATED_CONDS.add(cond_jaxpr)
+    else:
+        out = prim(cc, bc, flat)
     if added is None:
         return unflat(out)
     return unflat(out[:n]), tuple(out[n:])

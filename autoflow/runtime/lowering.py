@@ -20,11 +20,27 @@ the cheaper lowering:
   cond on gammainc, odeint and two of ``benchmarks/programs.py``, where a
   select of two or three flags was 1.45x slower than the cond, and collatz's
   12-operation branches 2-5% slower (``benchmarks/scalar_select.py``);
-* **lax.cond** when a branch skips real work: a loop, a call to a heavy
-  operation (``solve``, a decomposition, an FFT, a large ``dot``), or more
-  elementwise work than ``SELECT_BUDGET``; and always when a branch has an
-  effect (``print``/``jax.debug``/callbacks, a staged ``raise``), which must
-  happen only on the path taken.
+* **select** also for the ``if not broke:`` that a ``break`` (or a ``return``)
+  makes of the rest of a loop body (``guard``), up to ``GUARD_SELECT_BUDGET``
+  element operations: it skips its block only in the iteration that leaves
+  the loop, so the select runs the block once more per run of the loop, where
+  a cond costs a conditional in every iteration (and copies the carries it
+  passes through: 0.56-0.86x of the cond's time at 1M element operations,
+  never slower at any size measured, ``benchmarks/guard_select.py``). The
+  outputs nothing reads once the loop is left (``free``: the loop's other
+  carries) are taken from the true branch without a select at all;
+* **select** also for branches with loops, when the rest of their work is
+  within ``SELECT_BUDGET``: a loop autoflow stages in a branch has the
+  branch's predicate in its condition (``loop_gate``), so in the branch the
+  select does not take it runs no iteration, as the library versions of
+  such code do by hand (``jax.scipy.special.gammainc``'s series and
+  continued fraction): gammainc 1.07x -> 1.03x of the library;
+* **lax.cond** when a branch skips real work: a loop that always runs (a
+  ``lax`` loop of the user's own, a static ``range`` staged as a scan), a
+  call to a heavy operation (``solve``, a decomposition, an FFT, a large
+  ``dot``), or more elementwise work than ``SELECT_BUDGET``; and always when a
+  branch has an effect (``print``/``jax.debug``/callbacks, a staged
+  ``raise``), which must happen only on the path taken.
 
 Under ``jax.vmap`` with a batched predicate, ``lax.cond`` is itself turned
 into a select of both branches by JAX, and its batching rule broadcasts
@@ -34,8 +50,8 @@ predicate always gets a select of the *outputs* (when the branches have no
 effects): values the branches only read stay unbatched.
 
 The cost of a branch (``cost``) is the number of elements its equations
-produce, with ``dot_general`` counted as multiply-adds and loops, and the
-operations in ``HEAVY``, as infinite.
+produce, with ``dot_general`` counted as multiply-adds, gated loops as
+nothing, and other loops and the operations in ``HEAVY`` as infinite.
 
 Either lowering is staged as one primitive, ``_Cond``, whose rules for
 ``vmap``, ``jvp`` and ``grad`` are its own (see its docstring): so the
@@ -57,7 +73,8 @@ import jax
 from jax import lax
 from jax import numpy as jnp
 
-from ._jax_compat import checkpoint_internals, control_flow_primitives, lowering_internals
+from ._jax_compat import (checkpoint_internals, control_flow_primitives, current_trace,
+                          lowering_internals)
 
 _INTERNALS = lowering_internals()
 _HI = checkpoint_internals()
@@ -80,8 +97,9 @@ SELECT_BUDGET = 4096
 SCALAR_SELECT_BUDGET = 8
 SCALAR_SELECT_OUTPUTS = 1
 # The same for the rest of a loop body that a `break` skips (``guard``): the work
-# a select adds is one block per run of the loop, so only a block that dwarfs a
-# conditional's cost keeps the cond (benchmarks/guard_select.py).
+# a select adds is one block per run of the loop; the select was never slower
+# than the cond up to 8M element operations (benchmarks/guard_select.py), and
+# past 16M a conditional's cost is lost in the block's.
 GUARD_SELECT_BUDGET = 1 << 24
 
 _LOOPS = frozenset({"while", "scan", "fori_loop"})
@@ -94,6 +112,39 @@ HEAVY = frozenset({
 })
 
 _local = threading.local()
+
+
+def loop_gate():
+    """The predicate under which a loop staged here runs at all, or None.
+
+    While a branch of a traced ``if`` with an unbatched predicate is traced,
+    a loop staged in it (at the branch's own trace level: loops nested in
+    that loop run only when it does) gets the branch's predicate, and those
+    of the branches around it, in its condition: a select of both branches
+    then runs no iteration of the loops of the branch it does not take, so
+    branches with loops may be selects (see ``decide``). Where the branch is
+    a ``lax.cond``'s, the predicate holds whenever the branch runs.
+    """
+    gates = getattr(_local, "gates", None)
+    if not gates or current_trace() is not gates[-1][0]:
+        return None
+    out = None
+    for _, pred, negate in gates:
+        p = jnp.logical_not(pred) if negate else pred
+        out = p if out is None else jnp.logical_and(out, p)
+    return out
+
+
+def _gating(fn, pred, negate):
+    """``fn`` (a branch thunk), tracing with ``pred`` (or its negation) as the loops' gate."""
+    def branch():
+        gates = _local.__dict__.setdefault("gates", [])
+        gates.append((current_trace(), pred, negate))
+        try:
+            return fn()
+        finally:
+            gates.pop()
+    return branch
 
 
 def last_choice():
@@ -119,11 +170,25 @@ def _subjaxprs(eqn):
                 yield x
 
 
+def _gated_loop(eqn):
+    """Is ``eqn`` a loop that runs only where its branch is taken (``loop_gate``)?"""
+    if getattr(eqn.params.get("_prim"), "gated", False):
+        return True
+    if eqn.primitive.name == "while":  # as `autoflow explain` stages it
+        from .checkpoint import GATED_CONDS
+
+        cond = eqn.params.get("cond_jaxpr")
+        return getattr(cond, "jaxpr", None) in GATED_CONDS
+    return False
+
+
 def cost(jaxpr):
     """Estimated work of a jaxpr in element operations (``math.inf``: keep a cond)."""
     total = 0
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
+        if _gated_loop(eqn):
+            continue  # a loop that runs only where its branch is taken (loop_gate)
         if name in _LOOPS or name in HEAVY:
             return math.inf
         if name == "cond":  # an inner if that kept its cond: it skips work
@@ -133,7 +198,7 @@ def cost(jaxpr):
             if isinstance(prim, _Cond) and prim.kind == "select" and prim.inner is None:
                 total += cost(prim.t.jaxpr) + cost(prim.f.jaxpr)
                 continue
-            return math.inf  # a kept cond, a while loop
+            return math.inf  # a kept cond, a loop that always runs
         subs = list(_subjaxprs(eqn))
         if subs:  # pjit, custom_jvp_call, closed_call, remat...: what they contain
             inner = max(cost(j) for j in subs)
@@ -149,6 +214,18 @@ def cost(jaxpr):
             continue
         total += sum(_size(v.aval) for v in eqn.outvars)
     return total
+
+
+def _gated_loops(jaxpr):
+    """Does ``jaxpr`` stage a gated loop (``loop_gate``), in a select's branch too?"""
+    for eqn in jaxpr.eqns:
+        if _gated_loop(eqn):
+            return True
+        prim = eqn.params.get("_prim")
+        if isinstance(prim, _Cond) and prim.kind == "select" and prim.inner is None and (
+                _gated_loops(prim.t.jaxpr) or _gated_loops(prim.f.jaxpr)):
+            return True
+    return False
 
 
 def _differing(t, f):
@@ -213,6 +290,14 @@ def decide(t, f, batched, guard=False):
         # costs its conditional in every iteration and splits the body.
         return "select", (f"the rest of a loop body after a `break` does {work} element "
                           "operations (skipped once, when the loop is left)")
+    if _gated_loops(t.jaxpr) or _gated_loops(f.jaxpr):
+        # The loops run only in the branch taken: what a cond skips beyond them is
+        # the rest of the other branch, and it costs a conditional around loops.
+        if work > SELECT_BUDGET:
+            return "lax.cond", (f"branches with loops do {work} element operations besides "
+                                f"the loops (> {SELECT_BUDGET})")
+        return "select", (f"branches with loops do {work} element operations besides them "
+                          "(a loop runs only in the branch taken)")
     if all(_size(a) == 1 for a in t.out_avals):
         # Only scalars: a select of a few cheap ones fuses with the code around
         # it, where a cond splits it; more work is worth skipping.
@@ -548,9 +633,12 @@ def cond(pred, true_fn, false_fn, guard=False, free=lambda: ()):
     if _INTERNALS is None:  # an older JAX (see _jax_compat): always the cond
         _set_choice("lax.cond")
         return lax.cond(pred, true_fn, false_fn)
+    batched = _batched(pred)
+    if not batched:  # (under a batched predicate, runtime/lanes.py masks the loops)
+        true_fn, false_fn = _gating(true_fn, pred, False), _gating(false_fn, pred, True)
     t = _trace(true_fn)
     f = _trace(false_fn)
-    choice, why = decide(t, f, _batched(pred), guard)
+    choice, why = decide(t, f, batched, guard)
     _set_choice(choice)
     if why == "a branch has effects":
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))

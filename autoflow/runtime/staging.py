@@ -660,11 +660,22 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                       mask, avals, accum, scan_form, hinted, grown, fills)
 
         def while_loop(cond, body, init):
-            """``checkpoint.while_loop``, with the carries the body adds: ``(out, extras)``."""
+            """``checkpoint.while_loop``, with the carries the body adds: ``(out, extras)``.
+            In a branch of a traced ``if``, the loop runs only where the branch is taken
+            (``lowering.loop_gate``): a select of both branches runs no iteration of it
+            for the branch it does not take."""
+            gate = lowering.loop_gate()
+            if gate is not None:
+                test = cond
+
+                def cond(c):
+                    return jnp.logical_and(test(c), gate)
             if grown is None:
-                return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints), ()
+                return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints,
+                                             gated=gate is not None), ()
             return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints,
-                                         added=lambda: [x for _, _, xs in grown for x in xs])
+                                         added=lambda: [x for _, _, xs in grown for x in xs],
+                                         gated=gate is not None)
 
         def body(k, dyn, running=None):
             loopdebug.tick(k, site)
