@@ -147,6 +147,18 @@ def _gating(fn, pred, negate):
     return branch
 
 
+def _in_lanes(fn):
+    """``fn`` (a branch thunk of an ``if`` under a batched predicate), tracing with
+    no gates for the loops of the ``if``s inside it (see ``loop_gate``)."""
+    def branch():
+        _local.lanes = getattr(_local, "lanes", 0) + 1
+        try:
+            return fn()
+        finally:
+            _local.lanes -= 1
+    return branch
+
+
 def last_choice():
     """What the last staged ``if`` on this thread lowered to (for ``explain``)."""
     return getattr(_local, "choice", None)
@@ -634,7 +646,12 @@ def cond(pred, true_fn, false_fn, guard=False, free=lambda: ()):
         _set_choice("lax.cond")
         return lax.cond(pred, true_fn, false_fn)
     batched = _batched(pred)
-    if not batched:  # (under a batched predicate, runtime/lanes.py masks the loops)
+    if batched or getattr(_local, "lanes", 0):
+        # Under a batched predicate, runtime/lanes.py masks the loops of the branches,
+        # those of the `if`s inside them too (whose predicates, traced in the branch,
+        # do not look batched yet): no gate.
+        true_fn, false_fn = _in_lanes(true_fn), _in_lanes(false_fn)
+    else:
         true_fn, false_fn = _gating(true_fn, pred, False), _gating(false_fn, pred, True)
     t = _trace(true_fn)
     f = _trace(false_fn)
