@@ -90,7 +90,11 @@ def _zeros(spec):
 _local = threading.local()
 
 
+_LOOP = "<a loop>"  # logged by each loop staged (not a name a variable can have)
+
+
 def _log_fills(names):
+    names = tuple(names)  # (a generator would fill only the first log)
     for log in getattr(_local, "fill_logs", ()):
         log.update(names)
 
@@ -392,13 +396,19 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
 
     A variable unbound when the loop starts that the body binds needs a carry
     of its own (zeros before the first iteration). When the body's value for
-    it cannot depend on the value it starts from (it is an exit value, or the
-    body binds it on every path: its name is not in ``fills``, the log of
-    what was filled with zeros while tracing), ``adds`` (a list, where the
-    loop can take them) receives ``(index, treedef, leaves)`` and the trace
-    goes on: the carry is added to this trace's loop (``checkpoint.while_loop``'s
-    ``added``). Otherwise the loop is traced again with the carry
-    (``_Restart("define")``).
+    it does not depend on the value it starts from (the body binds it on every
+    path: its name is not in ``fills``, the log of what was filled with zeros
+    while tracing), ``adds`` (a list, where the loop can take them) receives
+    ``(index, treedef, leaves)`` and the trace goes on: the carry is added to
+    this trace's loop (``checkpoint.while_loop``'s ``added``). So does an
+    exit value (read only after an iteration that binds it) when the body
+    holds a loop of its own (``_LOOP`` in ``fills``): a second trace would
+    trace that loop again. Otherwise the loop is traced again with the carry
+    (``_Restart("define")``): where a path leaves it unbound, the second
+    trace passes it through instead of filling it with zeros, and a
+    ``lax.cond`` that passes a carry through is cheaper in a loop than one
+    that writes a constant (``first_above_return``: 1.09x of hand-written
+    ``lax`` with the constant, 1.00x without).
     """
 
     def merge(dyn):
@@ -440,7 +450,8 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             if isinstance(a, Undefined) and _spec(b) is not None:
                 defines[j] = _spec(b)
         if defines and adds is not None and all(
-                before[j].exit or not ({before[j].name, names[j]} & fills) for j in defines):
+                not ({before[j].name, names[j]} & fills) or before[j].exit and _LOOP in fills
+                for j in defines):
             parts = _parts(new, names)
             for j in sorted(defines):
                 bl, bt = flatten(parts[j])
@@ -784,6 +795,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 defined[j] = _spec(parts[j])
             result = _join(parts, names)
             _log_fills(names[j] for j, _, _ in grown)
+        _log_fills([_LOOP])  # (for the loops around this one)
         if key is not None and defined:
             if len(_DEFINED) >= _DEFINED_LIMIT:
                 _DEFINED.clear()

@@ -326,3 +326,29 @@ def test_what_a_loop_test_that_calls_user_code_reads_stays_exact():
     # ones Python leaves, not what the skipped block would compute.
     assert "unread" not in autoflow.to_source(leave_before_negative)
     check_cases(leave_before_negative, [(F(25.0),), (F(35.0),), (F(500.0),)])
+
+
+def _early_sightings(x, n):
+    y = x * 0.0
+    for j in range(n):
+        if x * (3 - j) > 2.0:  # true for the first items only
+            seen = x * j  # bound on one path: its last value is read after the loop
+            y = y + 1.0
+        x = x * 0.9
+    if y > 0:
+        return x, seen  # noqa: F821 - bound where y > 0, as in Python
+    return x, x * 0.0
+
+
+def one_path_in_inner_loop(x, n):
+    total = x * 0.0
+    for i in range(n):
+        x, s = _early_sightings(x, n)  # a loop with its own variable, in another loop
+        total = total + s
+        x = x + 1.0
+    return x, total
+
+
+def test_a_one_path_binding_in_an_inner_loop_keeps_its_last_value():
+    check_cases(one_path_in_inner_loop, [(F(3.0), I(5)), (F(0.5), I(3)), (F(3.0), I(1))],
+                vmap=[(F(5.0), I(5)), (F(1.0), I(5))])
