@@ -205,11 +205,30 @@ def _traces(fn, *args):
     return COUNT["body"]
 
 
+def first_over_with_inner_loop(x, limit):
+    for i in range(30):
+        COUNT["body"] += 1
+        k = 0
+        while x < limit * 0.5 and k < 3:  # a loop of its own in the body
+            x = x * 1.2
+            k = k + 1
+        x = x * 1.5 + 0.25
+        if x > limit:
+            return x, i
+    return -x, -1
+
+
 def test_a_return_value_is_carried_without_tracing_the_body_again():
+    # With a loop in the body (which a second trace would trace again), the return
+    # value is a carry the first trace adds; a body without one is traced a second
+    # time, with the carry passed through where it is not bound.
     from autoflow.runtime import staging
 
     staging._DEFINED.clear()
-    assert _traces(first_over, F(1.0), F(5.0)) == 1
+    assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == 1
+    assert _traces(first_over, F(1.0), F(5.0)) == 2
+    check_cases(first_over_with_inner_loop, [(F(1.0), F(50.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
+                vmap=[(F(2.0), F(30.0)), (F(0.0), F(1e9))])
     check_cases(first_over, [(F(1.0), F(5.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
                 vmap=[(F(2.0), F(3.0)), (F(0.0), F(1e9))])
     check_cases(first_over_value, [(F(1.0), F(5.0)), (F(1.0), F(1e9))], grad=True)
