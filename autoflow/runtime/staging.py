@@ -88,8 +88,6 @@ def _zeros(spec):
 # filled there is bound on every path through it, so the body's value for it
 # does not depend on the value it starts from (see `_loop_body`, `adds`).
 _local = threading.local()
-
-
 _LOOP = "<a loop>"  # logged by each loop staged (not a name a variable can have)
 
 
@@ -677,10 +675,10 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
             for the branch it does not take."""
             gate = lowering.loop_gate()
             if gate is not None:
-                test = cond
+                ungated = cond
 
                 def cond(c):
-                    return jnp.logical_and(test(c), gate)
+                    return jnp.logical_and(ungated(c), gate)
             if grown is None:
                 return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints,
                                              gated=gate is not None), ()
