@@ -30,9 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-import autoflow  # noqa: E402
-from autoflow.runtime import lowering  # noqa: E402
+import scalar_select  # noqa: E402
 from real_algorithms import _time  # noqa: E402
+from scalar_select import _fresh  # noqa: E402
 
 RULES = {"cond": -1, "select": float("inf")}
 
@@ -51,22 +51,7 @@ def damped(x, limit, n):
 
 
 def _build(make, args):
-    out = {}
-    default = lowering.GUARD_SELECT_BUDGET
-    for name, budget in RULES.items():
-        lowering.GUARD_SELECT_BUDGET = budget
-        try:
-            f = make()
-            jax.block_until_ready(f(*args))  # traced now, under this rule
-        finally:
-            lowering.GUARD_SELECT_BUDGET = default
-        out[name] = f
-    return out
-
-
-def _fresh(fn):
-    conv = autoflow.convert(fn)
-    return jax.jit(lambda *a: conv(*a))
+    return scalar_select._build(make, args, "GUARD_SELECT_BUDGET", RULES)
 
 
 def _medians(sides, args, rounds):

@@ -37,17 +37,19 @@ if "--outputs" in sys.argv:  # try another SCALAR_SELECT_OUTPUTS
     del sys.argv[sys.argv.index("--outputs"):sys.argv.index("--outputs") + 2]
 
 
-def _build(make, args):
-    """``make()`` traced and compiled under each rule (each its own function, so
-    that no trace is shared through JAX's caches)."""
+def _build(make, args, knob="SCALAR_SELECT_BUDGET", rules=None):
+    """``make()`` traced and compiled under each rule: ``runtime.lowering``'s ``knob``
+    set to each value of ``rules`` (each its own function, so that no trace is
+    shared through JAX's caches)."""
     out = {}
-    for name, budget in RULES.items():
-        lowering.SCALAR_SELECT_BUDGET = budget
+    default = getattr(lowering, knob)
+    for name, budget in (rules or RULES).items():
+        setattr(lowering, knob, budget)
         try:
             f = make()
             jax.block_until_ready(f(*args))  # traced now, under this rule
         finally:
-            lowering.SCALAR_SELECT_BUDGET = RULES["select"]
+            setattr(lowering, knob, default)
         out[name] = f
     return out
 
