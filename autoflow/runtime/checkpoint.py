@@ -559,11 +559,6 @@ def plain_now() -> bool:
     return getattr(_plain, "on", False)
 
 
-def can_add() -> bool:
-    """Can ``while_loop`` take carries its body adds (``added``)?"""
-    return AVAILABLE
-
-
 # The condition jaxprs of gated loops staged as plain ``while`` equations
 # (``plain_loops``, for ``autoflow explain``), so that ``lowering.cost`` tells
 # them from other loops as it does for this module's primitive.
@@ -575,7 +570,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
-    With ``added`` (where ``can_add()``), returns ``(carry, extra)``: after each
+    With ``added`` (where ``AVAILABLE``), returns ``(carry, extra)``: after each
     call of ``body_fun`` while it is traced, ``added()`` gives arrays the body
     computed that are carries too, zeros before the first iteration, and that
     the body's values do not depend on (the loop's first trace found a variable
@@ -583,9 +578,9 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     not read, instead of the body being traced again. ``gated``: ``cond_fun``
     holds the predicate of the branch the loop is in (see ``lowering.loop_gate``).
     """
-    if not can_add():
+    if not AVAILABLE:
         if added is not None:
-            raise ValueError("while_loop: `added` needs can_add()")
+            raise ValueError("while_loop: `added` needs AVAILABLE")
         return lax.while_loop(cond_fun, body_fun, init)
     plain = getattr(_plain, "on", False)
     leaves, tree = jax.tree_util.tree_flatten(init)

@@ -663,7 +663,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                                                  and isinstance(length, int))
         # carries the body adds as it is traced (see `_loop_body`): only a
         # checkpoint.while_loop takes them
-        grown = [] if not (scan_form or bounded) and checkpoint.can_add() else None
+        grown = [] if not (scan_form or bounded) and checkpoint.AVAILABLE else None
         fills = set()
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form, hinted, grown, fills)

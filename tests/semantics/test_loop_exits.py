@@ -12,9 +12,18 @@ import numpy as np
 
 import autoflow
 
+from autoflow.runtime import checkpoint, lowering
+
 from .oracle import F, I, check, check_cases
 
 COUNT = collections.Counter()
+
+# What an older JAX cannot do (see runtime/_jax_compat.py): add a carry to a loop
+# being traced (without jax.experimental.hijax every loop body that binds a new
+# variable is traced twice), and lower a traced `if` to a select (every one is a
+# lax.cond). The programs are checked against Python all the same.
+ADDS_CARRIES = checkpoint.AVAILABLE
+SELECTS = lowering._INTERNALS is not None
 
 
 def _source(fn):
@@ -225,7 +234,7 @@ def test_a_return_value_is_carried_without_tracing_the_body_again():
     from autoflow.runtime import staging
 
     staging._DEFINED.clear()
-    assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == 1
+    assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == (1 if ADDS_CARRIES else 2)
     assert _traces(first_over, F(1.0), F(5.0)) == 2
     check_cases(first_over_with_inner_loop, [(F(1.0), F(50.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
                 vmap=[(F(2.0), F(30.0)), (F(0.0), F(1e9))])
@@ -238,7 +247,7 @@ def test_a_variable_bound_on_every_path_is_carried_without_tracing_again():
     from autoflow.runtime import staging
 
     staging._DEFINED.clear()
-    assert _traces(bound_every_iteration, F(1.5), I(4)) == 1
+    assert _traces(bound_every_iteration, F(1.5), I(4)) == (1 if ADDS_CARRIES else 2)
     check_cases(bound_every_iteration, [(F(1.5), I(4)), (F(-2.0), I(1))])
 
 
@@ -300,9 +309,9 @@ def _spd(n, seed):
 def test_the_rest_after_a_break_is_a_select():
     A, b = _spd(6, 0), jnp.asarray(np.arange(6.0), jnp.float32)
     shown = str(autoflow.explain(cg_like, "f32[6,6]", "f32[6]", "i32"))
-    assert "select_n" in shown and "cond[" not in shown, shown
+    assert not SELECTS or "select_n" in shown and "cond[" not in shown, shown
     text = str(jax.make_jaxpr(autoflow.convert(cg_like))(A, b, I(20)))
-    assert "'kind': 'select'" in text and "'kind': 'cond'" not in text, text
+    assert not SELECTS or "'kind': 'select'" in text and "'kind': 'cond'" not in text, text
     check(cg_like, A, b, I(20))
     check(cg_like_energy, A, b, I(20), argnums=1, grad=True)
 
@@ -318,7 +327,8 @@ def ratio_walk(x, n):
 
 
 def test_what_the_leaving_iteration_skips_never_reaches_values_or_gradients():
-    assert "'kind': 'select'" in str(jax.make_jaxpr(autoflow.convert(ratio_walk))(F(3.0), I(9)))
+    assert not SELECTS or "'kind': 'select'" in str(
+        jax.make_jaxpr(autoflow.convert(ratio_walk))(F(3.0), I(9)))
     check_cases(ratio_walk, [(F(3.0), I(9)), (F(2.5), I(9)), (F(3.0), I(1))], grad=True,
                 vmap=[(F(4.0), I(9)), (F(1.0), I(9))])
 
