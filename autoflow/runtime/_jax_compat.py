@@ -53,6 +53,11 @@ from jax._src import source_info_util as _source_info_util
 from jax._src import traceback_util as _traceback_util
 
 MIN_JAX = (0, 4, 38)
+# The newest JAX autoflow's test suite has passed on. On a newer one whose
+# private modules moved (JAX 0.11 renamed hijax's ``VJPHiPrimitive`` to
+# ``HiPrim`` and moved ``FlatTree``), autoflow falls back as on the oldest
+# JAX, and says so once (``warn_degraded``).
+NEWEST_TESTED = (0, 10, 2)
 
 Tracer = jax.core.Tracer
 
@@ -108,6 +113,31 @@ def version() -> tuple:
     return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
 
 
+_warned_degraded = False
+
+
+def warn_degraded(missing: str) -> None:
+    """Say once per process that ``missing`` (a private JAX name autoflow's own
+    loop and ``if`` primitives need) is absent from a JAX newer than
+    ``NEWEST_TESTED``: results stay right, but what those primitives add is
+    gone. On the older JAX releases autoflow supports the same fallback is
+    documented and silent."""
+    global _warned_degraded
+    if _warned_degraded or version() <= NEWEST_TESTED:
+        return
+    _warned_degraded = True
+    import warnings
+
+    tested = ".".join(map(str, NEWEST_TESTED))
+    warnings.warn(
+        f"autoflow was tested on JAX up to {tested}; this JAX ({jax.__version__}) lacks "
+        f"{missing}, which autoflow's own loop and `if` primitives are built on. Converted "
+        "functions still give the same results, but every traced `if` is a lax.cond (never "
+        "a cheaper select), and jax.grad cannot differentiate a loop whose trip count "
+        f"depends on traced values in reverse mode. For all of it: pip install 'jax<={tested}'.",
+        UserWarning, stacklevel=2)
+
+
 def lowering_internals():
     """``(api_util, core, batching, partial_eval, FlatTree)`` for
     ``runtime.lowering``, or None on a JAX without them (an ``if`` is then
@@ -119,6 +149,7 @@ def lowering_internals():
         from jax._src.interpreters import partial_eval
         from jax._src.tree_util import FlatTree
     except ImportError:
+        warn_degraded("jax._src.tree_util.FlatTree")
         return None
     return api_util, core, batching, partial_eval, FlatTree
 
@@ -130,6 +161,10 @@ def checkpoint_internals():
     ``lax.while_loop``s."""
     try:
         from jax.experimental.hijax import VJPHiPrimitive
+    except ImportError:
+        warn_degraded("jax.experimental.hijax.VJPHiPrimitive")
+        return None
+    try:
         from jax._src import ad_util
         from jax._src import core
         from jax._src.interpreters import batching
