@@ -21,8 +21,9 @@ def fresh(monkeypatch):
 def test_a_newer_jax_without_the_internals_is_named_once(fresh):
     fresh.setattr(jax, "__version__", "0.11.2")
     with pytest.warns(UserWarning, match=r"tested on JAX up to .*\(0\.11\.2\) lacks "
-                                         r"jax\.experimental\.hijax\.VJPHiPrimitive.*lax\.cond"):
+                                         r"jax\.experimental\.hijax\.VJPHiPrimitive.*lax\.cond") as seen:
         assert _jax_compat.checkpoint_internals() is None
+    assert seen[0].filename == __file__  # the caller outside autoflow, not autoflow's line
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _jax_compat.checkpoint_internals() is None  # said once

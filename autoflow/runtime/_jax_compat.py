@@ -126,7 +126,17 @@ def warn_degraded(missing: str) -> None:
     if _warned_degraded or version() <= NEWEST_TESTED:
         return
     _warned_degraded = True
+    import os
+    import sys
     import warnings
+
+    # (said at `import autoflow`: point at the user's import, past autoflow's
+    # modules and the import machinery)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 2
+    while frame is not None and (frame.f_code.co_filename.startswith(package)
+                                 or frame.f_code.co_filename.startswith("<frozen")):
+        frame, level = frame.f_back, level + 1
 
     tested = ".".join(map(str, NEWEST_TESTED))
     warnings.warn(
@@ -135,7 +145,7 @@ def warn_degraded(missing: str) -> None:
         "functions still give the same results, but every traced `if` is a lax.cond (never "
         "a cheaper select), and jax.grad cannot differentiate a loop whose trip count "
         f"depends on traced values in reverse mode. For all of it: pip install 'jax<={tested}'.",
-        UserWarning, stacklevel=2)
+        UserWarning, stacklevel=level)
 
 
 def lowering_internals():
