@@ -113,19 +113,23 @@ def version() -> tuple:
     return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
 
 
-_warned_degraded = False
+_warned_degraded = set()
+
+# What autoflow does without each private name (see `warn_degraded`).
+SELECTS_LOST = "every traced `if` is a lax.cond (never a cheaper select)"
+LOOPS_LOST = (SELECTS_LOST + ", and jax.grad cannot differentiate a loop whose trip count "
+              "depends on traced values in reverse mode")
 
 
-def warn_degraded(missing: str) -> None:
-    """Say once per process that ``missing`` (a private JAX name autoflow's own
-    loop and ``if`` primitives need) is absent from a JAX newer than
-    ``NEWEST_TESTED``: results stay right, but what those primitives add is
-    gone. On the older JAX releases autoflow supports the same fallback is
+def warn_degraded(missing: str, lost: str) -> None:
+    """Say once per process and name that ``missing`` (a private JAX name
+    autoflow's own loop and ``if`` primitives need) is absent from a JAX newer
+    than ``NEWEST_TESTED``, and what is ``lost`` without it: results stay
+    right. On the older JAX releases autoflow supports the same fallback is
     documented and silent."""
-    global _warned_degraded
-    if _warned_degraded or version() <= NEWEST_TESTED:
+    if missing in _warned_degraded or version() <= NEWEST_TESTED:
         return
-    _warned_degraded = True
+    _warned_degraded.add(missing)
     import os
     import sys
     import warnings
@@ -142,10 +146,8 @@ def warn_degraded(missing: str) -> None:
     warnings.warn(
         f"autoflow was tested on JAX up to {tested}; this JAX ({jax.__version__}) lacks "
         f"{missing}, which autoflow's own loop and `if` primitives are built on. Converted "
-        "functions still give the same results, but every traced `if` is a lax.cond (never "
-        "a cheaper select), and jax.grad cannot differentiate a loop whose trip count "
-        f"depends on traced values in reverse mode. For all of it: pip install 'jax<={tested}'.",
-        UserWarning, stacklevel=level)
+        f"functions still give the same results, but {lost}. For all of it: "
+        f"pip install 'jax<={tested}'.", UserWarning, stacklevel=level)
 
 
 def lowering_internals():
@@ -159,7 +161,7 @@ def lowering_internals():
         from jax._src.interpreters import partial_eval
         from jax._src.tree_util import FlatTree
     except ImportError:
-        warn_degraded("jax._src.tree_util.FlatTree")
+        warn_degraded("jax._src.tree_util.FlatTree", SELECTS_LOST)
         return None
     return api_util, core, batching, partial_eval, FlatTree
 
@@ -172,7 +174,7 @@ def checkpoint_internals():
     try:
         from jax.experimental.hijax import VJPHiPrimitive
     except ImportError:
-        warn_degraded("jax.experimental.hijax.VJPHiPrimitive")
+        warn_degraded("jax.experimental.hijax.VJPHiPrimitive", LOOPS_LOST)
         return None
     try:
         from jax._src import ad_util
