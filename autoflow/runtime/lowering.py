@@ -336,6 +336,13 @@ def _select(pred, a, b):
     return lax.select(pred, a, b)
 
 
+def _pick(pred, t_out, f_out, free=()):
+    """The select of the branches' outputs, but for those at the indices ``free``
+    (nothing reads them where ``pred`` is false), taken from the true branch."""
+    return tuple(a if i in free else _select(pred, a, b)
+                 for i, (a, b) in enumerate(zip(t_out, f_out)))
+
+
 def _eval(closed, args):
     return _core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
@@ -433,14 +440,10 @@ class _Cond(_VJPHiPrimitive):
         return tuple(lanes.vmap(lambda o: self.inner.branch(which, o), (axes,), 0, self.size,
                                 needed)(tuple(ops)))
 
-    def _pick(self, pred, t_out, f_out):
-        return tuple(a if i in self.free else _select(pred, a, b)
-                     for i, (a, b) in enumerate(zip(t_out, f_out)))
-
     def both(self, pred, tc, fc):
         """The select of both branches' outputs."""
         if self.inner is None:
-            return self._pick(pred, _eval(self.t, tc), _eval(self.f, fc))
+            return _pick(pred, _eval(self.t, tc), _eval(self.f, fc), self.free)
         tc, needed = self._split(tc)
         if self.axes[0] is not None and jnp.ndim(pred) == 1:
             # A batched predicate: each branch runs for the lanes that take it
@@ -453,7 +456,7 @@ class _Cond(_VJPHiPrimitive):
                                take_t)(tc)
             f_out = lanes.vmap(lambda o: self.inner.branch("f", o), (fa,), 0, self.size,
                                take_f)(fc)
-            return self._pick(pred, t_out, f_out)
+            return _pick(pred, t_out, f_out, self.free)
         return tuple(lanes.vmap(self.inner.both, self._inner_axes(), 0, self.size, needed)(
             pred, tc, fc))
 
@@ -590,8 +593,7 @@ def _operands(closed):
 def _staged_if(pred, t, f, kind, free=()):
     if _plain_now():  # autoflow explain: what it compiles to
         if kind == "select":
-            return [a if i in free else _select(pred, a, b)
-                    for i, (a, b) in enumerate(zip(_run(t), _run(f)))]
+            return list(_pick(pred, _run(t), _run(f), free))
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
     tj, tc = _operands(t)
     fj, fc = _operands(f)

@@ -679,12 +679,10 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
 
                 def cond(c):
                     return jnp.logical_and(ungated(c), gate)
-            if grown is None:
-                return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints,
-                                             gated=gate is not None), ()
-            return checkpoint.while_loop(cond, body, init, checkpoints=checkpoints,
-                                         added=lambda: [x for _, _, xs in grown for x in xs],
-                                         gated=gate is not None)
+            added = None if grown is None else (lambda: [x for _, _, xs in grown for x in xs])
+            out = checkpoint.while_loop(cond, body, init, checkpoints=checkpoints, added=added,
+                                        gated=gate is not None)
+            return (out, ()) if added is None else out
 
         def body(k, dyn, running=None):
             loopdebug.tick(k, site)
