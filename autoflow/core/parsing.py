@@ -18,6 +18,9 @@ class SourceUnavailable(Exception):
 
 # filename -> (the lines linecache gave, the ast module, {(first line, name): gast node})
 _modules = {}
+# filename -> (the lines linecache gave, {(first line, name): gast node or None}): functions
+# parsed from the lines of their own statement (`_own_statement`), in a file not parsed whole
+_statements = {}
 
 
 def _from_module(code):
@@ -44,19 +47,26 @@ def _from_module(code):
         lines = linecache.getlines(filename)
     if not lines:
         return None
-    hit = _parsed(filename, lines)
-    if hit is None:
-        return None
     key = (code.co_firstlineno, code.co_name)
-    found = hit[2]
-    if key not in found:
-        node = _find(hit[1].body, *key)
-        if isinstance(node, list):
-            node = [_to_gast(n) for n in node] or None
-        elif node is not None:
-            node = _to_gast(node)
-        found[key] = node
-    node = found[key]
+    whole = _modules.get(filename)
+    node = False
+    if whole is None or whole[0] is not lines and whole[0] != lines:
+        # A file not parsed whole yet: the lines of the function's own statement
+        # are enough, and cost a small part of the file's parse.
+        node = _own_statement(code, lines, key)
+    if node is False:
+        hit = _parsed(filename, lines)
+        if hit is None:
+            return None
+        found = hit[2]
+        if key not in found:
+            node = _find(hit[1].body, *key)
+            if isinstance(node, list):
+                node = [_to_gast(n) for n in node] or None
+            elif node is not None:
+                node = _to_gast(node)
+            found[key] = node
+        node = found[key]
     if node is None:
         return None
     if isinstance(node, list):
@@ -68,6 +78,115 @@ def _from_module(code):
     node = clone(node)
     node.decorator_list = []
     return node
+
+
+def _own_statement(code, lines, key):
+    """``code``'s function (its gast node, or the list of the lambdas on its
+    line) parsed from the lines of the statement that holds it: the ``def``
+    (decorators included), or, for a lambda, the top-level statement around it.
+    ``False`` where that cannot be told from the lines alone (then the whole
+    file is parsed).
+
+    The statement's end is found by indentation: the first later line, not
+    blank, not a comment and not a closing bracket, indented no deeper than the
+    statement's first line. A line that only looks so because it is inside a
+    bracket, a string or after a backslash leaves the lines before it
+    unparsable, and so does a statement cut short; the function's own
+    bytecode must lie within the lines parsed, and their parse must be that one
+    statement, named and placed as ``code`` says.
+    """
+    filename = code.co_filename
+    hit = _statements.get(filename)
+    if hit is None or hit[0] is not lines and hit[0] != lines:
+        hit = _statements[filename] = (lines, {})
+    found = hit[1]
+    if key in found:
+        return found[key]
+    found[key] = node = False
+    first, name = key
+    if not 1 <= first <= len(lines):
+        return node
+    is_lambda = name == "<lambda>"
+    start = first
+    if is_lambda:  # the top-level statement around it (decorators included)
+        while start > 1 and not _opens_statement(lines[start - 1], 0):
+            start -= 1
+        while start > 1 and _opens_statement(lines[start - 2], 0) \
+                and lines[start - 2].startswith("@"):
+            start -= 1
+    width = _indent(lines[start - 1])
+    end = _statement_end(lines, start, width)
+    last = _last_line(code)
+    if width is None or end is None or last is None or not start <= first <= last <= end:
+        return node
+    prefix = "if 1:\n" if width else ""
+    try:
+        tree = ast.parse(prefix + "".join(lines[start - 1:end]))
+    except (SyntaxError, ValueError):
+        return node
+    body = tree.body[0].body if prefix else tree.body
+    if len(body) != 1:
+        return node
+    ast.increment_lineno(body[0], start - 1 - (1 if prefix else 0))
+    stmt = body[0]
+    if is_lambda:
+        lambdas = _find(body, first, name)
+        node = [_to_gast(n) for n in lambdas] if isinstance(lambdas, list) else False
+    elif (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
+            and min([stmt.lineno] + [d.lineno for d in stmt.decorator_list]) == first):
+        node = _to_gast(stmt)
+    found[key] = node
+    return node
+
+
+def _indent(line):
+    """The width of ``line``'s indentation (None when it holds a tab)."""
+    text = line.lstrip()
+    ws = line[:len(line) - len(text)]
+    return None if "\t" in ws else len(ws)
+
+
+def _opens_statement(line, width):
+    """Can ``line`` start a statement indented ``width`` (judged by its text only)?"""
+    text = line.strip()
+    return bool(text) and not text.startswith(("#", ")", "]", "}")) \
+        and _indent(line) == width
+
+
+def _statement_end(lines, start, width):
+    """The last line of the statement that starts at line ``start`` (1-based),
+    indented ``width``: decorators, its header, then the lines indented deeper
+    (blank lines, comments and closing brackets whatever their indentation).
+    None where a tab indents a line."""
+    header = not lines[start - 1].lstrip().startswith("@")
+    for i in range(start + 1, len(lines) + 1):
+        line = lines[i - 1]
+        text = line.strip()
+        if not text or text.startswith(("#", ")", "]", "}")):
+            continue
+        indent = _indent(line)
+        if indent is None:
+            return None
+        if indent > width:
+            continue
+        if not header and indent == width:  # after decorators: the `def` (or another)
+            header = not text.startswith("@")
+            continue
+        return i - 1
+    return len(lines)
+
+
+def _last_line(code):
+    """The last line that ``code`` or a code object nested in it has bytecode for."""
+    last = None
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        for *_, line in c.co_lines():
+            if line is not None and (last is None or line > last):
+                last = line
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_lines"))
+    return last
 
 
 def _parsed(filename, lines):

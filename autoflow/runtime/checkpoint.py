@@ -78,6 +78,15 @@ def _trace(fn, avals):
     return jaxpr, tuple(closed.consts)
 
 
+def _unread_inputs(jaxpr, avals):
+    """``jaxpr`` with inputs of ``avals`` after its own, which it does not read
+    (None where a jaxpr cannot be extended so)."""
+    try:
+        return jaxpr.replace(invars=[*jaxpr.invars, *(_core.Var(a) for a in avals)])
+    except (AttributeError, TypeError, AssertionError):  # pragma: no cover - another JAX
+        return None
+
+
 def _closed(jaxpr):
     return jaxpr if isinstance(jaxpr, _core.ClosedJaxpr) else _core.ClosedJaxpr(jaxpr, ())
 
@@ -210,6 +219,15 @@ class _WhileLoop(VJPHiPrimitive):
                                        body_nconsts=len(bc), body_jaxpr=_closed(self.body_jaxpr)))
         return tuple(lax.while_loop(lambda x: self._cond(cc, x),
                                     lambda x: self._body(bc, x), tuple(carry)))
+
+    def low_form(self):
+        """JAX's ``while`` of the loop's jaxprs, for ``lowjit``'s lowering rule."""
+        if _WHILE_P is None:
+            return None
+        return ("while", dict(cond_nconsts=len(self.in_avals[0]),
+                              cond_jaxpr=_closed(self.cond_jaxpr),
+                              body_nconsts=len(self.in_avals[1]),
+                              body_jaxpr=_closed(self.body_jaxpr)))
 
     # -- forward mode -----------------------------------------------------------
 
@@ -602,11 +620,15 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     more = tuple(_core.ShapedArray(v.aval.shape, v.aval.dtype)
                  for v in body_jaxpr.outvars[n:])
     if more:
-        # The same jaxprs, taking the added carries too (unread): replayed, not
-        # traced from the Python functions again.
-        body0, bc0, cond0, cc0 = body_jaxpr, bc, cond_jaxpr, cc
-        body_jaxpr, bc = _trace(lambda *x: _run(body0, bc0, x[:n]), avals + more)
-        cond_jaxpr, cc = _trace(lambda *x: _run(cond0, cc0, x[:n]), avals + more)
+        # The same jaxprs, taking the added carries too, as inputs they do not read
+        # (where JAX's jaxprs cannot be extended so, replayed with them).
+        wider = _unread_inputs(body_jaxpr, more), _unread_inputs(cond_jaxpr, more)
+        if None in wider:  # pragma: no cover - another JAX
+            body0, bc0, cond0, cc0 = body_jaxpr, bc, cond_jaxpr, cc
+            body_jaxpr, bc = _trace(lambda *x: _run(body0, bc0, x[:n]), avals + more)
+            cond_jaxpr, cc = _trace(lambda *x: _run(cond0, cc0, x[:n]), avals + more)
+        else:
+            body_jaxpr, cond_jaxpr = wider
         avals += more
         flat += tuple(jnp.zeros(a.shape, a.dtype) for a in more)
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)

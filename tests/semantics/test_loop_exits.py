@@ -228,14 +228,14 @@ def first_over_with_inner_loop(x, limit):
 
 
 def test_a_return_value_is_carried_without_tracing_the_body_again():
-    # With a loop in the body (which a second trace would trace again), the return
-    # value is a carry the first trace adds; a body without one is traced a second
-    # time, with the carry passed through where it is not bound.
+    # The return value is read only after the iteration whose `return` binds it:
+    # a carry the first trace adds, which a staged `if` takes from the branch that
+    # binds it. (On a JAX without checkpointed loops, the body is traced again.)
     from autoflow.runtime import staging
 
     staging._DEFINED.clear()
     assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == (1 if ADDS_CARRIES else 2)
-    assert _traces(first_over, F(1.0), F(5.0)) == 2
+    assert _traces(first_over, F(1.0), F(5.0)) == (1 if ADDS_CARRIES else 2)
     check_cases(first_over_with_inner_loop, [(F(1.0), F(50.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
                 vmap=[(F(2.0), F(30.0)), (F(0.0), F(1e9))])
     check_cases(first_over, [(F(1.0), F(5.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
@@ -275,6 +275,56 @@ def nested_return_in_inner(x, n):
 def test_a_return_from_an_inner_loop_matches_python():
     check_cases(nested_return_in_inner, [(F(1.0), I(4)), (F(1.0), I(2)), (F(-9.0), I(3))],
                 vmap=[(F(3.0), I(4)), (F(0.0), I(4))])
+
+
+def first_root(xs, t):
+    for i in range(xs.shape[0]):
+        v = xs[i] - t
+        if v > 0:
+            return jnp.sqrt(v) * 2.0  # nan where v < 0: computed, never read
+    return xs[0] * 0.0
+
+
+def two_exits(x, lim):
+    i = 0
+    while i < 20:
+        x = x * 1.3 + 0.1
+        if x > lim:
+            return x, i
+        y = x * x
+        if y > lim * 3.0:  # a second `return` in the same iteration, after the first
+            return y - 1.0, -i
+        i += 1
+    return x * 0.0, 100
+
+
+def exit_in_nested_ifs(x, n):
+    acc = x * 0.0
+    for k in range(n):
+        acc = acc + x
+        if acc > 2.0:
+            if x > 0.5:
+                return {"acc": acc, "k": k}  # bound on one path of two nested ifs
+            acc = acc - 1.0
+        else:
+            x = x + 0.25
+    return {"acc": -acc, "k": -1}
+
+
+def test_a_return_value_comes_from_the_branch_that_binds_it():
+    # The values other iterations compute for it are never read, not even as a
+    # gradient (first_root computes sqrt of negatives before its `return`).
+    from autoflow.runtime import staging
+
+    xs = jnp.asarray([-2.0, -1.0, 0.5, 3.0, -4.0], jnp.float32)
+    staging._DEFINED.clear()
+    check_cases(first_root, [(xs, F(0.0)), (xs, F(1.0)), (xs, F(9.0))],
+                vmap=[(xs * 2.0, F(0.2)), (xs - 1.0, F(-5.0))], grad=True)
+    check_cases(two_exits, [(F(1.0), F(5.0)), (F(0.5), F(1.2)), (F(-0.2), F(1e9)),
+                            (F(2.0), F(2.5))],
+                vmap=[(F(1.5), F(4.0)), (F(0.1), F(1e9))])
+    check_cases(exit_in_nested_ifs, [(F(1.0), I(5)), (F(0.3), I(6)), (F(0.1), I(2))],
+                vmap=[(F(0.6), I(4)), (F(2.0), I(1))])
 
 
 # ---- the rest of a body after a `break`: a select ---------------------------------------
