@@ -337,11 +337,9 @@ def _select(pred, a, b):
 
 
 def _pick(pred, t_out, f_out, free=()):
-    """The select of the branches' outputs, but for those ``free`` (``(index,
-    branch)`` pairs: what the other branch gives there is never read), taken from
-    that branch as they are."""
-    side = dict(free)
-    return tuple(a if side.get(i) == "t" else b if side.get(i) == "f" else _select(pred, a, b)
+    """The select of the branches' outputs, but for those at the indices ``free``
+    (nothing reads them where ``pred`` is false), taken from the true branch."""
+    return tuple(a if i in free else _select(pred, a, b)
                  for i, (a, b) in enumerate(zip(t_out, f_out)))
 
 
@@ -412,9 +410,8 @@ class _Cond(_VJPHiPrimitive):
             self.out_aval = tuple(_unmapped(a, 0, size) for a in inner.out_aval)
         # masked: the last true operand is the mask of the lanes whose results
         # are read (runtime/lanes.py); the loops in the branches run only for them.
-        # free: (index, branch) of outputs that a select takes from that branch as
-        # they are (nothing reads the other branch's: a loop's guard on the iteration
-        # that leaves it, a return value the other branch leaves unbound).
+        # free: outputs nothing reads where the predicate is false (a loop's guard
+        # on the iteration that leaves it): a select takes the true branch's.
         self.params = dict(t=t, f=f, kind=kind, inner=inner, axes=axes, size=size,
                            masked=masked, free=tuple(free))
         self.effects = frozenset()
@@ -489,12 +486,12 @@ class _Cond(_VJPHiPrimitive):
             return None
         t, f = self.t, self.f
         if self.kind == "select":
-            side = dict(self.free)
             if t.consts or f.consts or t.effects or f.effects or any(
                     (a.shape, a.dtype) != (b.shape, b.dtype)
-                    for i, (a, b) in enumerate(zip(t.out_avals, f.out_avals)) if i not in side):
+                    for i, (a, b) in enumerate(zip(t.out_avals, f.out_avals))
+                    if i not in self.free):
                 return None
-            return ("select", t, f, len(self.in_avals[1]), side)
+            return ("select", t, f, len(self.in_avals[1]), frozenset(self.free))
         branches = self._cond_branches()
         return None if branches is None else ("cond", branches)
 
@@ -662,8 +659,8 @@ def cond(pred, true_fn, false_fn, guard=False, free=lambda: ()):
     or a select of both when that is cheaper (see the module docstring).
 
     ``guard``: see ``operators.if_stmt``; ``free()`` (called once both branches
-    are traced): ``(index, branch)`` of the outputs that a select takes from one
-    branch as they are (see ``_pick``)."""
+    are traced): the indices of the outputs nothing reads where ``pred`` is
+    false, which a select then takes from the true branch."""
     if _INTERNALS is None:  # an older JAX (see _jax_compat): always the cond
         _set_choice("lax.cond")
         return lax.cond(pred, true_fn, false_fn)
@@ -685,4 +682,5 @@ def cond(pred, true_fn, false_fn, guard=False, free=lambda: ()):
         if why == "batched predicate":  # (JAX's cond would stop_gradient the tangents)
             return [_select(pred, a, b) for a, b in zip(_run(t), _run(f))]
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
-    return _staged_if(pred, t, f, "select" if choice == "select" else "cond", free())
+    return _staged_if(pred, t, f, "select" if choice == "select" else "cond",
+                      free() if guard else ())

@@ -161,13 +161,13 @@ def _direct_lowering():
                 np.dtype(np.int32))), args[0])
             sub = ctx.replace(avals_in=[int32, *ctx.avals_in[1:]])
             return lower(sub, index, *args[1:], branches=form[1])
-        if kind == "select":  # (select, true, false, n true operands, {output: branch})
-            _, t, f, n, side = form
+        if kind == "select":  # (select, true, false, n true operands, free outputs)
+            _, t, f, n, free = form
             pred, outs = args[0], range(len(t.out_avals))
-            t_out = branch(ctx, t, args[1:1 + n], [side.get(i) != "f" for i in outs])
-            f_out = branch(ctx, f, args[1 + n:], [side.get(i) != "t" for i in outs])
-            return [next(t_out) if side.get(i) == "t" else next(f_out) if side.get(i) == "f"
-                    else hlo.select(pred, next(t_out), next(f_out)) for i in outs]
+            t_out = branch(ctx, t, args[1:1 + n], [True] * len(outs))
+            f_out = branch(ctx, f, args[1 + n:], [i not in free for i in outs])
+            return [next(t_out) if i in free else hlo.select(pred, next(t_out), next(f_out))
+                    for i in outs]
         return None
 
     return emit

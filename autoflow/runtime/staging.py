@@ -177,10 +177,6 @@ def cond(pred, true_fn, false_fn, operands, names, site, guard=False, unread=())
     records = {}
     targets = {}
     fills = {}  # variable index -> zeros spec, for guarded Undefined values
-    # variable index -> the branch ("t"/"f") that leaves it unbound, for a `return`
-    # value (Undefined.exit): read only after the `return` that binds it, so the
-    # value of the other branch is taken as it is (no select, no zeros logged)
-    exit_fills = {}
     returning = names is None
 
     def make(key, fn):
@@ -200,12 +196,8 @@ def cond(pred, true_fn, false_fn, operands, names, site, guard=False, unread=())
                             and _spec(theirs) is not None:
                         fills[k] = _spec(theirs)
             if fills:
-                parts = _parts(out, names)
-                for k, p in enumerate(parts):
-                    if k in fills and isinstance(p, Undefined) and p.exit:
-                        exit_fills[k] = key
                 out = _join([_zeros(fills[k]) if k in fills and isinstance(p, Undefined) else p
-                             for k, p in enumerate(parts)], names)
+                             for k, p in enumerate(_parts(out, names))], names)
             leaves, tree = flatten(out)
             mask = [is_array_like(x) for x in leaves]
             records[key] = (out, leaves, tree, mask)
@@ -261,11 +253,10 @@ def cond(pred, true_fn, false_fn, operands, names, site, guard=False, unread=())
 
     for _ in range(4):
         records.clear()
-        exit_fills.clear()
         try:
             # lax.cond, or a select when the branches are cheap (see lowering.py)
             dyn = lowering.cond(as_pred(pred), make("t", true_fn), make("f", false_fn), guard,
-                                lambda: _free(records["t"], names, unread, exit_fills))
+                                lambda: _free(records["t"], names, unread))
         except _BranchRaised as b:
             lowering._set_choice(None)
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
@@ -279,27 +270,19 @@ def cond(pred, true_fn, false_fn, operands, names, site, guard=False, unread=())
     else:  # pragma: no cover - promotion converges in one step
         raise ConversionError(message(site(), "could not find common types for this `if`"))
     if fills and names is not None:
-        _log_fills(names[k] for k in fills if k < len(names) and k not in exit_fills)
+        _log_fills(names[k] for k in fills if k < len(names))
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
     return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
 
 
-def _free(record, names, unread, exit_fills=None):
-    """``(index, branch)`` for the staged outputs (indices among the array leaves)
-    that a select takes from one branch as it is: those of the variables
-    ``unread`` (nothing reads them where the predicate is false: from the true
-    branch), and those of the return values one branch leaves unbound
-    (``exit_fills``: from the other branch)."""
-    if not unread and not exit_fills:
+def _free(record, names, unread):
+    """The staged outputs (indices among the array leaves) of the variables ``unread``."""
+    if not unread:
         return ()
-    side = dict.fromkeys(unread, "t")
-    for k, key in (exit_fills or {}).items():
-        if names is not None and k < len(names):
-            side[names[k]] = "f" if key == "t" else "t"
     out, leaves, _, mask = record
     labels = [label for label, m in zip(leaf_labels(out, names), mask) if m]
-    return tuple((i, side[label]) for i, label in enumerate(labels) if label in side)
+    return tuple(i for i, label in enumerate(labels) if label in unread)
 
 
 class _BranchRaised(Signal):
@@ -415,14 +398,15 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
     path: its name is not in ``fills``, the log of what was filled with zeros
     while tracing), ``adds`` (a list, where the loop can take them) receives
     ``(index, treedef, leaves)`` and the trace goes on: the carry is added to
-    this trace's loop (``checkpoint.while_loop``'s ``added``). A ``return``
-    value is such a variable: it is read only after the iteration whose
-    ``return`` binds it, so a staged ``if`` takes it from the branch that binds
-    it (``cond``'s ``exit_fills``: no select, nothing logged). So is one when
-    the body holds a loop of its own (``_LOOP`` in ``fills``: an inner loop's
-    restart logs it). Otherwise the loop is traced again with the carry
-    (``_Restart("define")``): where a path leaves it unbound, the second trace
-    passes it through, which the iterations that do not bind it need.
+    this trace's loop (``checkpoint.while_loop``'s ``added``). So does an
+    exit value (read only after an iteration that binds it) when the body
+    holds a loop of its own (``_LOOP`` in ``fills``): a second trace would
+    trace that loop again. Otherwise the loop is traced again with the carry
+    (``_Restart("define")``): where a path leaves it unbound, the second
+    trace passes it through instead of filling it with zeros, and a
+    ``lax.cond`` that passes a carry through is cheaper in a loop than one
+    that writes a constant (``first_above_return``: 1.09x of hand-written
+    ``lax`` with the constant, 1.00x without).
     """
 
     def merge(dyn):
@@ -802,14 +786,9 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
         if grown:
             # the carries the body added, zeros before the first iteration
             parts, extras = _parts(result, names), iter(extras)
-            before = _parts(entry_state, names)
             for j, treedef, xs in grown:
                 parts[j] = unflatten(treedef, [next(extras) for _ in xs])
-                if not (isinstance(before[j], Undefined) and before[j].exit):
-                    # (not a return value: remembered, a later trace would carry it
-                    # from the start and pass it through, another program than this
-                    # trace's, which takes it from the branch that binds it)
-                    defined[j] = _spec(parts[j])
+                defined[j] = _spec(parts[j])
             result = _join(parts, names)
             _log_fills(names[j] for j, _, _ in grown)
         _log_fills([_LOOP])  # (for the loops around this one)

@@ -228,14 +228,14 @@ def first_over_with_inner_loop(x, limit):
 
 
 def test_a_return_value_is_carried_without_tracing_the_body_again():
-    # The return value is read only after the iteration whose `return` binds it:
-    # a carry the first trace adds, which a staged `if` takes from the branch that
-    # binds it. (On a JAX without checkpointed loops, the body is traced again.)
+    # With a loop in the body (which a second trace would trace again), the return
+    # value is a carry the first trace adds; a body without one is traced a second
+    # time, with the carry passed through where it is not bound.
     from autoflow.runtime import staging
 
     staging._DEFINED.clear()
     assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == (1 if ADDS_CARRIES else 2)
-    assert _traces(first_over, F(1.0), F(5.0)) == (1 if ADDS_CARRIES else 2)
+    assert _traces(first_over, F(1.0), F(5.0)) == 2
     check_cases(first_over_with_inner_loop, [(F(1.0), F(50.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
                 vmap=[(F(2.0), F(30.0)), (F(0.0), F(1e9))])
     check_cases(first_over, [(F(1.0), F(5.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
@@ -311,9 +311,10 @@ def exit_in_nested_ifs(x, n):
     return {"acc": -acc, "k": -1}
 
 
-def test_a_return_value_comes_from_the_branch_that_binds_it():
-    # The values other iterations compute for it are never read, not even as a
-    # gradient (first_root computes sqrt of negatives before its `return`).
+def test_return_values_in_loops_match_python():
+    # What the iterations that do not return compute for the value is never read,
+    # not even as a gradient (first_root's sqrt of negatives); two `return`s in one
+    # iteration; a return value bound on one path of two nested ifs.
     from autoflow.runtime import staging
 
     xs = jnp.asarray([-2.0, -1.0, 0.5, 3.0, -4.0], jnp.float32)
