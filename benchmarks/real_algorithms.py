@@ -611,10 +611,10 @@ callback (optimistix's bisection does: Equinox's `error_if`), a fixed cost per c
 The same again with both sides compiled without XLA's intra-op thread pool
 (`--single-threaded`: `jax.jit(..., compiler_options={{"xla_cpu_multi_thread_eigen": False}})`),
 same run, calls dispatched as in the first table. Within one program, XLA's CPU runtime runs
-operations that do not depend on each other on that pool when more than a few are ready
-at once, a hand-off of a few to tens of microseconds each time: the batched BFGS of
-autoflow (whose loop body starts with more independent operations) pays it on every
-iteration, the library's does not.
+a loop body's operations that do not depend on each other on that pool when the body holds
+a buffer over 512 bytes and more than a few are ready at once, a hand-off of a few to tens
+of microseconds each time. The batched BFGS of autoflow pays more of them than the
+library's (with 2 lanes, where no buffer is that large, the two take the same time).
 
 {single_table}
 """
