@@ -9,7 +9,7 @@ import linecache
 import gast
 
 from .naming import referenced_names
-from .nodes import clone, mark_user, walk
+from .nodes import clone, mark_user
 
 
 class SourceUnavailable(Exception):
@@ -119,15 +119,12 @@ def _own_statement(code, lines, key):
     last = _last_line(code)
     if width is None or end is None or last is None or not start <= first <= last <= end:
         return node
-    prefix = "if 1:\n" if width else ""
     try:
-        tree = ast.parse(prefix + "".join(lines[start - 1:end]))
+        body = _parse_lines("".join(lines[start - 1:end]), start)
     except (SyntaxError, ValueError):
         return node
-    body = tree.body[0].body if prefix else tree.body
     if len(body) != 1:
         return node
-    ast.increment_lineno(body[0], start - 1 - (1 if prefix else 0))
     stmt = body[0]
     if is_lambda:
         lambdas = _find(body, first, name)
@@ -137,6 +134,23 @@ def _own_statement(code, lines, key):
         node = _to_gast(stmt)
     found[key] = node
     return node
+
+
+def _parse_lines(source, first):
+    """The ``ast`` statements of ``source``, lines of a file from line ``first``,
+    with the file's line numbers and columns: indented lines are parsed inside
+    an ``if 1:`` (no dedent, which also breaks on unindented string lines).
+    Raises ``SyntaxError`` (or ``ValueError``) where they do not parse."""
+    prefix = "if 1:\n" if source[:1] in (" ", "\t") else ""
+    module = ast.parse(prefix + source)
+    body = module.body[0].body if prefix else module.body
+    for stmt in body:
+        ast.increment_lineno(stmt, first - 1 - (1 if prefix else 0))
+    return body
+
+
+# How a line that continues a statement may start (not a statement's first line).
+_CONTINUING = ("#", ")", "]", "}")
 
 
 def _indent(line):
@@ -149,8 +163,7 @@ def _indent(line):
 def _opens_statement(line, width):
     """Can ``line`` start a statement indented ``width`` (judged by its text only)?"""
     text = line.strip()
-    return bool(text) and not text.startswith(("#", ")", "]", "}")) \
-        and _indent(line) == width
+    return bool(text) and not text.startswith(_CONTINUING) and _indent(line) == width
 
 
 def _statement_end(lines, start, width):
@@ -162,7 +175,7 @@ def _statement_end(lines, start, width):
     for i in range(start + 1, len(lines) + 1):
         line = lines[i - 1]
         text = line.strip()
-        if not text or text.startswith(("#", ")", "]", "}")):
+        if not text or text.startswith(_CONTINUING):
             continue
         indent = _indent(line)
         if indent is None:
@@ -366,25 +379,15 @@ def parse_function(fn):
         lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError):
         raise SourceUnavailable(_why_no_source(code)) from None
-    source = "".join(lines)
-    # Parse the indented source inside an `if 1:` so that columns stay the
-    # file's own (no dedent, which also breaks on unindented string lines).
-    prefix = "if 1:\n" if source[:1] in (" ", "\t") else ""
     try:
-        module = gast.parse(prefix + source)
+        body = _parse_lines("".join(lines), first)
     except SyntaxError as e:
         raise SourceUnavailable(f"its source could not be parsed ({e.msg})") from None
-    body = module.body[0].body if prefix else module.body
     node = body[0] if body else None
-    if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) or node.name != code.co_name:
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != code.co_name:
         raise SourceUnavailable("its source does not start with its `def` "
                                 "(defined by exec, or the file changed since it was imported)")
-    offset = first - 1 - (1 if prefix else 0)
-    for n in walk(node):
-        if "lineno" in n._attributes and getattr(n, "lineno", None) is not None:
-            n.lineno += offset
-            if getattr(n, "end_lineno", None) is not None:
-                n.end_lineno += offset
+    node = gast.ast_to_gast(node)
     node.decorator_list = []
     mark_user(node)
     node.af_names = frozenset(referenced_names(node))

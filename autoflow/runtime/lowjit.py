@@ -113,9 +113,9 @@ def _direct_lowering():
         from jax._src.interpreters import partial_eval as pe
         from jax._src.lax.control_flow.conditionals import cond_p
         from jax._src.lax.control_flow.loops import while_p
-        from jax._src.lib.mlir import ir
         from jax._src.lib.mlir.dialects import hlo
 
+        mlir.convert_hlo  # noqa: B018
         rules_of = mlir._get_lowering_rules
         if len(inspect.signature(rules_of).parameters) != 3:
             return None
@@ -159,8 +159,7 @@ def _direct_lowering():
             lower = rule(ctx, cond_p)
             if lower is None:
                 return None
-            index = hlo.convert(ir.RankedTensorType.get([], mlir.dtype_to_ir_type(
-                np.dtype(np.int32))), args[0])
+            index = mlir.convert_hlo(ctx, args[0], ctx.avals_in[0], int32)
             sub = ctx.replace(avals_in=[int32, *ctx.avals_in[1:]])
             return lower(sub, index, *args[1:], branches=form[1])
         if kind == "select":  # (select, true, false, n true operands, free outputs)
