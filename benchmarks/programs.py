@@ -393,6 +393,9 @@ class Program:
     # eagerly as-is (e.g. it vmaps a Python-control-flow function).
     eager: Callable | None = None
     note: str = ""
+    # The fraction of output elements that may differ beyond rtol/atol: for
+    # chaotic maps only, where one rounding changes the answer (see mandelbrot).
+    mismatch: float = 0.0
 
 
 def _collatz_args(quick):
@@ -467,7 +470,12 @@ PROGRAMS: list[Program] = [
     Program("newton", newton_py, newton_lax, _newton_args),
     Program("bisection", bisect_py, bisect_lax, _bisect_args),
     Program("prefix_sum_threshold", prefix_until_py, prefix_until_lax, _prefix_args, rtol=1e-4),
-    Program("mandelbrot_vmap", mandelbrot_py, mandelbrot_lax, _mandel_args, eager=_mandel_eager),
+    # Points on the set's boundary are chaotic: whether XLA fuses `zr*zr - zi*zi + cr`
+    # into a multiply-add changes their escape count. On the full 200x200 grid 7 of
+    # 40,000 counts differ between autoflow's and the lax program (by at most 3), and
+    # 4 and 8 between each and NumPy's float32 (jax 0.10.2 and 0.11.2, CPU).
+    Program("mandelbrot_vmap", mandelbrot_py, mandelbrot_lax, _mandel_args, eager=_mandel_eager,
+            mismatch=1e-3),
     Program("ode_adaptive_heun", ode_py, ode_lax, _ode_args, rtol=1e-3, atol=1e-4),
     Program("kmeans", kmeans_py, kmeans_lax, _kmeans_args, rtol=1e-4, atol=1e-4),
     Program("fixed_point", fixed_point_py, fixed_point_lax, _fixed_point_args),
@@ -522,7 +530,8 @@ TINY = [
 # --------------------------------------------------------------------------
 # Validation helpers
 # --------------------------------------------------------------------------
-def assert_tree_close(a: Any, b: Any, rtol: float, atol: float, what: str = "") -> None:
+def assert_tree_close(a: Any, b: Any, rtol: float, atol: float, what: str = "",
+                      mismatch: float = 0.0) -> None:
     la = jax.tree_util.tree_leaves(a)
     lb = jax.tree_util.tree_leaves(b)
     if len(la) != len(lb):
@@ -532,9 +541,11 @@ def assert_tree_close(a: Any, b: Any, rtol: float, atol: float, what: str = "") 
         y = np.asarray(y)
         if x.shape != y.shape:
             raise AssertionError(f"{what}: output {k} shape {x.shape} vs {y.shape}")
-        if not np.allclose(x.astype(np.float64), y.astype(np.float64), rtol=rtol, atol=atol):
+        far = ~np.isclose(x.astype(np.float64), y.astype(np.float64), rtol=rtol, atol=atol)
+        if far.sum() > mismatch * far.size:
             diff = np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))
-            raise AssertionError(f"{what}: output {k} differs (max abs diff {diff:.3g})")
+            raise AssertionError(f"{what}: output {k} differs in {far.sum()} of {far.size} "
+                                 f"elements (max abs diff {diff:.3g})")
 
 
 def eager_reference(p: Program, args: tuple):
@@ -547,7 +558,7 @@ def validate(quick: bool = True, verbose: bool = True) -> None:
         args = p.make_args(quick)
         ref = eager_reference(p, args)
         got = jax.jit(p.lax)(*args)
-        assert_tree_close(ref, got, p.rtol, p.atol, p.name)
+        assert_tree_close(ref, got, p.rtol, p.atol, p.name, p.mismatch)
         if verbose:
             leaves = [np.asarray(v) for v in jax.tree_util.tree_leaves(got)]
             summary = ", ".join(

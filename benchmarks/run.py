@@ -461,7 +461,7 @@ def compare(progs, quick, repeats, sample_s, what, target):
         if note:
             PROBLEMS.append(f"{p.name}: {note}")
         try:
-            programs.assert_tree_close(ref, got, p.rtol, p.atol, p.name)
+            programs.assert_tree_close(ref, got, p.rtol, p.atol, p.name, p.mismatch)
             match = True
         except AssertionError as e:
             PROBLEMS.append(f"{what} {p.name}: autoflow.jit result differs from lax: {e}")

@@ -21,12 +21,15 @@ what                        private access                                  JAX
                             (``XlaRuntimeError`` in 0.4.x)
 ``lowering_internals``      ``api_util.debug_info``, ``core.eval_jaxpr``,   newer
                             ``partial_eval.trace_to_jaxpr``,                than
-                            ``batching.BatchTracer``, ``tree_util.FlatTree`` 0.4.38
-                            (the select-or-cond choice: without them every
+                            ``batching.BatchTracer``, ``FlatTree.flatten``  0.4.38
+                            (``tree_util.FlatTree`` up to 0.10,
+                            ``flattree.flatten`` from 0.11; the
+                            select-or-cond choice: without them every
                             traced ``if`` is a ``lax.cond``)
 ``is_constant``             ``DynamicJaxprTracer.val`` is a ``Literal``     newer
-``checkpoint_internals``    ``jax.experimental.hijax.VJPHiPrimitive``,      newer
-                            ``core``, ``ad_util.Zero``,                     than
+``checkpoint_internals``    ``jax.experimental.hijax.HiPrim`` (0.11;        newer
+                            ``VJPHiPrimitive`` before),                     than
+                            ``core``, ``ad_util.Zero``,
                             ``partial_eval.convert_constvars_jaxpr``,       0.4.38
                             ``batching.batch_jaxpr`` (the checkpointed
                             while loop: without them a data-dependent loop
@@ -53,11 +56,13 @@ from jax._src import source_info_util as _source_info_util
 from jax._src import traceback_util as _traceback_util
 
 MIN_JAX = (0, 4, 38)
-# The newest JAX autoflow's test suite has passed on. On a newer one whose
-# private modules moved (JAX 0.11 renamed hijax's ``VJPHiPrimitive`` to
-# ``HiPrim`` and moved ``FlatTree``), autoflow falls back as on the oldest
-# JAX, and says so once (``warn_degraded``).
-NEWEST_TESTED = (0, 10, 2)
+# The newest JAX autoflow's test suite has passed on (0.11.2: the whole suite,
+# on a CPU, with the jaxlib of a GPU machine's image; PyPI here stops at
+# 0.10.2, which CI runs). On a newer one whose private modules moved again (as
+# 0.11 renamed hijax's ``VJPHiPrimitive`` to ``HiPrim`` and moved ``FlatTree``
+# to ``jax._src.flattree``), autoflow falls back as on the oldest JAX, and says
+# so once (``warn_degraded``).
+NEWEST_TESTED = (0, 11, 2)
 
 Tracer = jax.core.Tracer
 
@@ -159,10 +164,17 @@ def lowering_internals():
         from jax._src import core
         from jax._src.interpreters import batching
         from jax._src.interpreters import partial_eval
-        from jax._src.tree_util import FlatTree
     except ImportError:
-        warn_degraded("jax._src.tree_util.FlatTree", SELECTS_LOST)
+        warn_degraded("jax._src.interpreters.partial_eval", SELECTS_LOST)
         return None
+    try:  # JAX 0.11+: a module of its own, `flatten` a function of it
+        from jax._src import flattree as FlatTree
+    except ImportError:
+        try:  # up to 0.10: a class in tree_util, `flatten` a static method
+            from jax._src.tree_util import FlatTree
+        except ImportError:
+            warn_degraded("jax._src.flattree.FlatTree", SELECTS_LOST)
+            return None
     return api_util, core, batching, partial_eval, FlatTree
 
 
@@ -171,11 +183,14 @@ def checkpoint_internals():
     ``runtime.checkpoint``, or None on a JAX without user-defined primitives
     (``jax.experimental.hijax``): data-dependent loops are then plain
     ``lax.while_loop``s."""
-    try:
-        from jax.experimental.hijax import VJPHiPrimitive
+    try:  # JAX 0.11 renamed it HiPrim (the protocol autoflow uses is the same)
+        from jax.experimental.hijax import HiPrim as VJPHiPrimitive
     except ImportError:
-        warn_degraded("jax.experimental.hijax.VJPHiPrimitive", LOOPS_LOST)
-        return None
+        try:
+            from jax.experimental.hijax import VJPHiPrimitive
+        except ImportError:
+            warn_degraded("jax.experimental.hijax.HiPrim", LOOPS_LOST)
+            return None
     try:
         from jax._src import ad_util
         from jax._src import core
