@@ -141,3 +141,70 @@ def test_direct_lowering_traces_no_expand(index, monkeypatch):
     got = compiled(*args)
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5)
+
+
+def bisect(f_lo, lo, hi, n):
+    """Scalar branches that differ in two outputs: a cond on a CPU, a select on a GPU."""
+    for _ in range(n):
+        mid = lo + 0.5 * (hi - lo)
+        if (mid * mid * mid - 2.0 * mid - 5.0 < 0) == (f_lo < 0):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def _bisect_args():
+    return jnp.float32(-9.0), jnp.float32(0.0), jnp.float32(4.0), jnp.int32(30)
+
+
+def _ops(fn, args, platform):
+    text = jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,)).as_text()
+    return text.count("stablehlo.case"), text.count("stablehlo.select")
+
+
+@pytest.mark.skipif(not lowjit.install(), reason="a JAX without hijax internals")
+def test_scalar_branches_differing_in_several_outputs_are_a_select_on_a_gpu():
+    conv = autoflow.convert(bisect)
+    args = _bisect_args()
+    assert "if -> lax.cond (a select on GPU)" in str(autoflow.explain(bisect, *args))
+    jax.clear_caches()
+    cpu_cases, cpu_selects = _ops(conv, args, "cpu")
+    assert cpu_cases == 1
+    # lowered for a GPU (no GPU needed): a select of each of the two outputs instead
+    assert _ops(conv, args, "cuda") == (0, cpu_selects + 2)
+    # lowered for several platforms at once: the cond, which is right on each
+    text = jax.jit(conv).trace(*args).lower(lowering_platforms=("cpu", "cuda")).as_text()
+    assert text.count("stablehlo.case") >= 1
+
+
+@pytest.mark.skipif(not lowjit.install(), reason="a JAX without hijax internals")
+def test_the_gpu_select_computes_what_python_does(monkeypatch):
+    """The select form run here: the CPU counted among the platforms that take it."""
+    jax.clear_caches()
+    conv = autoflow.convert(bisect)
+    plain = _ops(conv, _bisect_args(), "cpu")
+    monkeypatch.setattr(lowering, "GPU_PLATFORMS", ("cpu", "cuda", "rocm"))
+    jax.clear_caches()
+    conv = autoflow.convert(bisect)
+    for f_lo, lo, hi, n in [_bisect_args(), (jnp.float32(3.0), jnp.float32(0.0),
+                                             jnp.float32(4.0), jnp.int32(7))]:
+        assert _ops(conv, (f_lo, lo, hi, n), "cpu") == (plain[0] - 1, plain[1] + 2)
+        want = bisect(float(f_lo), float(lo), float(hi), int(n))
+        got = jax.jit(conv)(f_lo, lo, hi, n)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want, np.float32), rtol=1e-6)
+    # under vmap and grad too (their rules expand the `if`: the values of the cond)
+    lanes = tuple(jnp.stack([a, b]) for a, b in zip(_bisect_args(), (
+        jnp.float32(3.0), jnp.float32(0.0), jnp.float32(4.0), jnp.int32(30))))
+    got = np.asarray(jax.jit(jax.vmap(conv))(*lanes))
+    for k in range(2):
+        want = bisect(*(float(a[k]) if a.dtype == jnp.float32 else int(a[k]) for a in lanes))
+        np.testing.assert_allclose(got[:, k], np.asarray(want, np.float32), rtol=1e-6)
+
+    def loss(lo, fn):
+        return jnp.sum(jnp.stack(fn(jnp.float32(-9.0), lo, jnp.float32(4.0), jnp.int32(5))))
+
+    with_select = jax.grad(loss)(jnp.float32(0.0), conv)
+    monkeypatch.setattr(lowering, "GPU_PLATFORMS", ("cuda", "rocm"))
+    jax.clear_caches()
+    assert jax.grad(loss)(jnp.float32(0.0), autoflow.convert(bisect)) == with_select

@@ -233,7 +233,10 @@ def test_cost_rule():
     scalar = _jaxpr(lambda x: x * 2 + 1, 1.0)
     assert lowering.decide(scalar, scalar, False)[0] == "select"
     pair = _jaxpr(lambda x: (x * 2 + 1, x - 1), 1.0)
-    assert lowering.decide(pair, pair, False)[0] == "lax.cond"  # two selected scalars
+    # two selected scalars: a cond on a CPU, a select where it is compiled for a GPU
+    assert lowering.decide(pair, pair, False)[0] == lowering.GPU_SELECT
+    five = _jaxpr(lambda x: (x, x, x, x, x), 1.0)  # no operations, five outputs
+    assert lowering.decide(five, five, False)[0] == "lax.cond"  # > GPU_SCALAR_SELECT_OUTPUTS
     long = _jaxpr(lambda x: sum(x * k for k in range(20)), 1.0)
     assert lowering.decide(long, scalar, False)[0] == "lax.cond"  # > SCALAR_SELECT_BUDGET operations
     assert lowering.decide(cheap, cheap, False)[0] == "select"

@@ -220,7 +220,7 @@ class _WhileLoop(VJPHiPrimitive):
         return tuple(lax.while_loop(lambda x: self._cond(cc, x),
                                     lambda x: self._body(bc, x), tuple(carry)))
 
-    def low_form(self):
+    def low_form(self, platforms=()):
         """JAX's ``while`` of the loop's jaxprs, for ``lowjit``'s lowering rule."""
         if _WHILE_P is None:
             return None

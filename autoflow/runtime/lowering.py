@@ -96,6 +96,14 @@ SELECT_BUDGET = 4096
 # may differ between the branches (benchmarks/scalar_select.py).
 SCALAR_SELECT_BUDGET = 8
 SCALAR_SELECT_OUTPUTS = 1
+# On a GPU a conditional in a loop body costs more than on a CPU: scalar branches
+# that differ in up to this many outputs are a select there (measured on an H200 with
+# benchmarks/scalar_select.py --outputs 4: bisection 1.18x -> 0.82x of optimistix,
+# first_above_return 1.00x -> 0.71x of hand-written lax; on 2 CPU cores selecting the
+# latter's two flags was 1.45x slower). The choice is made when the program is lowered,
+# for the platform it is lowered for (``_Cond.low_form``).
+GPU_SCALAR_SELECT_OUTPUTS = 4
+GPU_PLATFORMS = ("cuda", "rocm")
 # The same for the rest of a loop body that a `break` skips (``guard``): the work
 # a select adds is one block per run of the loop; the select was never slower
 # than the cond up to 8M element operations (benchmarks/guard_select.py), and
@@ -316,12 +324,19 @@ def decide(t, f, batched, guard=False):
         differ = _differing(t, f)
         if work <= SCALAR_SELECT_BUDGET and differ <= SCALAR_SELECT_OUTPUTS:
             return "select", f"scalar branches do {work} operations"
+        if work <= SCALAR_SELECT_BUDGET and differ <= GPU_SCALAR_SELECT_OUTPUTS:
+            return GPU_SELECT, (f"scalar branches do {work} operations and differ in {differ} "
+                                "outputs: a select when compiled for a GPU")
         return "lax.cond", (f"scalar branches do {work} operations and differ in {differ} "
                             f"outputs (a select: at most {SCALAR_SELECT_BUDGET} and "
                             f"{SCALAR_SELECT_OUTPUTS})")
     if work > SELECT_BUDGET:
         return "lax.cond", f"branches do {work} element operations (> {SELECT_BUDGET})"
     return "select", f"branches do {work} element operations"
+
+
+# decide's choice for an `if` that is a lax.cond on a CPU and a select on a GPU
+GPU_SELECT = "lax.cond (a select on GPU)"
 
 
 def _select(pred, a, b):
@@ -402,7 +417,7 @@ class _Cond(_VJPHiPrimitive):
     stage_low = True  # see runtime/lowjit.py
 
     def __init__(self, t, f, kind, in_avals, inner=None, axes=None, size=None, masked=False,
-                 free=()):
+                 free=(), select_on=()):
         self.in_avals = in_avals  # (predicate, true operands, false operands)
         if inner is None:
             self.out_aval = tuple(t.out_avals)
@@ -412,8 +427,10 @@ class _Cond(_VJPHiPrimitive):
         # are read (runtime/lanes.py); the loops in the branches run only for them.
         # free: outputs nothing reads where the predicate is false (a loop's guard
         # on the iteration that leaves it): a select takes the true branch's.
+        # select_on: the platforms on which a cond-kind `if` is lowered as a select
+        # (scalar branches on a GPU, see GPU_SCALAR_SELECT_OUTPUTS).
         self.params = dict(t=t, f=f, kind=kind, inner=inner, axes=axes, size=size,
-                           masked=masked, free=tuple(free))
+                           masked=masked, free=tuple(free), select_on=tuple(select_on))
         self.effects = frozenset()
         super().__init__()
 
@@ -478,14 +495,16 @@ class _Cond(_VJPHiPrimitive):
         return tuple(lanes.vmap(self.inner.expand, self._inner_axes(), 0, self.size, needed)(
             pred, tc, fc))
 
-    def low_form(self):
-        """What this is in JAX's own terms, for ``lowjit``'s lowering rule:
-        ``("select", t, f, n, free)``, ``("cond", branches)``, or None (then
-        ``expand`` is traced)."""
+    def low_form(self, platforms=()):
+        """What this is in JAX's own terms, for ``lowjit``'s lowering rule when
+        compiling for ``platforms``: ``("select", t, f, n, free)``,
+        ``("cond", branches)``, or None (then ``expand`` is traced)."""
         if self.inner is not None or tuple(self.in_avals[0].shape) != ():
             return None
         t, f = self.t, self.f
-        if self.kind == "select":
+        select = self.kind == "select" or bool(platforms) and all(
+            p in self.select_on for p in platforms)
+        if select:
             if t.consts or f.consts or t.effects or f.effects or any(
                     (a.shape, a.dtype) != (b.shape, b.dtype)
                     for i, (a, b) in enumerate(zip(t.out_avals, f.out_avals))
@@ -607,7 +626,7 @@ def _operands(closed):
     return _core.ClosedJaxpr(jaxpr, ()), list(closed.consts)
 
 
-def _staged_if(pred, t, f, kind, free=()):
+def _staged_if(pred, t, f, kind, free=(), select_on=()):
     if _plain_now():  # autoflow explain: what it compiles to
         if kind == "select":
             return list(_pick(pred, _run(t), _run(f), free))
@@ -619,8 +638,8 @@ def _staged_if(pred, t, f, kind, free=()):
     pred, tc, fc = as_operands([jnp.asarray(pred)]) + (as_operands(tc), as_operands(fc))
     in_avals = (_core.typeof(pred), tuple(_core.typeof(x) for x in tc),
                 tuple(_core.typeof(x) for x in fc))
-    return list(_Cond(tj, fj, kind, in_avals, free=free if kind == "select" else ())(
-        pred, tuple(tc), tuple(fc)))
+    return list(_Cond(tj, fj, kind, in_avals, free=free if kind == "select" else (),
+                      select_on=select_on)(pred, tuple(tc), tuple(fc)))
 
 
 def _partial_eval():
@@ -683,4 +702,5 @@ def cond(pred, true_fn, false_fn, guard=False, free=lambda: ()):
             return [_select(pred, a, b) for a, b in zip(_run(t), _run(f))]
         return lax.cond(pred, lambda: _run(t), lambda: _run(f))
     return _staged_if(pred, t, f, "select" if choice == "select" else "cond",
-                      free() if guard else ())
+                      free() if guard else (),
+                      select_on=GPU_PLATFORMS if choice == GPU_SELECT else ())

@@ -18,7 +18,8 @@ instances of a class with ``stage_low = True``:
 * compiling lowers the equation by tracing its ``expand`` (an MLIR lowering
   rule for ``call_hi_primitive``), and evaluating it eagerly runs ``expand``.
   Where the primitive says what it is in JAX's own terms (``low_form``: a
-  ``while``, a ``cond`` or a select of two branch jaxprs), the rule emits that
+  ``while``, a ``cond`` or a select of two branch jaxprs, which may depend on the
+  platform compiled for: scalar branches are a select on a GPU), the rule emits that
   directly, as JAX's rules for ``while``/``cond`` and the branches' own
   equations, instead of tracing ``expand`` into a jaxpr first: the same
   program, without a trace per equation (lowering the natural BFGS of
@@ -85,7 +86,9 @@ def install() -> bool:
 
     def lowering(ctx, *args, _prim):
         if DIRECT and direct is not None and _low(_prim) and not _prim.effects:
-            form = getattr(_prim, "low_form", lambda: None)()
+            low_form = getattr(_prim, "low_form", None)
+            form = None if low_form is None else low_form(
+                platforms=tuple(getattr(ctx.module_context, "platforms", ())))
             if form is not None:
                 out = direct(ctx, args, form)
                 if out is not None:

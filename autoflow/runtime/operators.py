@@ -256,8 +256,8 @@ def _line_of(thunk):
 
 
 def _lowered_as():
-    return {"select": "select (lax.select)", None: "lax.cond"}.get(lowering.last_choice(),
-                                                                   "lax.cond")
+    return {"select": "select (lax.select)", None: "lax.cond",
+            lowering.GPU_SELECT: lowering.GPU_SELECT}.get(lowering.last_choice(), "lax.cond")
 
 
 @reissuing
