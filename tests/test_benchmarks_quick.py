@@ -35,3 +35,29 @@ def test_benchmarks_quick(tmp_path):
     assert "| --- |" in proc.stdout  # the Markdown table is printed too
     # The rewriter must not import jax.
     assert results["import"]["autoflow.transforms.module"]["imports_jax"] is False
+
+
+def test_loop_kernels_counts_what_a_loop_body_launches(capsys):
+    """``benchmarks/loop_kernels.py`` finds the loop of a compiled program and what its
+    body does: a ``lax.cond`` in the body is a conditional, and the program's other
+    computations (the branches) are not counted as the body."""
+    sys.path.insert(0, str(ROOT))
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from benchmarks import loop_kernels
+
+    def f(x):
+        def body(c):
+            i, v = c
+            v = lax.cond(v[0] > 0, lambda v: jnp.sin(v) * 2.0, lambda v: v - 1.0, v)
+            return i + 1, v
+        return lax.while_loop(lambda c: c[0] < 10, body, (0, x))[1]
+
+    loop_kernels.report("f", f, (jnp.ones(64),), lines=True)
+    out = capsys.readouterr().out
+    body = [ln for ln in out.splitlines() if "while body:" in ln]
+    assert len(body) == 1 and "conditional 1" in body[0], out
+    comps = loop_kernels.computations(jax.jit(f).lower(jnp.ones(64)).compile().as_text())
+    assert sum(op == "while" for c in comps.values() for op, _ in c) == 1
