@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import checkpoint, lowering, lowjit
+from autoflow.runtime import checkpoint, lowering, lowjit, staging
 
 
 def small_if(x, y):
@@ -87,6 +87,9 @@ def _compiled(fn, args, direct):
     lowjit.DIRECT = direct
     try:
         jax.clear_caches()
+        # (traced from scratch each time: a loop that learned on its first trace what
+        # its body binds starts from that on the next, with its carries in another order)
+        staging._DEFINED.clear()
         return _canonical(jax.jit(fn).lower(*args).compile().as_text())
     finally:
         lowjit.DIRECT = old

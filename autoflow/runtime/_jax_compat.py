@@ -201,6 +201,33 @@ def checkpoint_internals():
     return VJPHiPrimitive, core, ad_util, partial_eval, batching
 
 
+def body_input_maker():
+    """``new_input(trace, shape, dtype)``: a new input of the jaxpr being traced by
+    ``trace`` (JAX's ``DynamicJaxprTrace.new_arg``), made while the trace is under
+    way; or None on a JAX whose jaxpr traces cannot take one (then a loop body that
+    needs one is traced again instead: ``staging.loop``)."""
+    try:
+        import inspect
+
+        from jax._src import source_info_util
+        from jax._src.interpreters import partial_eval
+
+        trace_type = partial_eval.DynamicJaxprTrace
+        if list(inspect.signature(trace_type.new_arg).parameters) != ["self", "aval",
+                                                                         "source_info"]:
+            return None
+        shaped = _core.ShapedArray
+    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover
+        return None
+
+    def new_input(trace, shape, dtype):
+        if type(trace) is not trace_type:
+            return None
+        return trace.new_arg(shaped(tuple(shape), dtype), source_info_util.current())
+
+    return new_input
+
+
 def is_constant(x) -> bool:
     """Is ``x`` a constant while staging (not a tracer, or a tracer of a jaxpr
     literal: ``DynamicJaxprTracer.val`` is a ``core.Literal`` in newer JAX)?"""

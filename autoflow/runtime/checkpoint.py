@@ -87,6 +87,24 @@ def _unread_inputs(jaxpr, avals):
         return None
 
 
+def _placed_inputs(jaxpr, first, made, avals):
+    """``jaxpr`` (inputs: consts and carries, the first ``first``, then the inputs its
+    trace made) with an input per added carry after its carries: the one made for
+    it or one it does not read, of ``avals``. ``made``: ``(per carry, order)``, the
+    tracer the trace made for each added carry (or None), and all it made, in the
+    order it made them (the order of the jaxpr's inputs)."""
+    per_carry, order = made
+    own = jaxpr.invars[first:]
+    if len(own) != len(order) or sorted(map(id, order)) != sorted(
+            id(t) for t in per_carry if t is not None):  # pragma: no cover
+        raise AssertionError("loop body: the inputs made while tracing it are not its carries'")
+    var_of = dict(zip(map(id, order), own))  # (in the order the trace made them)
+    invars = [*jaxpr.invars[:first]]
+    for t, a in zip(per_carry, avals):
+        invars.append(var_of[id(t)] if t is not None else _core.Var(a))
+    return jaxpr.replace(invars=invars)
+
+
 def _closed(jaxpr):
     return jaxpr if isinstance(jaxpr, _core.ClosedJaxpr) else _core.ClosedJaxpr(jaxpr, ())
 
@@ -584,7 +602,7 @@ GATED_CONDS = weakref.WeakSet()
 
 
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None,
-               gated=False):
+               gated=False, added_inputs=None):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
@@ -593,8 +611,12 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     computed that are carries too, zeros before the first iteration, and that
     the body's values do not depend on (the loop's first trace found a variable
     it binds: staging.loop). The body's jaxpr then takes them as inputs it does
-    not read, instead of the body being traced again. ``gated``: ``cond_fun``
-    holds the predicate of the branch the loop is in (see ``lowering.loop_gate``).
+    not read, instead of the body being traced again. ``added_inputs()``, after
+    ``added()``: for each of those arrays, the input of the body's jaxpr made for
+    it while the body was traced (a tracer of the body's trace, which the body
+    does read: the value the carry has when an iteration starts), or None.
+    ``gated``: ``cond_fun`` holds the predicate of the branch the loop is in
+    (see ``lowering.loop_gate``).
     """
     if not AVAILABLE:
         if added is not None:
@@ -606,12 +628,18 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     def unflat(x):
         return jax.tree_util.tree_unflatten(tree, list(x))
 
+    made = [(), ()]  # the inputs the body's trace made (see _placed_inputs)
+
     def body_flat(*x):
         out, out_tree = jax.tree_util.tree_flatten(body_fun(unflat(x)))
         if out_tree != tree:
             raise TypeError(f"while_loop body changed the carry's structure: {tree} -> "
                             f"{out_tree}")
-        return tuple(out) + (tuple(added()) if added is not None else ())
+        if added is None:
+            return tuple(out)
+        extra = tuple(added())
+        made[:] = added_inputs() if added_inputs is not None else ([None] * len(extra), [])
+        return tuple(out) + extra
 
     cond_jaxpr, cc = _trace(lambda *x: cond_fun(unflat(x)), avals)
     body_jaxpr, bc = _trace(body_flat, avals)
@@ -619,10 +647,13 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     n = len(avals)
     more = tuple(_core.ShapedArray(v.aval.shape, v.aval.dtype)
                  for v in body_jaxpr.outvars[n:])
+    if made[1]:
+        body_jaxpr = _placed_inputs(body_jaxpr, len(bc) + n, made, more)
     if more:
         # The same jaxprs, taking the added carries too, as inputs they do not read
         # (where JAX's jaxprs cannot be extended so, replayed with them).
-        wider = _unread_inputs(body_jaxpr, more), _unread_inputs(cond_jaxpr, more)
+        wider = (body_jaxpr if len(body_jaxpr.invars) == len(bc) + n + len(more)
+                 else _unread_inputs(body_jaxpr, more)), _unread_inputs(cond_jaxpr, more)
         if None in wider:  # pragma: no cover - another JAX
             body0, bc0, cond0, cc0 = body_jaxpr, bc, cond_jaxpr, cc
             body_jaxpr, bc = _trace(lambda *x: _run(body0, bc0, x[:n]), avals + more)

@@ -12,7 +12,7 @@ import numpy as np
 
 import autoflow
 
-from autoflow.runtime import checkpoint, lowering
+from autoflow.runtime import _jax_compat, checkpoint, lowering
 
 from .oracle import F, I, check, check_cases
 
@@ -23,6 +23,8 @@ COUNT = collections.Counter()
 # variable is traced twice), and lower a traced `if` to a select (every one is a
 # lax.cond). The programs are checked against Python all the same.
 ADDS_CARRIES = checkpoint.AVAILABLE
+# a loop body's trace can make inputs for the carries it adds (staging._Placeholders)
+PLACES = ADDS_CARRIES and _jax_compat.body_input_maker() is not None
 SELECTS = lowering._INTERNALS is not None
 
 
@@ -228,14 +230,15 @@ def first_over_with_inner_loop(x, limit):
 
 
 def test_a_return_value_is_carried_without_tracing_the_body_again():
-    # With a loop in the body (which a second trace would trace again), the return
-    # value is a carry the first trace adds; a body without one is traced a second
-    # time, with the carry passed through where it is not bound.
+    # With a loop in the body, the return value is a carry the first trace adds;
+    # in a body without one, the paths that do not return pass the carry through:
+    # an input the body's trace makes for it (or, where JAX cannot make one, the
+    # body is traced a second time with the carry).
     from autoflow.runtime import staging
 
     staging._DEFINED.clear()
     assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == (1 if ADDS_CARRIES else 2)
-    assert _traces(first_over, F(1.0), F(5.0)) == 2
+    assert _traces(first_over, F(1.0), F(5.0)) == (1 if PLACES else 2)
     check_cases(first_over_with_inner_loop, [(F(1.0), F(50.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
                 vmap=[(F(2.0), F(30.0)), (F(0.0), F(1e9))])
     check_cases(first_over, [(F(1.0), F(5.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
@@ -252,12 +255,13 @@ def test_a_variable_bound_on_every_path_is_carried_without_tracing_again():
 
 
 def test_a_variable_bound_on_one_path_keeps_its_last_value():
-    # Its value must pass through the iterations that do not bind it: the body
-    # is traced again with it carried.
+    # Its value must pass through the iterations that do not bind it: the path that
+    # does not bind it passes the carry through (an input the body's trace makes, or
+    # a second trace with it carried).
     from autoflow.runtime import staging
 
     staging._DEFINED.clear()
-    assert _traces(bound_on_one_path, F(3.0), I(6)) == 2
+    assert _traces(bound_on_one_path, F(3.0), I(6)) == (1 if PLACES else 2)
     check_cases(bound_on_one_path, [(F(3.0), I(6)), (F(3.0), I(1)), (F(0.5), I(6))],
                 vmap=[(F(5.0), I(9)), (F(1.2), I(3))])
 
@@ -432,3 +436,91 @@ def one_path_in_inner_loop(x, n):
 def test_a_one_path_binding_in_an_inner_loop_keeps_its_last_value():
     check_cases(one_path_in_inner_loop, [(F(3.0), I(5)), (F(0.5), I(3)), (F(3.0), I(1))],
                 vmap=[(F(5.0), I(5)), (F(1.0), I(5))])
+
+
+# ---- a variable first bound in a loop, on some paths: one trace of the body --------------
+# The paths that leave it unbound pass an input of the body's jaxpr through (the value
+# the carry has when the iteration starts): staging._Placeholders.
+
+def two_bound_late_first(x, n):
+    lates = earlies = 0.0 * x
+    for i in range(n):
+        COUNT["body"] += 1
+        if x > 2.0:
+            late = x * 3.0  # its input is made first...
+            lates = lates + 1.0
+        if x > 1.0:
+            early = x * 2.0  # ...and this one's second, whatever the carries' order
+            earlies = earlies + 1.0
+        x = x * 0.8
+    if lates > 0 and earlies > 0:
+        return x, early + late  # noqa: F821 - both bound here, as in Python
+    return x, lates + earlies
+
+
+def bound_in_nested_if(x, n):
+    count = 0.0 * x
+    for i in range(n):
+        COUNT["body"] += 1
+        if x > 1.0:
+            x = x * 0.5
+        else:
+            if x > 0.3:
+                found = x + 10.0  # two `if`s deep
+                count = count + 1.0
+            x = x * 1.7
+    if count > 0:
+        return x, found  # noqa: F821
+    return x, count
+
+
+def nested_if_total(x, n):
+    a, b = bound_in_nested_if(x, n)
+    return a + b
+
+
+def rebound_to_another_type(x, n):
+    tag = jnp.int32(0)
+    total = 0.0 * x
+    for i in range(n):
+        COUNT["body"] += 1
+        if x > 1.0:
+            kind = x * 2.0  # float32 on one path...
+        if x > 1.0:
+            total = total + kind  # noqa: F821 - bound on this path above
+        kind = jnp.int32(i) * 2  # ...then int32 on every path: the input made for it does not fit
+        x = x * 0.9
+        tag = tag + kind
+    return x, tag, total
+
+
+class _Forgetful(dict):
+    """A ``staging._DEFINED`` that learns nothing: every trace of a loop starts with
+    its variables unbound, so the checks below run the placeholders' path, not
+    the path of a loop that remembers what its body binds."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+def test_variables_bound_on_some_paths_are_carried_from_one_trace(monkeypatch):
+    from autoflow.runtime import staging
+
+    monkeypatch.setattr(staging, "_DEFINED", _Forgetful())
+    for fn, cases, batch in (
+            (two_bound_late_first, [(F(3.0), I(6)), (F(2.5), I(2)), (F(1.5), I(4))],
+             [(F(4.0), I(7)), (F(2.1), I(3))]),
+            (bound_in_nested_if, [(F(3.0), I(8)), (F(0.5), I(3)), (F(0.1), I(4))],
+             [(F(0.6), I(5)), (F(5.0), I(9))])):
+        assert _traces(fn, *cases[0]) == (1 if PLACES else 2), fn.__name__
+        check_cases(fn, cases, vmap=batch)
+    check_cases(nested_if_total, [(F(0.5), I(3)), (F(3.0), I(8))], grad=True)
+
+
+def test_an_input_made_for_a_variable_the_body_binds_otherwise_is_given_up(monkeypatch):
+    from autoflow.runtime import staging
+
+    monkeypatch.setattr(staging, "_DEFINED", _Forgetful())
+    assert _traces(rebound_to_another_type, F(3.0), I(5)) >= 2  # traced again without it
+    check_cases(rebound_to_another_type, [(F(3.0), I(5)), (F(0.5), I(3))],
+                vmap=[(F(2.0), I(5)), (F(1.5), I(5))])
