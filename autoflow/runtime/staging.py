@@ -121,13 +121,18 @@ class _Placeholders:
     Without it the body is traced a second time, with the variable a carry from
     the start (``_Restart("define")``). ``owners`` maps the ``Undefined`` values
     of the loop's entry state to their variable's index; ``made`` is
-    ``{index: (value, spec, input tracers)}`` for this trace of the body."""
+    ``{index: (value, spec, input tracers)}`` for this trace of the body, in the
+    order the inputs were made."""
 
     def __init__(self, owners):
-        self.owners, self.trace, self.made, self.order = owners, None, {}, []
+        self.owners, self.trace, self.made = owners, None, {}
 
     def begin(self):
-        self.trace, self.made, self.order = current_trace(), {}, []
+        self.trace, self.made = current_trace(), {}
+
+    def order(self):
+        """The inputs made, in the order the trace made them (its jaxpr's inputs)."""
+        return [x for _, _, inputs in self.made.values() for x in inputs]
 
     def value(self, undefined, spec):
         """The placeholder for ``undefined`` of type ``spec``, or None (zeros then)."""
@@ -143,7 +148,6 @@ class _Placeholders:
             return None
         value = unflatten(tree, inputs)
         self.made[j] = (value, spec, inputs)
-        self.order.extend(inputs)
         return value
 
 
@@ -781,7 +785,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
                 def inputs():  # the placeholder of each added carry (or None), all made
                     return ([None if ins is None else ins[i]
                              for _, _, xs, ins in grown for i in range(len(xs))],
-                            list(placeholders.order) if placeholders is not None else [])
+                            placeholders.order() if placeholders is not None else [])
             out = checkpoint.while_loop(cond, body, init, checkpoints=checkpoints, added=added,
                                         gated=gate is not None, added_inputs=inputs)
             return (out, ()) if added is None else out
