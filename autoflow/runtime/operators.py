@@ -7,6 +7,7 @@ iterable is concrete, and stages ``lax`` control flow when it is traced.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import operator
 
@@ -20,8 +21,8 @@ from ..errors import ConversionError
 from . import events, lowering, staging
 from .raising import StagedRaise
 from ._jax_compat import is_symbolic_dim
-from .state import (MoreState, Shared, contents, entry_values, kept, names_of, reachable,
-                    recording)
+from .state import (MoreState, Shared, contents, entry_values, journal, kept, names_of,
+                    reachable, recording)
 from .teach import reissuing, traced_shape_error
 from .values import (Tracer, UnboundVariableError, Undefined, as_pred, flatten,
                      in_staged_block, is_traced, staging as under_trace, truth)
@@ -509,6 +510,8 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
     n = len(names)
     shared, state = state, _loop_state(init)
     previous = None  # the state before the last iteration run as Python
+    # (and `last`, under a trace: what that iteration wrote besides the carries)
+    watch = journal if under_trace() else contextlib.nullcontext
     while True:
         c = truth(test(*state), _site, what="loop condition")
         if c is None:
@@ -517,13 +520,14 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
             events.note("while", "python")
             return _unpack(state)
         previous = state
-        state = _pack(body(*state), n)
+        with watch() as last:
+            state = _pack(body(*state), n)
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     kwargs = dict(step=lambda k, s: _unpack(_pack(body(*_pack(s, n)), n)),
                   cond_fn=lambda s: test(*_pack(s, n)), max_iterations=max_iterations,
                   checkpoints=checkpoints, memo=body)
     if previous is not None and under_trace() \
-            and _rerunnable(previous, shared):
+            and _rerunnable(previous, shared, last, (body, test)):
         # The last Python iteration made the carries traced: stage the loop from
         # the state before it, so the compiled program holds the body once (see
         # for_stmt). If that fails, stage from the state after it as before.
@@ -703,10 +707,20 @@ def _immutable(value):
         staging.is_array_like(value) and not isinstance(value, np.ndarray))
 
 
-def _rerunnable(state, shared):
-    """May a staged loop start again from ``state``, discarding iterations run as
-    Python from it? Only when they cannot have changed anything in place."""
-    return not shared and _immutable(state)
+def _rerunnable(state, shared, ran, fns):
+    """May a staged loop start again from ``state``, discarding the iteration run
+    as Python from it? Only when it cannot have changed anything in place: no
+    shared state named, immutable carries, and nothing written by the calls it
+    made that the loop's functions ``fns`` reach (``ran``: the ``journal`` of
+    that iteration; a converted method's ``self.a = ...`` there would otherwise
+    happen once more). What they do not reach (a module's own counter) is not
+    carried by a staged loop: writing it is a trace-time effect either way."""
+    if shared or not _immutable(state):
+        return False
+    if not ran.written:
+        return True
+    outside = reachable(entry_values(fns, state))  # (state: the carries, a tuple)
+    return not any(id(o) in outside for o in ran.written)
 
 
 def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, state=None,
@@ -770,6 +784,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     # A concrete trip count under a trace: roll the loop once a carry is traced.
     start = 0
     before_peel = state
+    peel = None  # (the journal of what the peeled iteration wrote besides the carries)
     if mode != "roll" and not _has_traced(state) and seq.length > 0:
         # Peel the first iteration as Python: loops doing Python bookkeeping
         # (counters, shapes, lists) stay Python; the rest roll from here.
@@ -779,7 +794,8 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
             if c is False:
                 return _unpack(state)
         if test is None or c is True:
-            state = _pack(body(first, *state), n)
+            with journal() as peel:
+                state = _pack(body(first, *state), n)
             start = 1
         if start and not _has_traced(state):
             events.note("for", "python")
@@ -789,7 +805,8 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     if start >= seq.length:
         events.note("for", "python")
         return _unpack(state)
-    if start == 1 and _rerunnable(before_peel, shared):
+    if start == 1 and _rerunnable(before_peel, shared, peel,
+                                  [f for f in (body, test) if f is not None]):
         # One copy of the body: the peeled iteration only told us that the loop
         # must be staged; stage all of it from the state before the peel (the
         # peeled values are unused, and jit drops them), so the compiled program

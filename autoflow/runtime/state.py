@@ -185,6 +185,8 @@ class Shared:
     def record_writes(self):
         """Tell the staged statement being traced around this one what it changed."""
         recorders = _recorders()
+        if self.attrs or self.objects:
+            _note_write(*(o for o, _ in self.attrs), *self.objects)
         if recorders and (self.attrs or self.objects):
             recorders[-1].append(self)
 
@@ -265,9 +267,11 @@ def mutates(obj, name=None):
     """Marker before a write to ``obj.name`` (or, without ``name``, to container
     ``obj`` in place) that may outlive the call.
 
-    Plain Python: nothing. While a staged branch or loop body is traced, the
-    enclosing staged statement is told, so that it carries that state too.
+    Plain Python: nothing (but a ``journal`` notes it). While a staged branch
+    or loop body is traced, the enclosing staged statement is told, so that it
+    carries that state too.
     """
+    _note_write(obj)
     if not in_staged_block():
         return
     recorders = _recorders()
@@ -280,6 +284,36 @@ def mutates(obj, name=None):
 
 def _recorders():
     return _local.__dict__.setdefault("recorders", [])
+
+
+class journal:
+    """Context: which objects did converted code write in place while this ran?
+
+    Plain Python writes are not recorded (``mutates`` is a no-op outside a
+    staged body); a loop that ran an iteration as Python and would rather stage
+    the whole loop from the state before it (``operators.for_stmt``, one copy
+    of the body) may only do so if that iteration wrote nothing the staged loop
+    would write again: ``written`` lists the objects whose attributes or items
+    were set. Nested journals all see a write.
+    """
+
+    def __enter__(self):
+        self.written = []
+        _local.__dict__.setdefault("journals", []).append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _local.journals.pop()
+
+
+def journaling() -> bool:
+    """Is a ``journal`` open (so that plain writes should be reported)?"""
+    return bool(_local.__dict__.get("journals"))
+
+
+def _note_write(*objects):
+    for j in _local.__dict__.get("journals", ()):
+        j.written.extend(objects)
 
 
 class recording:

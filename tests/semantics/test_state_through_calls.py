@@ -172,3 +172,90 @@ def plain_container_write_in_static_loop(xs):
 
 def test_container_changed_by_a_call_under_a_traced_if():
     check(plain_container_write_in_static_loop, jnp.array([1.0, -2.0, 3.0], jnp.float32))
+
+
+# A loop that runs an iteration as Python before it must be staged (the peeled first
+# iteration of a `for`, the last concrete iteration of a `while`) is staged from the
+# state before that iteration, so that the program holds its body once. That is only
+# Python's meaning if the iteration wrote nothing the staged loop does not redo: a
+# converted method or closure called there that sets an attribute or a list or dict
+# item would otherwise do so once more (fuzzer seeds 1381, 1851 and 2750 of the state
+# profile).
+
+class Nudger:
+    def __init__(self, a):
+        self.a = a
+        self.k = 0
+
+    def nudge(self, v):
+        self.a = self.a * 0.5 + v
+        self.k += 1
+
+
+def peeled_for_calls_a_method(x, xs):
+    st = Nudger(x)
+    s = 0.0
+    for v in xs:
+        s = s * 0.5 + jnp.tanh(st.a) + v
+        if s > 100.0:
+            return s, st.a, st.k
+        st.nudge(-0.25)
+    return s, st.a, st.k
+
+
+def test_a_method_called_in_a_peeled_iteration_runs_once_per_iteration():
+    xs = jnp.array([0.5, 0.75, 1.75], jnp.float32)
+    check(peeled_for_calls_a_method, F(0.75), xs)
+    check(peeled_for_calls_a_method, F(-2.0), xs)
+
+
+def peeled_for_calls_a_closure(x, n):
+    st = types.SimpleNamespace(a=0.5)
+    d = {"p": 1.0}
+    lst = [0.0, 0.0]
+
+    def push(v):
+        lst[0] = lst[1] * 0.5 + v
+        st.a = st.a * 0.5 + v
+        d["p"] = d["p"] * 0.5 + v
+
+    for i in range(n):
+        push(x * i)
+        if jnp.sin(x) <= -2.0:
+            return x, st.a, d["p"], lst[0]
+    return x + 1.0, st.a, d["p"], lst[0]
+
+
+def test_a_closure_called_in_a_peeled_iteration_writes_once_per_iteration():
+    check(peeled_for_calls_a_closure, F(0.5), 3, static_argnums=(1,))
+    check(peeled_for_calls_a_closure, F(-1.5), 4, static_argnums=(1,))
+
+
+def while_turns_traced_after_a_method_call(x):
+    st = Nudger(0.0)
+    acc = 0.0
+    while acc < 5.0:  # concrete at first: the first iteration runs as Python
+        st.nudge(x)
+        acc = acc + x
+    return acc, st.a, st.k
+
+
+def test_a_method_called_in_a_while_iteration_run_as_python_runs_once():
+    check(while_turns_traced_after_a_method_call, F(1.5))
+    check(while_turns_traced_after_a_method_call, F(7.0))
+
+
+def appends_through_a_call(x, n):
+    out = []
+
+    def log(v):
+        out.append(v)
+
+    for i in range(n):
+        log(x * i)
+        x = x * 0.5 + 1.0
+    return x, len(out)
+
+
+def test_a_list_appended_through_a_call_in_a_peeled_iteration():
+    check(appends_through_a_call, F(2.0), 3, static_argnums=(1,), may_refuse=["out"])
