@@ -211,3 +211,45 @@ def test_the_gpu_select_computes_what_python_does(monkeypatch):
     monkeypatch.setattr(lowering, "GPU_PLATFORMS", ("cuda", "rocm"))
     jax.clear_caches()
     assert jax.grad(loss)(jnp.float32(0.0), autoflow.convert(bisect)) == with_select
+
+
+def count_from_constants(x):
+    """A loop whose carries all start from constants, and an ``if`` on constants."""
+    n, total, flag = 0, 0.0, False
+    while total < x:
+        total = total + 0.5 * (n + 1)
+        n += 1
+        if n > 3:
+            flag = True
+    return n, total, flag
+
+
+def _barriers(fn, *args):
+    return str(jax.make_jaxpr(fn)(*args)).count("optimization_barrier")
+
+
+@pytest.mark.skipif(not lowjit.install(), reason="a JAX without hijax internals")
+def test_constant_operands_stay_constants_where_the_primitives_stage_low(monkeypatch):
+    # Where autoflow's primitives stage as low equations, their constant operands
+    # are literals XLA can fold; an optimization barrier in front of them (needed
+    # where they are "high", see checkpoint.as_operands) hid them from XLA.
+    conv = autoflow.convert(count_from_constants)
+    x = jnp.float32(7.3)
+    assert _barriers(conv, x) == 0
+
+    def values(out):
+        return [np.asarray(v).tolist() for v in out]
+    assert values(jax.jit(conv)(x)) == pytest.approx(list(count_from_constants(7.3)))
+    lanes = values(jax.vmap(conv)(jnp.array([7.3, 1.2], jnp.float32)))
+    for k, lane in enumerate((7.3, 1.2)):
+        assert [v[k] for v in lanes] == pytest.approx(list(count_from_constants(lane)))
+    # where they stay high, the constants go through the barrier, and the results
+    # are the same
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(lowjit, "_installed", False)
+            jax.clear_caches()
+            assert _barriers(conv, x) > 0
+            assert values(jax.jit(conv)(x)) == pytest.approx(list(count_from_constants(7.3)))
+    finally:
+        jax.clear_caches()  # (the traces behind the barrier are not for other tests)

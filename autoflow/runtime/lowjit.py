@@ -46,6 +46,11 @@ def _low(prim) -> bool:
     return getattr(prim, "stage_low", False)
 
 
+def installed() -> bool:
+    """Do ``stage_low`` primitives stage as low equations in this process?"""
+    return bool(_installed)
+
+
 def install() -> bool:
     """Make ``stage_low`` primitives stage as low equations (once per process)."""
     global _installed
