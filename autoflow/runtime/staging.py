@@ -731,13 +731,21 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
     accum = {}  # variable index -> the list before the loop (see _loop_body)
     scan_form = cond_fn is None and isinstance(length, int)
     key = hinted = None
-    if memo is not None:
+    placing = _new_input is not None
+    # A while form adds the variables its body binds as it is traced once (see
+    # `_Placeholders`), after its other carries; started from a remembered
+    # definition it would carry them in their own places instead, a program
+    # whose operations XLA orders differently (on a CPU, the batched BFGS of
+    # benchmarks/real_algorithms.py took 1.2-1.3x the time of the one traced
+    # fresh, after its unbatched version had been traced). So it does not look
+    # one up: the same loop gives the same program whatever was traced before.
+    grows = placing and checkpoint.AVAILABLE and not scan_form and max_iterations is None
+    if memo is not None and not grows:
         entry = _entry_types(state, memo)
         if entry is not None:
             key = (kind, scan_form, max_iterations is None, entry)
             hinted = _DEFINED.get(key)
     entry_state, defined = state, {}
-    placing = _new_input is not None
     if hinted:
         state = _join([_zeros(hinted[k]) if k in hinted else p
                        for k, p in enumerate(_parts(state, names))], names)
