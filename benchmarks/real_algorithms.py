@@ -602,9 +602,10 @@ Targets (issue 19): steady state and vmap at most 1.05x, first call at most 1.15
 
 The same steady-state measurements with every program run on the calling thread
 (`--sync-dispatch`, `jax_cpu_enable_async_dispatch=False`), same run. XLA's CPU client
-otherwise hands a program of 1000 flops or more to a worker thread unless it holds a host
-callback (optimistix's bisection does: Equinox's `error_if`), a fixed cost per call;
-`benchmarks/cpu_dispatch.py` shows it on the batched bisection.
+otherwise hands a program its cost analysis puts at 1000 flops or more to a worker thread,
+unless it holds a host callback (optimistix's bisection does: Equinox's `error_if`), a fixed
+cost per call; `benchmarks/cpu_dispatch.py` shows it on the batched bisection (autoflow's
+compiles to 978 flops and runs on the calling thread either way).
 
 {sync_table}
 
@@ -613,8 +614,10 @@ The same again with both sides compiled without XLA's intra-op thread pool
 same run, calls dispatched as in the first table. Within one program, XLA's CPU runtime runs
 a loop body's operations that do not depend on each other on that pool when the body holds
 a buffer over 512 bytes and more than a few are ready at once, a hand-off of a few to tens
-of microseconds each time. The batched BFGS of autoflow pays more of them than the
-library's (with 2 lanes, where no buffer is that large, the two take the same time).
+of microseconds each time. How many it hands over depends on the order of the operations
+in the compiled program: autoflow's batched BFGS took 1.2-1.3x the library's time when its
+loops started from what an earlier trace had remembered, a program in another order
+(`benchmarks/trace_order.py`).
 
 {single_table}
 """

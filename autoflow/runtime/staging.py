@@ -648,7 +648,9 @@ def _reverse_mode():
 # inside an optimiser's loop, with `return`s in both). A remembered spec is
 # only used when the entry state and everything the body closes over have the
 # same types as when it was learned (so the body traces the same), and it is
-# checked: the body must give exactly that type (`_loop_body`).
+# checked: the body must give exactly that type (`_loop_body`). Only loops that
+# cannot add such a variable as their body is traced (a scan, a bounded loop, a
+# JAX without `_new_input`) look one up: see `loop`.
 _DEFINED = {}
 _DEFINED_LIMIT = 4096
 
