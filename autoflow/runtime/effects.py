@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from .state import derived, is_original, journaling, mutates
+from .state import derived, is_original, mutates
 from .values import Tracer, in_staged_block, is_traced, truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -61,10 +61,9 @@ def setitem(x, index, value, op=None):
             "or keep the values in an array indexed by the traced value."))
     if isinstance(x, list) and is_traced_index(index):
         from .vocabulary import setitem_list
-        if in_staged_block() or journaling():
-            mutates(x)
+        mutates(x)
         return setitem_list(x, index, value, op, _BINOPS)
-    if isinstance(x, (list, dict)) and (in_staged_block() or journaling()):
+    if isinstance(x, (list, dict)):
         # Changed in place, as Python does; the innermost enclosing staged
         # statement is told (and then restores it for each branch and carries
         # it) when the container existed before it (see runtime.state).
@@ -95,8 +94,7 @@ def append(xs, value):
         new = xs + [value]
         derived(new, xs)
         return new
-    if in_staged_block() or journaling():
-        mutates(xs)
+    mutates(xs)
     xs.append(value)
     return xs
 

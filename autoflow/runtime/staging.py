@@ -734,6 +734,11 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
     scan_form = cond_fn is None and isinstance(length, int)
     key = hinted = None
     placing = _new_input is not None
+    bounded = max_iterations is not None or (not checkpoint.AVAILABLE and _reverse_mode()
+                                             and isinstance(length, int))
+    # carries the body adds as it is traced (see `_loop_body`): only a
+    # checkpoint.while_loop takes them
+    adds_carries = not (scan_form or bounded) and checkpoint.AVAILABLE
     # A while form adds the variables its body binds as it is traced once (see
     # `_Placeholders`), after its other carries; started from a remembered
     # definition it would carry them in their own places instead, a program
@@ -741,8 +746,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
     # benchmarks/real_algorithms.py took 1.2-1.3x the time of the one traced
     # fresh, after its unbatched version had been traced). So it does not look
     # one up: the same loop gives the same program whatever was traced before.
-    grows = placing and checkpoint.AVAILABLE and not scan_form and max_iterations is None
-    if memo is not None and not grows:
+    if memo is not None and not (placing and adds_carries):
         entry = _entry_types(state, memo)
         if entry is not None:
             key = (kind, scan_form, max_iterations is None, entry)
@@ -762,11 +766,7 @@ def loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, 
         avals = [aval_of(x) for x, m in zip(leaves, mask) if m]
         init = tuple(_cast(jnp.asarray(x), a[1]) for x, a in
                      zip([x for x, m in zip(leaves, mask) if m], avals))
-        bounded = max_iterations is not None or (not checkpoint.AVAILABLE and _reverse_mode()
-                                                 and isinstance(length, int))
-        # carries the body adds as it is traced (see `_loop_body`): only a
-        # checkpoint.while_loop takes them
-        grown = [] if not (scan_form or bounded) and checkpoint.AVAILABLE else None
+        grown = [] if adds_carries else None
         fills = set()
         owners = {id(u): j for j, u in enumerate(_parts(state, names))
                   if isinstance(u, Undefined) and u.guarded}

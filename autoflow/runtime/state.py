@@ -184,11 +184,11 @@ class Shared:
 
     def record_writes(self):
         """Tell the staged statement being traced around this one what it changed."""
-        recorders = _recorders()
         if self.attrs or self.objects:
             _note_write(*(o for o, _ in self.attrs), *self.objects)
-        if recorders and (self.attrs or self.objects):
-            recorders[-1].append(self)
+            recorders = _recorders()
+            if recorders:
+                recorders[-1].append(self)
 
     def names(self):
         """Labels for error messages (``s.x``, ``out``)."""
@@ -304,11 +304,6 @@ class journal:
 
     def __exit__(self, *exc):
         _local.journals.pop()
-
-
-def journaling() -> bool:
-    """Is a ``journal`` open (so that plain writes should be reported)?"""
-    return bool(_local.__dict__.get("journals"))
 
 
 def _note_write(*objects):
