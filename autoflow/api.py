@@ -13,6 +13,7 @@ import types
 import warnings
 import weakref
 
+from . import _registry
 from .core.deep import paused_gc, run_deep
 from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
@@ -563,10 +564,11 @@ def _reaches_a_raise(code, lines) -> bool:
 
 
 def _checkpointed_loops() -> bool:
-    """Can ``jax.grad`` differentiate a staged data-dependent loop (``runtime.checkpoint``)?"""
-    from .runtime import checkpoint
+    """Can ``jax.grad`` differentiate a staged data-dependent loop (``runtime.while_prim``)?
+    (As far as the names JAX has tell: the self-check runs when a loop is first staged.)"""
+    from .runtime import jax_internals
 
-    return checkpoint.AVAILABLE
+    return jax_internals.PRIMITIVES
 
 
 class _Jitted:
@@ -597,7 +599,7 @@ class _Jitted:
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
-            from .runtime._jax_compat import is_runtime_error
+            from .runtime.jax_internals import is_runtime_error
             from .runtime.raising import at_user_line, last_user_exception
 
             user = last_user_exception()
@@ -627,6 +629,11 @@ class _Jitted:
 
 def _linearizing() -> bool:
     """Is ``jax.grad``/``jax.vjp`` linearizing the caller?"""
-    from .runtime._jax_compat import current_trace_kind
+    from .runtime.jax_internals import current_trace_kind
 
     return current_trace_kind() == "LinearizeTrace"
+
+
+# What the runtime calls back (see _registry: no import circle between the two).
+_registry.convert, _registry.converted_as, _registry.is_jax_wrapper = (
+    convert, _by_function, is_jax_wrapper)

@@ -401,7 +401,7 @@ class _Reader:
                 self._read_if(key, level, stmt, block, k)
 
     def _if_choice(self, block, k, call):
-        """How the cost rule (runtime/lowering.py) will likely lower this traced ``if``."""
+        """How the cost rule (runtime/cond_cost.py) will likely lower this traced ``if``."""
         for fn_name in call.args[1:3]:
             fn = self._def_before(block, k, fn_name)
             for n in walk(fn) if fn is not None else ():

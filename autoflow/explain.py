@@ -345,7 +345,7 @@ def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
     flat.__name__ = getattr(original, "__name__", "f")
     flat.__qualname__ = getattr(original, "__qualname__", flat.__name__)
 
-    from .runtime.checkpoint import plain_loops
+    from .runtime.events import plain_loops
 
     with events.recording() as log, plain_loops():  # show the while loops they compile to
         jaxpr = jax.make_jaxpr(flat)(*specs)

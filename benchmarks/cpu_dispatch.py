@@ -10,7 +10,7 @@ call (15-20 us on a 2-core machine). The batched bisection of
 flops and pays the hand-off; optimistix's version does not, because its error
 check (``equinox.internal.error_if``) holds a host callback; autoflow's natural
 version compiles to 978 flops (1125 while the constants of its loop went through
-an optimization barrier, ``checkpoint.as_operands``) and does not either.
+an optimization barrier, the old ``checkpoint.as_operands``) and does not either.
 
 This script times, in one process, the same hand-written batched bisection with
 and without a never-taken host callback, against autoflow's natural version, so

@@ -17,3 +17,17 @@ def _plugin_installed():
 
 if not _plugin_installed():
     pytest_plugins = ["autoflow.pytest_plugin"]
+
+
+def pytest_sessionstart(session):
+    """Run autoflow's check of JAX's private API once, before any test: on a JAX that
+    lacks some of it (the oldest supported one), its one warning is given here, not
+    inside the first test that stages a loop (where a test that asserts "no warning"
+    would see it). tests/test_jax_internals.py checks the warning in fresh processes."""
+    import warnings
+
+    from autoflow.runtime import selfcheck
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        selfcheck.ready()

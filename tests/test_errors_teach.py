@@ -318,10 +318,10 @@ def test_convert_under_plain_jax_jit_reissues_errors_in_staged_code():
 def test_grad_of_jit_through_a_traced_while():
     """Where JAX has user-defined primitives the loop is checkpointed and
     differentiates (issue 18); on an older JAX it is autoflow's error naming the loop."""
-    from autoflow.runtime import checkpoint
+    from autoflow.runtime import while_prim
 
     want = float(jax.grad(teach.doubling)(1.5))
-    if checkpoint.AVAILABLE:
+    if while_prim.available():
         assert float(jax.grad(autoflow.jit(teach.doubling))(1.5)) == want
     else:
         with pytest.raises(ConversionError) as info:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import _jax_compat, checkpoint
+from autoflow.runtime import jax_internals, loop_staging, while_prim
 
 COUNT = collections.Counter()
 
@@ -114,12 +114,12 @@ def test_trace_count_grows_linearly_with_depth(depth, tmp_path):
 # loop. That used to restart the loop's trace once, and each trace of an outer
 # body met the inner loops again: the traces of the innermost body were
 # 2, 4, 8, 16 at depth 1..4, then (remembering what inner loops learned,
-# staging._DEFINED) 2, 3, 4, 5. The return value is now a carry the first trace
+# loop_staging._DEFINED) 2, 3, 4, 5. The return value is now a carry the first trace
 # adds (it is only read when the loop is left through that `return`) where the
 # body holds a loop of its own: every body with one is traced once. The innermost
 # was traced twice (the second time passing the value through where it is not
 # bound, which runs faster than writing zeros); the paths that do not return now
-# pass an input its first trace makes for the carry (staging._Placeholders), so
+# pass an input its first trace makes for the carry (carries.Placeholders), so
 # it is traced once too, where JAX can make one.
 
 def search3(x, s):
@@ -159,11 +159,10 @@ def search0(x, s):
 
 
 def test_nested_loops_with_returns_are_traced_linearly():
-    from autoflow.runtime import staging
 
-    staging._DEFINED.clear()  # what earlier tests taught it
+    loop_staging._DEFINED.clear()  # what earlier tests taught it
     counts = _traces(search0, jnp.float32(0.2), jnp.float32(0.05))
-    places = checkpoint.AVAILABLE and _jax_compat.body_input_maker() is not None
+    places = while_prim.available() and jax_internals.new_input is not None
     assert counts == {"s0": 1, "s1": 1, "s2": 1, "s3": 1 if places else 2}, counts
     for x in (0.2, 0.6, 2.5, -1.0):
         for s in (0.05, -0.3):

@@ -1,5 +1,5 @@
-"""Loops under ``jax.vmap`` (checkpoint._WhileLoop.batch, lowering._Cond,
-runtime/lanes.py) and autoflow's primitives as low equations (runtime/lowjit.py).
+"""Loops under ``jax.vmap`` (while_prim._WhileLoop.batch, cond_prim._Cond,
+runtime/lanes.py) and autoflow's primitives as low equations (runtime/jax_internals.py).
 
 Every value is checked against Python run lane by lane on concrete values.
 """
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import autoflow
-from autoflow.runtime import lowjit
+from autoflow.runtime import jax_internals
 
 
 def bisect_count(lo, hi):
@@ -112,8 +112,8 @@ def test_batched_loop_keeps_counter_unbatched():
     jaxpr = jax.make_jaxpr(jax.vmap(autoflow.convert(bisect_count)))(jnp.asarray(LO),
                                                                      jnp.asarray(HI))
     text = str(jaxpr)
-    assert "_WhileLoop" in text
-    loop = next(e for e in jaxpr.jaxpr.eqns if e.primitive.name == "call_hi_primitive")
+    assert "while_loop[" in text
+    loop = next(e for e in jaxpr.jaxpr.eqns if e.primitive.name == "while_loop")
     carry_avals = loop.params["_prim"].in_avals[2]
     assert any(a.shape == () and a.dtype == jnp.int32 for a in carry_avals), carry_avals
 
@@ -179,12 +179,12 @@ def test_primitives_are_low_equations():
     """A jitted converted function with a staged loop and a staged `if` has a
     low jaxpr (jax.jit keeps its C++ fast path), and the equations are still
     autoflow's primitives (their vmap and grad rules apply)."""
-    if not lowjit.install():  # pragma: no cover - a JAX without hijax internals
+    if not jax_internals.install_low_staging():  # pragma: no cover - a JAX without hijax internals
         return
     conv = autoflow.convert(bisect_count)
     jaxpr = jax.make_jaxpr(conv)(jnp.float32(0.0), jnp.float32(3.0))
     assert not jaxpr.jaxpr.is_high
-    assert any(e.primitive.name == "call_hi_primitive" for e in jaxpr.jaxpr.eqns)
+    assert any(e.primitive.name == "while_loop" for e in jaxpr.jaxpr.eqns)
     # jax.jit's C++ dispatch cache is shared by every jitted function in the
     # process; once a long test session has filled it (8192 entries), a new
     # function's entries are not counted. Start from an empty one.

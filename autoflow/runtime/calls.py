@@ -15,8 +15,10 @@ import inspect
 import types
 
 import builtins
+import sys
 import threading
 
+from .. import _registry
 from ..core.libraries import is_library_file
 from ..core.origin import message, user_site
 from ..errors import ConversionError
@@ -27,9 +29,8 @@ _depth = threading.local()
 
 def _converted(f, options):
     """``f`` converted with ``options``, if that was done already (the fast path)."""
-    from ..api import _by_function
     try:
-        hit = _by_function.get(f)
+        hit = _registry.converted_as.get(f)
     except TypeError:
         return None
     if hit:
@@ -40,8 +41,9 @@ def _converted(f, options):
 
 
 def _is_jax_wrapper(f):
-    from ..api import is_jax_wrapper
-    return is_jax_wrapper(f)
+    return _registry.is_jax_wrapper(f)
+
+
 # Builtins that, reached under another name, still go to the runtime's
 # versions (a traced `range` bound must stage a loop, not fail in `range`).
 _ITERABLES = {id(getattr(builtins, n)): (getattr(builtins, n), n)
@@ -70,7 +72,6 @@ class Runtime(types.ModuleType):
     def __reduce__(self):
         # Pickled by reference to the options (cloudpickle ships converted
         # functions to other processes: Ray, Dask, joblib).
-        from . import bound
         return bound, (self._options,)
 
     def __getattr__(self, name):
@@ -159,3 +160,24 @@ class Runtime(types.ModuleType):
                 "that ends the recursion static.")) from None
         finally:
             depth[key] -= 1
+
+
+_bound = {}
+
+
+def bound(options):
+    """The runtime namespace for converted code built with ``options``."""
+    rt = _bound.get(options)
+    if rt is None:
+        rt = _bound[options] = Runtime(sys.modules["autoflow.runtime"], _registry.convert, options)
+    return rt
+
+
+def call(f, *args, **kwargs):
+    """``f(*args, **kwargs)``, converting ``f`` first when it is user code."""
+    return bound(())._target(f)(*args, **kwargs)
+
+
+def converted(f):
+    """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like)."""
+    return bound(())._target(f)

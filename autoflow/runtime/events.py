@@ -1,4 +1,4 @@
-"""A record of what each control-flow statement lowered to (for ``explain``).
+"""What each control-flow statement lowered to, for ``autoflow explain``.
 
 ::
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import weakref
 
 from ..core.origin import user_site
 
@@ -47,3 +48,29 @@ def recording():
     finally:
         _recording -= 1
         _state.log = previous
+
+
+# -- explain mode: what each primitive compiles to ---------------------------------
+
+_plain = threading.local()
+# The condition jaxprs of gated loops staged as plain ``while`` equations in explain
+# mode, so that the cost rule (``cond_cost``) tells them from other loops as it does
+# for autoflow's own loop primitive.
+GATED_CONDS = weakref.WeakSet()
+
+
+@contextlib.contextmanager
+def plain_loops():
+    """Stage a loop as the ``lax.while_loop`` it compiles to, and a traced ``if`` as
+    its ``lax.cond`` or select, for ``autoflow explain``, which shows people the jaxpr."""
+    before = getattr(_plain, "on", False)
+    _plain.on = True
+    try:
+        yield
+    finally:
+        _plain.on = before
+
+
+def plain_now() -> bool:
+    """Inside ``plain_loops()``?"""
+    return getattr(_plain, "on", False)

@@ -10,8 +10,8 @@ Two places make lanes run for nothing:
   run for every lane (the ``if`` selects afterwards), so a loop in the branch a
   lane does not take runs for it too, as long as its loop condition says.
 
-autoflow's batching rules (``checkpoint._WhileLoop.batch``,
-``lowering._Cond``) evaluate such bodies and branches with ``vmap``, passing
+autoflow's batching rules (``while_prim._WhileLoop.batch``,
+``cond_prim._Cond``) evaluate such bodies and branches with ``vmap``, passing
 each lane's "still needed" mask along under the ``vmap``'s own axis name: a
 loop batched by that ``vmap`` runs only for the needed lanes (the others keep
 their initial carries, a result nobody reads). The masks are trace-time values

@@ -13,7 +13,7 @@ statement raises. Inside a staged branch or loop body ``exception`` does
 not return: it signals ``StagedRaise`` to the staging code, which then
 
 * treats the branch as one that does not fall through: the ``if`` takes
-  its values from the other branch (``staging.cond``);
+  its values from the other branch (``cond._stage_branches``);
 * stages a check with ``jax.debug.callback`` that, when the compiled code
   runs and the path to the ``raise`` is taken, builds the user's exception
   from the run-time values (the message is formatted then, not at trace
@@ -41,7 +41,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from ._jax_compat import DEBUGGING_LOGGER
+from .jax_internals import DEBUGGING_LOGGER
 from .values import as_pred, in_staged_block
 
 _local = threading.local()

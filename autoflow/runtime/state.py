@@ -291,7 +291,7 @@ class journal:
 
     Plain Python writes are not recorded (``mutates`` is a no-op outside a
     staged body); a loop that ran an iteration as Python and would rather stage
-    the whole loop from the state before it (``operators.for_stmt``, one copy
+    the whole loop from the state before it (``loops.for_stmt``, one copy
     of the body) may only do so if that iteration wrote nothing the staged loop
     would write again: ``written`` lists the objects whose attributes or items
     were set. Nested journals all see a write.

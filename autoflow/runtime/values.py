@@ -14,12 +14,12 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from . import _jax_compat
+from . import jax_internals as jx
 
 from ..core.origin import message, user_site
 from ..errors import AutoflowError, ConversionError
 
-Tracer = _jax_compat.Tracer
+Tracer = jx.Tracer
 _ARRAY_SCALARS = (bool, int, float, complex)
 _PLAIN = frozenset((bool, int, float, str, type(None), list, tuple, dict))
 
@@ -45,7 +45,7 @@ class Undefined:
         # ``exit``: moreover the value is only read after the loop that binds it,
         # and only when it is bound in the iteration that leaves the loop (the
         # value of a `return` inside a loop): what an iteration that does not
-        # leave binds, or does not, is never read (see `staging.loop`).
+        # leave binds, or does not, is never read (see `loop_staging.stage_loop`).
         self.name = name
         self.guarded = guarded or exit
         self.exit = exit
@@ -78,14 +78,14 @@ def is_traced(x) -> bool:
     if not isinstance(x, Tracer):
         return False
     try:
-        return not _jax_compat.is_concrete(x)
+        return not jx.is_concrete(x)
     except Exception:  # pragma: no cover - defensive across JAX versions
         return True
 
 
 def staging() -> bool:
     """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
-    return _jax_compat.tracing()
+    return jx.tracing()
 
 
 class _Local(threading.local):
@@ -228,3 +228,19 @@ def structure(x) -> str:
     if isinstance(x, dict):
         return f"a dict with keys {sorted(map(str, x))}"
     return describe(x)
+
+
+def ld(value):
+    """A read of a variable that a converted statement may have left unbound.
+
+    Plain Python: ``value`` itself, where Python would have read the variable;
+    where Python would raise ``UnboundLocalError`` (the variable was never
+    assigned on this path) so does ``ld``.
+    """
+    if type(value) is Undefined:
+        raise UnboundVariableError(message(
+            user_site(2), f"cannot access local variable `{value.name}` where it is not "
+            "associated with a value", f"Assign `{value.name}` on every path that reaches "
+            "this line."))
+    return value
+

@@ -12,20 +12,20 @@ import numpy as np
 
 import autoflow
 
-from autoflow.runtime import _jax_compat, checkpoint, lowering
+from autoflow.runtime import jax_internals, loop_staging, while_prim
 
 from .oracle import F, I, check, check_cases
 
 COUNT = collections.Counter()
 
-# What an older JAX cannot do (see runtime/_jax_compat.py): add a carry to a loop
+# What an older JAX cannot do (see runtime/jax_internals.py): add a carry to a loop
 # being traced (without jax.experimental.hijax every loop body that binds a new
 # variable is traced twice), and lower a traced `if` to a select (every one is a
 # lax.cond). The programs are checked against Python all the same.
-ADDS_CARRIES = checkpoint.AVAILABLE
-# a loop body's trace can make inputs for the carries it adds (staging._Placeholders)
-PLACES = ADDS_CARRIES and _jax_compat.body_input_maker() is not None
-SELECTS = lowering._INTERNALS is not None
+ADDS_CARRIES = while_prim.available()
+# a loop body's trace can make inputs for the carries it adds (carries.Placeholders)
+PLACES = ADDS_CARRIES and jax_internals.new_input is not None
+SELECTS = while_prim.available()
 
 
 def _source(fn):
@@ -234,9 +234,8 @@ def test_a_return_value_is_carried_without_tracing_the_body_again():
     # in a body without one, the paths that do not return pass the carry through:
     # an input the body's trace makes for it (or, where JAX cannot make one, the
     # body is traced a second time with the carry).
-    from autoflow.runtime import staging
 
-    staging._DEFINED.clear()
+    loop_staging._DEFINED.clear()
     assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == (1 if ADDS_CARRIES else 2)
     assert _traces(first_over, F(1.0), F(5.0)) == (1 if PLACES else 2)
     check_cases(first_over_with_inner_loop, [(F(1.0), F(50.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
@@ -247,9 +246,8 @@ def test_a_return_value_is_carried_without_tracing_the_body_again():
 
 
 def test_a_variable_bound_on_every_path_is_carried_without_tracing_again():
-    from autoflow.runtime import staging
 
-    staging._DEFINED.clear()
+    loop_staging._DEFINED.clear()
     assert _traces(bound_every_iteration, F(1.5), I(4)) == (1 if ADDS_CARRIES else 2)
     check_cases(bound_every_iteration, [(F(1.5), I(4)), (F(-2.0), I(1))])
 
@@ -258,9 +256,8 @@ def test_a_variable_bound_on_one_path_keeps_its_last_value():
     # Its value must pass through the iterations that do not bind it: the path that
     # does not bind it passes the carry through (an input the body's trace makes, or
     # a second trace with it carried).
-    from autoflow.runtime import staging
 
-    staging._DEFINED.clear()
+    loop_staging._DEFINED.clear()
     assert _traces(bound_on_one_path, F(3.0), I(6)) == (1 if PLACES else 2)
     check_cases(bound_on_one_path, [(F(3.0), I(6)), (F(3.0), I(1)), (F(0.5), I(6))],
                 vmap=[(F(5.0), I(9)), (F(1.2), I(3))])
@@ -319,10 +316,9 @@ def test_return_values_in_loops_match_python():
     # What the iterations that do not return compute for the value is never read,
     # not even as a gradient (first_root's sqrt of negatives); two `return`s in one
     # iteration; a return value bound on one path of two nested ifs.
-    from autoflow.runtime import staging
 
     xs = jnp.asarray([-2.0, -1.0, 0.5, 3.0, -4.0], jnp.float32)
-    staging._DEFINED.clear()
+    loop_staging._DEFINED.clear()
     check_cases(first_root, [(xs, F(0.0)), (xs, F(1.0)), (xs, F(9.0))],
                 vmap=[(xs * 2.0, F(0.2)), (xs - 1.0, F(-5.0))], grad=True)
     check_cases(two_exits, [(F(1.0), F(5.0)), (F(0.5), F(1.2)), (F(-0.2), F(1e9)),
@@ -366,7 +362,7 @@ def test_the_rest_after_a_break_is_a_select():
     shown = str(autoflow.explain(cg_like, "f32[6,6]", "f32[6]", "i32"))
     assert not SELECTS or "select_n" in shown and "cond[" not in shown, shown
     text = str(jax.make_jaxpr(autoflow.convert(cg_like))(A, b, I(20)))
-    assert not SELECTS or "'kind': 'select'" in text and "'kind': 'cond'" not in text, text
+    assert not SELECTS or "kind=select" in text and "kind=cond" not in text, text
     check(cg_like, A, b, I(20))
     check(cg_like_energy, A, b, I(20), argnums=1, grad=True)
 
@@ -382,7 +378,7 @@ def ratio_walk(x, n):
 
 
 def test_what_the_leaving_iteration_skips_never_reaches_values_or_gradients():
-    assert not SELECTS or "'kind': 'select'" in str(
+    assert not SELECTS or "kind=select" in str(
         jax.make_jaxpr(autoflow.convert(ratio_walk))(F(3.0), I(9)))
     check_cases(ratio_walk, [(F(3.0), I(9)), (F(2.5), I(9)), (F(3.0), I(1))], grad=True,
                 vmap=[(F(4.0), I(9)), (F(1.0), I(9))])
@@ -440,7 +436,7 @@ def test_a_one_path_binding_in_an_inner_loop_keeps_its_last_value():
 
 # ---- a variable first bound in a loop, on some paths: one trace of the body --------------
 # The paths that leave it unbound pass an input of the body's jaxpr through (the value
-# the carry has when the iteration starts): staging._Placeholders.
+# the carry has when the iteration starts): carries.Placeholders.
 
 def two_bound_late_first(x, n):
     lates = earlies = 0.0 * x
@@ -495,7 +491,7 @@ def rebound_to_another_type(x, n):
 
 
 class _Forgetful(dict):
-    """A ``staging._DEFINED`` that learns nothing: every trace of a loop starts with
+    """A ``loop_staging._DEFINED`` that learns nothing: every trace of a loop starts with
     its variables unbound, so the checks below run the placeholders' path, not
     the path of a loop that remembers what its body binds."""
 
@@ -504,9 +500,8 @@ class _Forgetful(dict):
 
 
 def test_variables_bound_on_some_paths_are_carried_from_one_trace(monkeypatch):
-    from autoflow.runtime import staging
 
-    monkeypatch.setattr(staging, "_DEFINED", _Forgetful())
+    monkeypatch.setattr(loop_staging, "_DEFINED", _Forgetful())
     for fn, cases, batch in (
             (two_bound_late_first, [(F(3.0), I(6)), (F(2.5), I(2)), (F(1.5), I(4))],
              [(F(4.0), I(7)), (F(2.1), I(3))]),
@@ -518,9 +513,8 @@ def test_variables_bound_on_some_paths_are_carried_from_one_trace(monkeypatch):
 
 
 def test_an_input_made_for_a_variable_the_body_binds_otherwise_is_given_up(monkeypatch):
-    from autoflow.runtime import staging
 
-    monkeypatch.setattr(staging, "_DEFINED", _Forgetful())
+    monkeypatch.setattr(loop_staging, "_DEFINED", _Forgetful())
     assert _traces(rebound_to_another_type, F(3.0), I(5)) >= 2  # traced again without it
     check_cases(rebound_to_another_type, [(F(3.0), I(5)), (F(0.5), I(3))],
                 vmap=[(F(2.0), I(5)), (F(1.5), I(5))])

@@ -1,0 +1,400 @@
+"""``if``, ``if``/``elif`` chains and ``a if c else b``, and how a traced one is staged.
+
+Plain Python::
+
+    def if_stmt(cond, true_fn, false_fn, operands):
+        return true_fn(*operands) if cond else false_fn(*operands)
+
+A concrete condition runs exactly that. A traced one traces both branches
+(``_stage_branches``): their outputs must agree in structure and shape
+(dtypes are promoted as NumPy would, retracing once), and the staged form is
+the ``if`` primitive (``cond_prim``: a ``lax.cond`` or a select, by the cost
+rule of ``cond_cost``). A branch that ends in ``raise`` does not fall through
+(``_cond_raising``). State the branches change in place is carried too
+(``traced_if``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax.numpy as jnp
+
+from ..core.origin import Site, message, user_site
+from ..errors import ConversionError
+from . import events, raising
+from .carries import (Restart, caller_site, fill, free_names, join_parts, leaf_labels,
+                      log_fills, pack, parts_of, spec_of, unpack, with_state, cast_to)
+from .cond_cost import GPU_SELECT, last_choice, set_choice
+from .cond_prim import stage_if
+from .raising import Signal, StagedRaise
+from .state import MoreState, Shared, kept, names_of
+from .teach import reissuing, value_advice
+from .values import (Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
+                     is_array_like, is_extended, promote, same_static, staged_block, structure,
+                     truth, unflatten)
+
+
+def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=False,
+            unread=()):
+    """``if cond: true_fn(*operands) else: false_fn(*operands)``, returning its result.
+
+    Plain Python::
+
+        def if_stmt(cond, true_fn, false_fn, operands=(), names=None):
+            return true_fn(*operands) if cond else false_fn(*operands)
+
+    With a traced scalar ``cond`` this is ``lax.cond``: both branches are
+    traced, their outputs must have the same structure and shapes (dtypes
+    are promoted), and ``names`` (the output variables, or ``None`` for a
+    function's return value) is used to name what does not match. ``state``
+    (``af.state(...)``) names the attributes and containers the branches
+    change in place: each staged branch starts from their values before the
+    ``if``, and the chosen values are written back afterwards. ``guard``
+    marks the ``if not broke:`` that a ``break`` (or a ``return``) in a loop
+    body becomes: its false path is the iteration that leaves the loop, taken
+    at most once per run of the loop, which the cost rule of
+    ``runtime/cond_cost.py`` weighs; ``unread`` names the outputs that nothing
+    reads once the loop is left (the loop's other carries), which a select
+    takes from the true branch.
+    """
+    c = truth(cond, caller_site)
+    if c is not None:
+        events.note("if", "python")
+        return true_fn(*operands) if c else false_fn(*operands)
+    try:
+        return traced_if(cond, true_fn, false_fn, operands, names, state, guard=guard,
+                     unread=unread)
+    finally:  # what the cost rule chose (runtime/cond_cost.py)
+        events.note("if", _lowered_as())
+
+
+def if_chain(tests, fns, operands=(), names=None, state=None):
+    """An ``if``/``elif`` chain: the branch of the first true test, else the last.
+
+    ``tests`` are thunks, ``fns`` one branch function per test and one for the
+    final ``else``. Plain Python::
+
+        def if_chain(tests, fns, operands=(), names=None):
+            for test, fn in zip(tests, fns):
+                if test():
+                    return fn(*operands)
+            return fns[-1](*operands)
+
+    A test is evaluated only when every test before it was false, as in
+    Python. From a traced test on, the rest is ``if_stmt`` nested in the
+    false branch (``lax.cond``), the rest of the tests traced inside it: the
+    same program as the chain of nested ``if``s it replaces.
+    """
+    for i, test in enumerate(tests):
+        cond = test()
+        site = _thunk_site(test)
+        c = truth(cond, site)
+        if c is None:
+            rest_tests, rest = tests[i + 1:], fns[i + 1:]
+            if rest_tests:
+                inner = Shared(*state._args) if isinstance(state, Shared) else None
+
+                def false_fn(*ops, rest_tests=rest_tests, rest=rest, inner=inner):
+                    return if_chain(rest_tests, rest, ops, names, inner)
+            else:
+                false_fn = rest[0]
+            try:
+                return traced_if(cond, fns[i], false_fn, operands, names, state, site)
+            finally:
+                events.note("if", _lowered_as(), lambda: _line_of(test))
+        events.note("if", "python", lambda: _line_of(test))
+        if c:
+            return fns[i](*operands)
+    return fns[-1](*operands)
+
+
+def _thunk_site(thunk):
+    """The site of the test a thunk evaluates (its first line and column)."""
+    code = getattr(thunk, "__code__", None)
+    if code is None:
+        return caller_site
+
+    def site():
+        # the first instructions stand at the generated lambda (an empty span)
+        line, col = code.co_firstlineno, None
+        for pos in code.co_positions():
+            if None not in pos and (pos[1], pos[3]) > (pos[0], pos[2]):
+                line, col = pos[0], pos[2]
+                break
+        return Site(code.co_filename, line, col)
+    return site
+
+
+def _line_of(thunk):
+    """The line of the ``if``/``elif`` a test thunk stands for (the thunk is
+    placed there), as ``explain`` matches it."""
+    code = getattr(thunk, "__code__", None)
+    return Site(code.co_filename, code.co_firstlineno) if code is not None else user_site(3)
+
+
+def _lowered_as():
+    return {"select": "select (lax.select)", None: "lax.cond",
+            GPU_SELECT: GPU_SELECT}.get(last_choice(), "lax.cond")
+
+
+@reissuing
+def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site, guard=False,
+          unread=()):
+    """``cond._stage_branches``, with ``shared`` state (see ``runtime.state``) carried too."""
+    shared = shared if shared is not None else Shared()
+    n = len(names) if names is not None else None
+    keep = kept(operands if n == len(operands) else ())
+    true_fn, false_fn = (keep.wrap(fn, lambda args: args, lambda out: pack(out, n))
+                         for fn in (true_fn, false_fn))
+    try:
+        for _ in range(8):
+            active = bool(shared)
+            all_names, wrap, split = with_state(names, shared.snapshot() if active else shared)
+            # The branches change the state's containers in place (each starts
+            # from the snapshot): an append to one is an append, not a new list.
+            keep.also = {id(o) for o in shared.objects} if active else set()
+            try:
+                result = _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
+                                      all_names, site, guard, unread)
+            except MoreState as m:
+                m.undo()
+                if active:
+                    shared.reset()
+                shared.extend(m.attrs, m.objects, names_of(names, operands) | free_names(
+                    true_fn, false_fn))
+                continue
+            except BaseException:
+                if active:
+                    shared.reset()
+                raise
+            result = split(result)
+            return unpack(keep.write_back(pack(result, n))) if keep.same else result
+        raise ConversionError(message(site(), "the state this `if` changes never settles"))
+    except StagedRaise as r:
+        if in_staged_block():
+            raise
+        # Every traced path raises: so does tracing (as Python would, always).
+        raise r.at_trace_time() from None
+
+
+def if_exp(cond, true_thunk, false_thunk):
+    """``true_thunk() if cond else false_thunk()``; a traced ``cond`` gives ``lax.cond``."""
+    c = truth(cond, caller_site)
+    if c is not None:
+        events.note("ternary", "python")
+        return true_thunk() if c else false_thunk()
+    try:
+        return _stage_branches(cond, true_thunk, false_thunk, (), None, caller_site)
+    finally:
+        events.note("ternary", _lowered_as())
+
+
+_RETVAL = re.compile(r"^retval(_\d+)?$")  # the flag early_exits makes for `return` in loops
+
+
+def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
+    if label is not None and _RETVAL.match(label):
+        returning = True  # a `return` inside a loop: speak of return values
+    if returning:
+        if t_leaf is None or f_leaf is None or t_tree != f_tree and None in (t_leaf, f_leaf):
+            side = "false" if (f_leaf is None) else "true"
+            return ConversionError(message(
+                site, "this function returns a value on one path and falls off its end "
+                f"(returning None) when this traced condition is {side}",
+                "Add a `return` with a value of the same shape to every path, "
+                "or make the condition static."))
+        if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
+            return ConversionError(message(
+                site, "this function returns a value on some paths and not on others "
+                "that depend on a traced value",
+                "Return a value of the same structure and shape on every path."))
+        return ConversionError(message(
+            site, "this function returns values that differ between paths that depend on a "
+            f"traced value: {structure(t_leaf)} on one, {structure(f_leaf)} on the other",
+            "Return values of the same structure and shape on every path."))
+    if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
+        side = "true" if isinstance(f_leaf, Undefined) else "false"
+        return ConversionError(message(
+            site, f"`{label}` is assigned only when the condition is {side}, "
+            "but it is used after this traced `if`",
+            f"Assign `{label}` before the `if`, or in both branches."))
+    if t_tree is not None and t_tree != f_tree:
+        return ConversionError(message(
+            site, f"`{label}` has a different structure in the two branches of this traced `if`: "
+            f"{structure(t_leaf)} when true, {structure(f_leaf)} when false",
+            (f"A list appended to under a traced condition would have a data-dependent "
+             f"length: preallocate an array and set `{label} = {label}.at[i].set(value)`, "
+             "or keep the append unconditional." if isinstance(t_leaf, list)
+             and isinstance(f_leaf, list) else
+             f"Give `{label}` the same structure (tuple/list/dict layout) in both branches.")))
+    fit = value_advice(label, t_leaf, f_leaf, "if")
+    if fit is not None:
+        return ConversionError(message(site, fit[0] + " (this `if` is traced)", fit[1]))
+    return ConversionError(message(
+        site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
+        f"{describe(f_leaf)} when it is false; a traced `if` needs the same shape "
+        "on both paths",
+        f"Make `{label}` the same shape in both branches (pad, or use `jnp.where` "
+        "on arrays of one shape), or make the condition static."))
+
+
+def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False, unread=()):
+    """``lax.cond`` of two Python branch functions taking ``operands``.
+
+    ``names`` labels the outputs (a tuple of variable names), or is ``None``
+    when the branches' results are the function's return value. ``guard``,
+    ``unread``: see ``cond.if_stmt``.
+    """
+    records = {}
+    targets = {}
+    fills = {}  # variable index -> zeros spec, for guarded Undefined values
+    zeroed = set()  # those filled with zeros (not a loop body's placeholder)
+    returning = names is None
+
+    def make(key, fn):
+        def branch():
+            with staged_block(), raising.on_path(pred if key == "t" else _negate(pred)):
+                try:
+                    out = fn(*operands)
+                except StagedRaise:
+                    raise _BranchRaised(key) from None
+            other = records.get("f" if key == "t" else "t")
+            if other is not None:
+                # The second path traced fills its own one-sided bindings now (zeros
+                # of the other path's type), instead of a restart that traces both
+                # paths again; only the first path's need a restart (`_compare`).
+                for k, (mine, theirs) in enumerate(zip(parts_of(out, names), parts_of(other[0], names))):
+                    if k not in fills and isinstance(mine, Undefined) and mine.guarded \
+                            and spec_of(theirs) is not None:
+                        fills[k] = spec_of(theirs)
+            if fills:
+                parts = parts_of(out, names)
+                for k, p in enumerate(parts):
+                    if k in fills and isinstance(p, Undefined):
+                        parts[k], zeros = fill(p, fills[k])
+                        if zeros:
+                            zeroed.add(k)
+                out = join_parts(parts, names)
+            leaves, tree = flatten(out)
+            mask = [is_array_like(x) for x in leaves]
+            records[key] = (out, leaves, tree, mask)
+            if other is not None:
+                _compare(records["t"], records["f"])
+            dyn = [x for x, m in zip(leaves, mask) if m]
+            return [cast_to(x, targets[j]) if j in targets else x for j, x in enumerate(dyn)]
+        return branch
+
+    def _compare(t, f):
+        (t_out, t_leaves, t_tree, t_mask), (f_out, f_leaves, f_tree, f_mask) = t, f
+        # A variable first bound inside a loop may be bound on one path only:
+        # fill the other path with zeros of the same type (see Undefined.guarded).
+        new_fills = {}
+        for k, (a, b) in enumerate(zip(parts_of(t_out, names), parts_of(f_out, names))):
+            for u, v in ((a, b), (b, a)):
+                if isinstance(u, Undefined) and u.guarded and spec_of(v) is not None:
+                    new_fills[k] = spec_of(v)
+        if new_fills:
+            raise Restart(("fill", new_fills))
+        labels = leaf_labels(t_out, names)
+        if t_tree != f_tree:
+            # Find the first variable whose layout differs, for the message.
+            if returning:
+                raise _branch_error(site(), None, True, t_out, f[0], t_tree, f_tree)
+            t_parts = t_out if len(names) > 1 else (t_out,)
+            f_parts = f[0] if len(names) > 1 else (f[0],)
+            for name, a, b in zip(names, t_parts, f_parts):
+                ta, tb = flatten(a)[1], flatten(b)[1]
+                if ta != tb:
+                    la, lb = flatten(a)[0], flatten(b)[0]
+                    if len(la) == 1 and len(lb) == 1:
+                        raise _branch_error(site(), name, False, la[0], lb[0])
+                    raise _branch_error(site(), name, False, a, b, ta, tb)
+            raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree)
+        changes = {}
+        j = 0
+        for i, (a, b, ma, mb) in enumerate(zip(t_leaves, f_leaves, t_mask, f_mask)):
+            if not ma or not mb:
+                if not (ma or mb) and same_static(a, b):
+                    continue
+                raise _branch_error(site(), labels[i], returning, a, b)
+            av, bv = aval_of(a), aval_of(b)
+            if av[0] != bv[0]:
+                raise _branch_error(site(), labels[i], returning, a, b)
+            if av[1] != bv[1]:
+                if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
+                    raise _branch_error(site(), labels[i], returning, a, b)
+                changes[j] = promote(av, bv)[0]
+            j += 1
+        if changes and not targets:
+            raise Restart(changes)
+
+    for _ in range(4):
+        records.clear()
+        zeroed.clear()
+        try:
+            # lax.cond, or a select when the branches are cheap (see lowering.py)
+            dyn = stage_if(as_pred(pred), make("t", true_fn), make("f", false_fn), guard,
+                                lambda: _free(records["t"], names, unread))
+        except _BranchRaised as b:
+            set_choice(None)
+            return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
+        except Restart as r:
+            if isinstance(r.changes, tuple):
+                fills.update(r.changes[1])
+            else:
+                targets.update(r.changes)
+            continue
+        break
+    else:  # pragma: no cover - promotion converges in one step
+        raise ConversionError(message(site(), "could not find common types for this `if`"))
+    if zeroed and names is not None:
+        log_fills(names[k] for k in zeroed if k < len(names))
+    _, leaves, tree, mask = records["t"]
+    it = iter(dyn)
+    return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+
+
+def _free(record, names, unread):
+    """The staged outputs (indices among the array leaves) of the variables ``unread``."""
+    if not unread:
+        return ()
+    out, leaves, _, mask = record
+    labels = [label for label, m in zip(leaf_labels(out, names), mask) if m]
+    return tuple(i for i, label in enumerate(labels) if label in unread)
+
+
+class _BranchRaised(Signal):
+    def __init__(self, key):
+        super().__init__("internal: a staged branch raises")
+        self.key = key
+
+
+def _negate(pred):
+    return lambda: jnp.logical_not(as_pred(pred))
+
+
+def _cond_raising(pred, true_fn, false_fn, operands, raiser, site):
+    """A staged ``if`` one of whose branches ends in ``raise`` (see ``raising``).
+
+    That branch does not fall through: it is traced on its own path to stage
+    its run-time checks, and the ``if``'s value is the other branch's. If the
+    other branch raises too, the ``if`` never falls through either:
+    ``StagedRaise`` goes on to the enclosing branch, or, at the top, the
+    user's exception is raised while tracing.
+    """
+    fns = {"t": true_fn, "f": false_fn}
+    paths = {"t": pred, "f": _negate(pred)}
+    other = "f" if raiser == "t" else "t"
+    with staged_block(), raising.on_path(paths[raiser]):
+        try:
+            fns[raiser](*operands)
+        except StagedRaise as r:
+            r.emit()
+    with staged_block(), raising.on_path(paths[other]):
+        try:
+            return fns[other](*operands)
+        except StagedRaise as r:
+            r.emit()
+            both = r
+    raise StagedRaise(None, site, first=both)

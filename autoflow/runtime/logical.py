@@ -1,0 +1,127 @@
+"""``and``, ``or``, ``not``, chained comparisons, and tests left as Python.
+
+Plain Python::
+
+    def and_(a, *thunks):
+        for thunk in thunks:
+            if not a:
+                return a
+            a = thunk()
+        return a
+
+Concrete operands short-circuit exactly so. A traced operand makes the result
+``jnp.logical_and``/``jnp.logical_or`` of the booleans (``jnp.where`` for other
+values), every later operand evaluated, as the staged code must.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..core.origin import message, user_site
+from ..errors import ConversionError
+from .carries import caller_site
+from .values import Tracer, as_pred, is_traced, truth
+
+
+def _logical(kind, a, thunks):
+    for thunk in thunks:
+        c = truth(a, caller_site, what=f"operand of `{kind}`")
+        if c is not None:
+            if (kind == "and") != c:  # `and` stops at a falsy value, `or` at a truthy one
+                return a
+            a = thunk()
+            continue
+        b = thunk()
+        if np.shape(b) != () and np.size(b) != 1:
+            raise ConversionError(message(
+                user_site(3), f"the right operand of `{kind}` is an array of shape "
+                f"{tuple(np.shape(b))} while the left one is traced",
+                f"Use `jnp.logical_{kind}` for elementwise logic."))
+        a_arr, b_arr = jnp.asarray(a), jnp.asarray(b)
+        a_arr, b_arr = (v.reshape(()) if v.ndim and v.size == 1 else v for v in (a_arr, b_arr))
+        if a_arr.dtype == jnp.bool_ and b_arr.dtype == jnp.bool_:
+            a = jnp.logical_and(a_arr, b_arr) if kind == "and" else jnp.logical_or(a_arr, b_arr)
+        elif kind == "and":
+            a = jnp.where(as_pred(a_arr), b_arr, a_arr)
+        else:
+            a = jnp.where(as_pred(a_arr), a_arr, b_arr)
+        if not (isinstance(b, Tracer) and is_traced(b)) and (kind == "and") != bool(b):
+            # A concrete operand that ends the chain (falsy for `and`, truthy for
+            # `or`): on every path Python stops here, so the rest is never evaluated.
+            return a
+    return a
+
+
+def and_(a, *thunks):
+    """``a and b and ...`` (later operands as thunks, evaluated as Python would).
+
+    A traced operand makes the result ``jnp.logical_and`` of the booleans
+    (``jnp.where`` for other values), with every operand evaluated.
+    """
+    return _logical("and", a, thunks)
+
+
+def or_(a, *thunks):
+    """``a or b or ...``; see ``and_``."""
+    return _logical("or", a, thunks)
+
+
+_COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+                "==": operator.eq, "!=": operator.ne, "is": operator.is_,
+                "is not": operator.is_not, "in": lambda a, b: a in b,
+                "not in": lambda a, b: a not in b}
+
+
+def compare(left, *rest):
+    """A chained comparison ``left op1 b op2 c ...`` (``rest``: op, thunk, op, thunk...).
+
+    As in Python each operand is evaluated at most once, left to right, and
+    only while the comparisons so far hold; the parts are combined with
+    ``and_`` (so traced parts give ``jnp.logical_and``).
+    """
+    ops, thunks = rest[0::2], rest[1::2]
+    values = [left]
+
+    def part(i):
+        if len(values) == i + 1:
+            values.append(thunks[i]())
+        return _COMPARISONS[ops[i]](values[i], values[i + 1])
+
+    return _logical("and", part(0), [lambda i=i: part(i) for i in builtins.range(1, len(ops))])
+
+
+def not_(a):
+    """``not a``; ``jnp.logical_not`` of a traced scalar."""
+    c = truth(a, caller_site, what="operand of `not`")
+    if c is not None:
+        return not c
+    return jnp.logical_not(as_pred(a))
+
+
+_GLOBAL_ADVICE = ("Make the condition static, or move the assignment out of the statement "
+                  "(return the value instead of assigning a global/nonlocal).")
+
+
+def python_condition(cond, reason, advice=_GLOBAL_ADVICE):
+    """A test autoflow left as Python (an ``if``/``while``, a comprehension's ``if``):
+    it must be concrete."""
+    c = truth(cond, caller_site)
+    if c is None:
+        raise ConversionError(message(user_site(2), f"this condition is traced, but {reason}",
+                                      advice))
+    return c
+
+
+def python_operand(value, reason):
+    """An operand of an ``and``/``or``/``if-else`` autoflow left as Python: it must be concrete."""
+    if truth(value, caller_site, what="operand") is None:
+        raise ConversionError(message(
+            user_site(2), f"this operand is traced, but {reason}",
+            "Move the `:=` out of the expression: assign the name in a statement of its own "
+            "before this line, then use the name here."))
+    return value

@@ -1,0 +1,231 @@
+"""Do the private JAX paths autoflow uses work on this JAX? Checked once, at first use.
+
+autoflow's own loop and ``if`` primitives (``while_prim``, ``cond_prim``) stand
+on JAX's private API (``jax_internals``). JAX changes it with every release,
+and a change can leave the names in place with another meaning: a keyword
+added to a function, a rule that now raises. So the first time a converted
+function stages a traced ``if`` or loop, ``ready()`` runs tiny programs through
+the private paths, under ``jit``, ``vmap`` and ``grad``, and compares what
+they give with the public path (``lax.while_loop``, ``lax.cond``,
+``lax.select``): the same compiled operations, the same values. What fails is
+turned off, one path at a time (readable names, direct lowering, then the
+primitives themselves), and one warning says what is lost and which JAX
+releases have all of it. Programs that never stage anything never pay for the
+check.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import jax_internals as jx
+
+_state = None  # None: not checked; "checking": under way; "done"
+# The primitives' entry points, registered by while_prim and cond_prim (which call
+# `ready`): `while_loop(cond, body, init)` and `staged_if(pred, t, f, kind)`.
+parts = {}
+_reported = set()  # the lost paths a warning named already
+
+# What a user loses without each path, for the warning.
+LOSSES = {
+    "primitives": "jax.grad cannot differentiate a loop whose trip count depends on traced "
+                  "values (reverse mode), and every traced `if` is a lax.cond, never a "
+                  "cheaper select",
+    "named": "jax.make_jaxpr and profiles name autoflow's loops and ifs `call_hi_primitive`",
+    "direct lowering": "the first call of a converted function compiles more slowly",
+    "trace a thunk": "tracing a traced `if` takes a little longer",
+    "bind while/cond": "the first call of a converted function compiles more slowly",
+    "body inputs": "a loop whose body binds a variable on some paths only is traced twice",
+    "remat": "jax.checkpoint around a converted data-dependent loop fails under jax.grad",
+}
+
+
+def ready() -> bool:
+    """May autoflow's own primitives be used? (Runs the check the first time.)"""
+    if _state is None:
+        run()
+    return jx.PRIMITIVES
+
+
+def run(warn=True, full=False):
+    """Check the private paths now (``full``: compile and compare values too, as the
+    test suite and ``benchmarks/jax_matrix.sh`` do); turn off what fails; warn once
+    about what is lost."""
+    global _state
+    _state = "checking"
+    try:
+        if jx.private_trace_thunk is not None:
+            problem = _thunk_problem()
+            if problem is not None:
+                jx.use_public_trace_thunk(problem)
+        if jx.PRIMITIVES:
+            first = None
+            for step in (None, "named", "direct lowering"):
+                if step is not None:
+                    _turn_off(step)
+                problem = _problem(full)
+                if problem is None:
+                    if step is not None:  # (turning these off was enough)
+                        jx.lost.setdefault("named", first)
+                        if step == "direct lowering":
+                            jx.lost.setdefault(step, first)
+                    break
+                first = first or problem
+            else:
+                jx.PRIMITIVES = False
+                jx.lost["primitives"] = first
+    finally:
+        _state = "done"
+    if warn:
+        warn_lost()
+
+
+def _turn_off(step):
+    if step == "named":
+        jx._named.clear()
+    elif step == "direct lowering":
+        jx.use_direct_lowering(False)
+
+
+def _ops(fn, *args):
+    """The StableHLO operations of ``fn`` compiled for ``args``, in order."""
+    text = jax.jit(fn).lower(*args).as_text()
+    return [op for op in re.findall(r"\b(?:stablehlo|mhlo)\.(\w+)", text)
+            if op not in ("return", "constant")]
+
+
+def _program(loop, choose):
+    """A tiny converted program: a loop, then an ``if`` and a select on its result."""
+    def f(x):
+        i, y = loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0 + 1.0),
+                    (jnp.int32(0), x))
+        a = choose(y > 5.0, lambda: y + 1.0, lambda: y - 1.0, "cond")
+        return choose(a < 40.0, lambda: a * 3.0, lambda: a, "select") + i
+    return f
+
+
+def _ours(pred, t, f, kind):
+    return parts["staged_if"](pred, jx.trace_thunk(lambda: [t()]), jx.trace_thunk(lambda: [f()]),
+                      kind)[0]
+
+
+def _theirs(pred, t, f, kind):
+    return lax.cond(pred, t, f) if kind == "cond" else lax.select(pred, t(), f())
+
+
+def _problem(full=False):
+    """None if the primitives stage, lower and transform as the public path does, else
+    what differs. The quick check (at first use) traces a tiny program to a jaxpr (the
+    lowering rules guard themselves: ``jax_internals.lowering``); ``full`` also lowers
+    and compiles it under ``jit``, ``vmap``, ``grad`` and ``jvp`` and compares the
+    operations and values with the public path's."""
+    ours, theirs = _program(parts["while_loop"], _ours), _program(lax.while_loop, _theirs)
+    x, xs = np.float32(1.5), np.array([1.5, 20.0], np.float32)
+    try:
+        jaxpr = jax.make_jaxpr(ours)(x)
+        if jx.is_high(jaxpr.jaxpr):
+            return "its equations are staged high (jax.jit would dispatch from Python)"
+        names = {e.primitive.name for e in jaxpr.jaxpr.eqns}
+        if jx._named and not {"while_loop", "if"} <= names:
+            return f"its equations are named {sorted(names)}"
+        if not full:
+            return None
+        ops = _ops(ours, x)
+        if not ({"while", "select"} <= set(ops) and {"case", "if"} & set(ops)):
+            return f"it lowers to {sorted(set(ops))}, not a while loop, a conditional and a select"
+        if sorted(ops) != sorted(_ops(theirs, x)):
+            return "it compiles to other operations than lax.while_loop and lax.cond"
+        one = np.float32(1.0)
+        checks = [
+            (jax.jit(ours)(x), theirs(x)),
+            (jax.jit(jax.vmap(ours))(xs), jax.vmap(theirs)(xs)),
+            (jax.jit(jax.grad(ours))(x), _grad_of_theirs(x)),
+            (jax.jvp(ours, (x,), (one,))[1], jax.jvp(theirs, (x,), (one,))[1]),
+        ]
+    except Exception as e:  # noqa: BLE001 - any failure of a private path turns it off
+        return f"{type(e).__name__}: {_first_line(e)}"
+    for got, want in checks:
+        if not np.allclose(np.asarray(got), np.asarray(want), rtol=1e-6):
+            return f"it computes {got} where the public path computes {want}"
+    return None
+
+
+def _grad_of_theirs(x):
+    # (lax.while_loop has no reverse mode: the same loop with its trip count known)
+    def f(x):
+        y = lax.fori_loop(0, 3, lambda _, y: y * 2.0 + 1.0, x)
+        a = lax.cond(y > 5.0, lambda: y + 1.0, lambda: y - 1.0)
+        return lax.select(a < 40.0, a * 3.0, a) + 3
+    return jax.grad(f)(x)
+
+
+def _thunk_problem():
+    """None if tracing a thunk privately gives the jaxpr ``jax.make_jaxpr`` gives."""
+    seen = []
+
+    def compare(y):
+        got = jx.private_trace_thunk(lambda: [jnp.sin(y) + 1.0])
+        want = jax.make_jaxpr(lambda: [jnp.sin(y) + 1.0])()
+        seen.append([e.primitive.name for e in got.jaxpr.eqns] ==
+                    [e.primitive.name for e in want.jaxpr.eqns])
+        return y
+
+    try:
+        jax.make_jaxpr(compare)(np.float32(2.0))
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {_first_line(e)}"
+    return None if seen == [True] else "it traces other operations than jax.make_jaxpr"
+
+
+def _first_line(e):
+    text = str(e).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def warn_lost():
+    """Say once which private paths this JAX lacks, what is lost, and which JAX has them
+    (again only for a path lost later, as a lowering rule that fails when first used)."""
+    hidden = ("named", "direct lowering", "bind while/cond") if "primitives" in jx.lost else ()
+    losses = [p for p in LOSSES if p in jx.lost and p not in hidden and p not in _reported]
+    if not losses:
+        return
+    _reported.update(losses)
+    what = "; ".join(f"{LOSSES[p]} ({p}: {jx.lost[p]})" for p in losses)
+    warnings.warn(
+        f"autoflow: this JAX ({jax.__version__}) lacks private APIs autoflow builds on, so "
+        f"converted functions take JAX's public path there. Results are the same, but: {what}. "
+        f"JAX {jx.FULL_RANGE} has all of it (pip install 'jax{jx.FULL_RANGE}').",
+        RuntimeWarning, stacklevel=_user_level())
+
+
+jx.on_loss = warn_lost  # (a path lost while a program is lowered is said then)
+
+
+def _user_level():
+    """The stack level of the first frame outside autoflow and JAX (for the warning)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(2), 3
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(package) or "/jax/" in name or name.startswith("<frozen")):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2
+
+
+
+def report() -> dict:
+    """The full check, for ``benchmarks/jax_matrix.sh``: which private paths work here.
+
+        python -c "from autoflow.runtime import selfcheck; print(selfcheck.report())"
+    """
+    run(warn=False, full=True)
+    return {"jax": jax.__version__, "primitives": jx.PRIMITIVES, "lost": dict(jx.lost)}
