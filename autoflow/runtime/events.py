@@ -60,11 +60,12 @@ GATED_CONDS = weakref.WeakSet()
 
 
 @contextlib.contextmanager
-def plain_loops():
+def plain_loops(on=True):
     """Stage a loop as the ``lax.while_loop`` it compiles to, and a traced ``if`` as
-    its ``lax.cond`` or select, for ``autoflow explain``, which shows people the jaxpr."""
+    its ``lax.cond`` or select, for ``autoflow explain``, which shows people the jaxpr
+    (``on=False``: stage autoflow's primitives, as ``selfcheck`` needs inside explain)."""
     before = getattr(_plain, "on", False)
-    _plain.on = True
+    _plain.on = on
     try:
         yield
     finally:

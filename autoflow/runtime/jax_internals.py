@@ -208,9 +208,12 @@ def eval_without(jaxpr, consts, args, skip, rewrite):
     for e in jaxpr.eqns:
         if e.primitive.name in skip:
             continue
+        params = e.primitive.get_bind_params(rewrite(dict(e.params)))
+        subfuns = ()
+        if isinstance(params, tuple):  # up to JAX 0.9: (subfuns, params)
+            subfuns, params = params
         with e.ctx.manager:
-            outs = e.primitive.bind(*map(read, e.invars),
-                                    **e.primitive.get_bind_params(rewrite(dict(e.params))))
+            outs = e.primitive.bind(*subfuns, *map(read, e.invars), **params)
         env.update(zip(e.outvars, outs if e.primitive.multiple_results else [outs]))
     return [read(v) for v in jaxpr.outvars]
 
@@ -315,7 +318,13 @@ def _hijax():
         from jax._src import hijax
         hijax.call_hi_primitive_p, hijax._call_hi_primitive_to_lojax  # noqa: B018
         _pe.custom_staging_rules[hijax.call_hi_primitive_p]  # noqa: B018
-    except (ImportError, AttributeError, KeyError, NameError) as e:
+        # the protocol autoflow's primitives implement (0.9+; 0.8 had `vjp_fwd(*args)`
+        # and a `prim=` parameter)
+        fwd = list(inspect.signature(base.vjp_fwd).parameters)[:2]
+        keyword = inspect.signature(hijax._call_hi_primitive_to_lojax).parameters
+        if fwd != ["self", "nzs_in"] or "_prim" not in keyword:
+            return object, _lose("primitives", f"hijax's protocol differs (vjp_fwd{tuple(fwd)})")
+    except (ImportError, AttributeError, KeyError, NameError, TypeError, ValueError) as e:
         return object, _lose("primitives", f"hijax internals: {e}")
     return base, hijax
 

@@ -27,6 +27,7 @@ import numpy as np
 from jax import lax
 
 from . import jax_internals as jx
+from .events import plain_loops
 
 _state = None  # None: not checked; "checking": under way; "done"
 # The primitives' entry points, registered by while_prim and cond_prim (which call
@@ -45,6 +46,9 @@ LOSSES = {
     "bind while/cond": "the first call of a converted function compiles more slowly",
     "body inputs": "a loop whose body binds a variable on some paths only is traced twice",
     "remat": "jax.checkpoint around a converted data-dependent loop fails under jax.grad",
+    "effects in loops": "a loop that prints (or checks a traced assert or raise) is a "
+                        "lax.while_loop, which jax.grad cannot differentiate in reverse mode "
+                        "when its trip count depends on traced values",
 }
 
 
@@ -62,30 +66,66 @@ def run(warn=True, full=False):
     global _state
     _state = "checking"
     try:
-        if jx.private_trace_thunk is not None:
-            problem = _thunk_problem()
-            if problem is not None:
-                jx.use_public_trace_thunk(problem)
-        if jx.PRIMITIVES:
-            first = None
-            for step in (None, "named", "direct lowering"):
-                if step is not None:
-                    _turn_off(step)
-                problem = _problem(full)
-                if problem is None:
-                    if step is not None:  # (turning these off was enough)
-                        jx.lost.setdefault("named", first)
-                        if step == "direct lowering":
-                            jx.lost.setdefault(step, first)
-                    break
-                first = first or problem
-            else:
-                jx.PRIMITIVES = False
-                jx.lost["primitives"] = first
+        with plain_loops(False):  # (the first use may be inside `autoflow explain`)
+            _check(full)
     finally:
         _state = "done"
     if warn:
         warn_lost()
+
+
+def _check(full):
+    if jx.private_trace_thunk is not None:
+        problem = _thunk_problem()
+        if problem is not None:
+            jx.use_public_trace_thunk(problem)
+    if not jx.PRIMITIVES:
+        return
+    first = None
+    for step in (None, "named", "direct lowering"):
+        if step is not None:
+            _turn_off(step)
+        problem = _problem(full)
+        if problem is None:
+            if step is not None:  # (turning these off was enough)
+                jx.lost.setdefault("named", first)
+                if step == "direct lowering":
+                    jx.lost.setdefault(step, first)
+            return
+        first = first or problem
+    jx.PRIMITIVES = False
+    jx.lost["primitives"] = first
+
+
+def effects_ok() -> bool:
+    """May a loop with ordered effects (a ``print`` in its body) be autoflow's primitive?
+    Checked the first time one is staged, by lowering a tiny one (JAX 0.9 cannot lower
+    the tokens of such an equation); where it fails, such loops are ``lax.while_loop``s."""
+    if "effects" not in _lazy:
+        _lazy["effects"] = True  # (the check stages such a loop itself)
+        problem = _effects_problem()
+        if problem is not None:
+            _lazy["effects"] = False
+            jx.lost["effects in loops"] = problem
+            warn_lost()
+    return _lazy["effects"]
+
+
+_lazy = {}
+
+
+def _effects_problem():
+    def body(c):
+        jax.debug.print("{}", c[1], ordered=True)
+        return c[0] + 1, c[1] * 2.0
+
+    def f(x):
+        return parts["while_loop"](lambda c: c[0] < 3, body, (jnp.int32(0), x))[1]
+    try:
+        jax.jit(f).lower(np.float32(1.0))
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {_first_line(e)}"
+    return None
 
 
 def _turn_off(step):
@@ -210,16 +250,17 @@ jx.on_loss = warn_lost  # (a path lost while a program is lowered is said then)
 
 
 def _user_level():
-    """The stack level of the first frame outside autoflow and JAX (for the warning)."""
+    """The ``stacklevel`` for ``warn_lost``'s warning: the first frame outside autoflow
+    and JAX (the user's line that staged the loop or ``if``)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(2), 3
+    frame, level = sys._getframe(2), 2  # (level 1: warn_lost itself)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (name.startswith(package) or "/jax/" in name or name.startswith("<frozen")):
+        if not (name.startswith(package) or f"{os.sep}jax{os.sep}" in name
+                or name.startswith("<frozen")):
             return level
         frame, level = frame.f_back, level + 1
     return 2
-
 
 
 def report() -> dict:

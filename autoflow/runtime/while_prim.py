@@ -518,7 +518,9 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     in_avals = (tuple(jx.typeof(x) for x in cc), tuple(jx.typeof(x) for x in bc), avals)
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
                       gated)
-    if plain:  # the `lax.while_loop` it compiles to
+    if plain or effects and not selfcheck.effects_ok():
+        # the `lax.while_loop` it compiles to (explain mode; a loop with effects where
+        # JAX cannot lower them in autoflow's primitive)
         out = prim.expand(cc, bc, flat)
         if gated:
             GATED_CONDS.add(cond_jaxpr)
