@@ -269,4 +269,7 @@ def report() -> dict:
         python -c "from autoflow.runtime import selfcheck; print(selfcheck.report())"
     """
     run(warn=False, full=True)
+    if jx.PRIMITIVES:
+        _reported.add("effects in loops")  # (checked here, not said)
+        effects_ok()
     return {"jax": jax.__version__, "primitives": jx.PRIMITIVES, "lost": dict(jx.lost)}
