@@ -88,10 +88,17 @@ def staging_rule_missing():
     pe.custom_staging_rules.pop(hijax.call_hi_primitive_p, None)
 
 
+def custom_derivatives_moved():
+    # JAX's custom_jvp/custom_vjp machinery in a file of another name
+    from autoflow.runtime import jax_internals
+
+    jax_internals._CUSTOM_DERIVATIVES = "jax/_src/custom_derivatives_impl.py"
+
+
 FAULTS = {f.__name__: f for f in (hijax_classes_deleted, lowering_helper_deleted,
                                    trace_to_jaxpr_new_keyword, lowering_rules_raise,
                                    new_arg_signature_changed, rule_tables_helpers_deleted,
-                                   staging_rule_missing)}
+                                   staging_rule_missing, custom_derivatives_moved)}
 
 
 # -- the programs (plain Python, converted by autoflow) ---------------------------------
@@ -132,6 +139,32 @@ def polynomial(x):
     return acc
 
 
+def leaky(x):
+    if x > 0.0:
+        y = x
+    else:
+        y = 0.1 * x
+    return y
+
+
+def _custom_leaky():
+    import jax
+
+    @jax.custom_jvp
+    def f(x):
+        return leaky(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        if x > 0.0:
+            slope = 1.0
+        else:
+            slope = 0.1
+        return f(x), slope * t
+    return f
+
+
 def main(fault):
     if fault != "none":
         FAULTS[fault]()
@@ -155,6 +188,10 @@ def main(fault):
         ok.append(bool(np.allclose(got, [clamp_then_branch(float(x)) for x in xs], rtol=1e-5)))
         grad = jax.grad(autoflow.convert(polynomial))(jnp.float32(1.5))
         ok.append(bool(np.isclose(grad, 3 * 1.5 ** 2 * 0 + 2 * 1.5 * 1 + 2, rtol=1e-5)))
+        custom = autoflow.convert(_custom_leaky())
+        for x, slope in ((2.0, 1.0), (-2.0, 0.1)):
+            ok.append(bool(np.isclose(jax.jit(jax.grad(custom))(jnp.float32(x)), slope)))
+            ok.append(bool(np.isclose(jax.grad(custom)(jnp.float32(x)), slope)))
         text = str(jax.make_jaxpr(autoflow.convert(halvings))(jnp.float32(9.0)))
         hlo = jax.jit(autoflow.convert(halvings)).lower(jnp.float32(9.0)).as_text(debug_info=True)
     ours = [str(w.message) for w in seen if "autoflow" in str(w.message)

@@ -36,6 +36,7 @@ LOST = {
     "new_arg_signature_changed": "body inputs",
     "rule_tables_helpers_deleted": "primitives",
     "staging_rule_missing": "primitives",
+    "custom_derivatives_moved": "custom rules",
 }
 
 

@@ -10,36 +10,41 @@ why), and the code that uses it takes the public path instead. ``selfcheck``
 then runs the private paths on tiny programs, compares them with the public
 ones, and warns once naming what is lost and the JAX pin that restores it.
 
-==================  ===============================================  =========  ===========================
-path                private names                                    JAX        public path without it
-==================  ===============================================  =========  ===========================
-trace state         ``core.trace_ctx`` (``is_top_level``, ``trace``)  >=0.4.36   (required: the floor)
+The JAX column: the releases on which ``selfcheck.report()`` finds the path working
+(``benchmarks/JAX_MATRIX.md``: the newest patch of each minor from 0.4.38 to 0.10.2;
+0.11.2 was checked before this module existed). Elsewhere the public path runs.
+
+==================  ==============================================  ===========  ==========================
+path                private names                                   JAX          public path without it
+==================  ==============================================  ===========  ==========================
+trace state         ``core.trace_ctx`` (``is_top_level``, ``trace``) >=0.4.36     (required: the floor)
                     ``core.is_concrete``
-frames              ``traceback_util``/``source_info_util``          >=0.4.1    tracebacks show autoflow
+frames              ``traceback_util``/``source_info_util``         >=0.4.1      tracebacks show autoflow
                     ``.register_exclusion``
-primitives          ``hijax.HiPrim`` (``VJPHiPrimitive`` to 0.10),   0.6-0.11   ``lax.while_loop``
-                    ``hijax.call_hi_primitive_p`` and its rule       (tested)   (no ``jax.grad`` through a
-                    tables, ``core``, ``ad_util.Zero``,                         data-dependent loop) and
-                    ``partial_eval.convert_constvars_jaxpr``,                   ``lax.cond`` (never a
-                    ``batching.batch_jaxpr``/``BatchTracer``,                   select)
-                    ``partial_eval.custom_staging_rules``
-                    (low staging: ``jax.jit``'s C++ fast path)
-named               a ``core.Primitive`` per construct sharing       0.6-0.11   the equations read
-                    ``call_hi_primitive_p``'s rules                             ``call_hi_primitive``
-direct lowering     ``mlir._get_lowering_rules``, ``jaxpr_subcomp``, 0.7-0.11   ``mlir.lower_fun`` of
-                    ``LoweringRuleContext``, ``convert_hlo``,                   ``expand`` (slower first
-                    ``dce_jaxpr``, ``hlo.select``                               compile)
-bind while/cond     ``lax.control_flow`` ``while_p``, ``cond_p``     any        ``lax.while_loop``/
-                                                                                ``lax.cond`` (traced again)
-trace a thunk       ``partial_eval.trace_to_jaxpr``,                 0.7-0.11   ``jax.make_jaxpr``
+primitives          ``hijax.HiPrim`` (``VJPHiPrimitive`` to 0.10)   0.9.2-0.11   ``lax.while_loop`` (no
+                    with ``vjp_fwd(nzs_in, ...)``, its                           ``jax.grad`` through a
+                    ``call_hi_primitive_p`` and rule tables,                     data-dependent loop) and
+                    ``core``, ``ad_util.Zero``, ``partial_eval``                 ``lax.cond`` (never a
+                    (``custom_staging_rules``,                                   select)
+                    ``convert_constvars_jaxpr``), ``batching``
+named               a ``core.Primitive`` per construct with         0.9.2-0.11   equations read
+                    ``call_hi_primitive``'s rules, ``pp_eqn_rules``              ``call_hi_primitive``
+direct lowering     ``mlir._get_lowering_rules``, ``jaxpr_subcomp``,0.10-0.11    ``mlir.lower_fun`` of
+                    ``LoweringRuleContext``, ``convert_hlo``,                    ``expand`` (slower first
+                    ``dce_jaxpr``, ``hlo.select``                                compile)
+effects in loops    an ordered effect lowered inside the primitive  0.10-0.11    such a loop is JAX's
+                    (checked lazily: ``selfcheck.effects_ok``)                   ``while``
+bind while/cond     ``lax.control_flow`` ``while_p``, ``cond_p``    any          ``lax.while_loop``/
+                                                                                 ``lax.cond`` (traced again)
+trace a thunk       ``partial_eval.trace_to_jaxpr``,                0.8.3-0.11   ``jax.make_jaxpr``
                     ``api_util.debug_info``, ``FlatTree.flatten``
-body inputs         ``DynamicJaxprTrace.new_arg``                    0.8-0.11   a second trace of the body
-remat               ``partial_eval.partial_eval_jaxpr_custom_rules`` 0.6-0.11   none: ``jax.checkpoint``
-                    (``new_jaxpr_eqn``, ``ensure_enum``,                        around such a loop under
-                    ``RecomputeType``)                                          ``jax.grad`` fails in JAX
-custom rules        the file ``jax/_src/custom_derivatives.py`` in   any        ``lax.cond`` in that rule
-                    the stack (an ``if`` inside a ``custom_jvp``)
-==================  ===============================================  =========  ===========================
+body inputs         ``DynamicJaxprTrace.new_arg(aval, source_info)`` 0.6.2-0.11  a second trace of the body
+remat               ``partial_eval.partial_eval_jaxpr_custom_rules`` 0.9.2-0.11  none: ``jax.checkpoint``
+                    (``new_jaxpr_eqn``, ``ensure_enum``,                         around such a loop under
+                    ``RecomputeType``)                                           ``jax.grad`` fails in JAX
+custom rules        the file ``jax/_src/custom_derivatives.py`` in  any          (a ``lax.cond`` there, if
+                    the stack (an ``if`` inside a ``custom_jvp``)                the file moved: JAX's error)
+==================  ==============================================  ===========  ==========================
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ MIN_JAX = (0, 4, 38)
 NEWEST_TESTED = (0, 11, 2)
 # The JAX releases on which every private path below is known to work: the pin a
 # warning about a lost path suggests.
-FULL_RANGE = ">=0.8.0,<=0.11.2"
+FULL_RANGE = ">=0.10.2,<=0.11.2"
 
 Tracer = jax.core.Tracer
 DEBUGGING_LOGGER = "jax._src.debugging"  # the logger failed debug callbacks report to

@@ -46,6 +46,8 @@ LOSSES = {
     "bind while/cond": "the first call of a converted function compiles more slowly",
     "body inputs": "a loop whose body binds a variable on some paths only is traced twice",
     "remat": "jax.checkpoint around a converted data-dependent loop fails under jax.grad",
+    "custom rules": "every traced `if` is a lax.cond (JAX's custom-derivative rules can no "
+                    "longer be told apart)",
     "effects in loops": "a loop that prints (or checks a traced assert or raise) is a "
                         "lax.while_loop, which jax.grad cannot differentiate in reverse mode "
                         "when its trip count depends on traced values",
@@ -81,6 +83,9 @@ def _check(full):
             jx.use_public_trace_thunk(problem)
     if not jx.PRIMITIVES:
         return
+    if not _sees_custom_rules():  # then every `if` is treated as inside one: a lax.cond
+        jx.lost["custom rules"] = "jax/_src/custom_derivatives.py is not in the stack of a rule"
+        jx.in_custom_rule = _always
     first = None
     for step in (None, "named", "direct lowering"):
         if step is not None:
@@ -126,6 +131,30 @@ def _effects_problem():
     except Exception as e:  # noqa: BLE001
         return f"{type(e).__name__}: {_first_line(e)}"
     return None
+
+
+def _always(depth=2):
+    return True
+
+
+def _sees_custom_rules() -> bool:
+    """Does ``jax_internals.in_custom_rule`` tell a ``jax.custom_jvp`` rule being traced?"""
+    seen = []
+
+    @jax.custom_jvp
+    def probe(x):
+        return x
+
+    @probe.defjvp
+    def probe_jvp(primals, tangents):
+        seen.append(jx.in_custom_rule(1))
+        return primals[0], tangents[0]
+
+    try:
+        jax.make_jaxpr(lambda x: jax.jvp(probe, (x,), (x,)))(np.float32(1.0))
+    except Exception:  # noqa: BLE001
+        return False
+    return seen == [True]
 
 
 def _turn_off(step):
