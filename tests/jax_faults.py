@@ -16,6 +16,16 @@ import sys
 import warnings
 
 
+class Moot(Exception):
+    """The fault's target does not exist on this JAX (nothing for the fault to change)."""
+
+
+def _original(module, name):
+    if not hasattr(module, name):
+        raise Moot(f"{module.__name__}.{name}")
+    return getattr(module, name)
+
+
 def _delete(module, *names):
     for name in names:
         if hasattr(module, name):
@@ -43,7 +53,7 @@ def trace_to_jaxpr_new_keyword():
     # a keyword JAX's own callers pass after the release, and autoflow does not
     from jax._src.interpreters import partial_eval as pe
 
-    original = pe.trace_to_jaxpr
+    original = _original(pe, "trace_to_jaxpr")
 
     def trace_to_jaxpr(fun, in_avals, debug_info, *rest, **kwargs):
         if _from_autoflow():
@@ -56,7 +66,7 @@ def lowering_rules_raise():
     # the private lowering helper autoflow calls now fails for it (JAX's own calls work)
     from jax._src.interpreters import mlir
 
-    original = mlir._get_lowering_rules
+    original = _original(mlir, "_get_lowering_rules")
 
     def _get_lowering_rules(module_context, prim, eqn_ctx):
         if _from_autoflow():
@@ -68,7 +78,7 @@ def lowering_rules_raise():
 def new_arg_signature_changed():
     from jax._src.interpreters import partial_eval as pe
 
-    original = pe.DynamicJaxprTrace.new_arg
+    original = _original(pe.DynamicJaxprTrace, "new_arg")
 
     def new_arg(self, aval, source_info, *, kind="input"):
         return original(self, aval, source_info)
@@ -167,7 +177,11 @@ def _custom_leaky():
 
 def main(fault):
     if fault != "none":
-        FAULTS[fault]()
+        try:
+            FAULTS[fault]()
+        except (Moot, ImportError) as e:
+            print(json.dumps({"moot": str(e)}))
+            return
     import jax
     import jax.numpy as jnp
     import numpy as np

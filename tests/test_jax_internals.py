@@ -56,6 +56,8 @@ needs_primitives = pytest.mark.skipif(not jax_internals.PRIMITIVES,
 @pytest.mark.parametrize("fault", sorted(jax_faults.FAULTS))
 def test_a_changed_private_api_keeps_results_and_warns_once(fault):
     got = _run(fault)
+    if "moot" in got:
+        pytest.skip(f"this JAX has no {got['moot']} to change")
     assert all(got["ok"]), got["ok"]
     assert len(got["warnings"]) == 1, got["warnings"]
     warning = got["warnings"][0]
@@ -69,12 +71,14 @@ def test_a_changed_private_api_keeps_results_and_warns_once(fault):
 @needs_primitives
 def test_without_a_fault_nothing_is_lost_and_nothing_is_said():
     got = _run("none")
-    assert all(got["ok"]) and got["warnings"] == []
+    # (on a JAX that lacks some private path to begin with, one warning says so)
+    assert all(got["ok"]) and len(got["warnings"]) == (1 if jax_internals.lost else 0)
     assert "while_loop[" in got["jaxpr"]
     assert "call_hi_primitive" not in " ".join(got["hlo_names"])
 
 
-@needs_primitives
+@pytest.mark.skipif(jax_internals.version() < (0, 10, 2),
+                    reason="this JAX lacks some private paths (benchmarks/JAX_MATRIX.md)")
 def test_the_full_self_check_passes_on_this_jax():
     """The private paths compile to the operations of the public path and compute
     its values, under jit, vmap, grad and jvp."""
@@ -101,7 +105,9 @@ def test_programs_name_their_constructs_as_hand_written_lax_does():
     assert "while_loop[" in text and "call_hi_primitive" not in text
     hlo = jax.jit(conv).lower(jnp.float32(300.0)).as_text(debug_info=True)
     assert "call_hi_primitive" not in hlo
-    assert "halve_until_small)/while_loop" in hlo and "halve_until_small)/while/body/if" in hlo
+    assert "halve_until_small)/while/" in hlo
+    if "direct lowering" not in jax_internals.lost:
+        assert "halve_until_small)/while_loop" in hlo and "halve_until_small)/while/body/if" in hlo
     for fn, arg in ((jax.grad(lambda x: conv(x)[0]), jnp.float32(300.0)),
                     (jax.vmap(conv), jnp.array([0.5, 300.0], jnp.float32))):
         assert "call_hi_primitive" not in str(jax.make_jaxpr(fn)(arg))
