@@ -6,6 +6,7 @@ import builtins
 
 import gast
 
+from ..core.methods import VALUE_METHODS
 from ..core.nodes import children, walk
 from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
@@ -79,8 +80,6 @@ def pure_test(test, ctx, lambdas=False):
     and calls only library code and autoflow's vocabulary (no user function,
     whose call could print, raise or change state)? ``lambdas``: the thunks the
     ``logical`` pass makes are allowed."""
-    from .calls import VALUE_METHODS
-
     for n in walk(test):
         if isinstance(n, (gast.NamedExpr, gast.Yield, gast.YieldFrom, gast.Await)) or (
                 isinstance(n, gast.Lambda) and not lambdas):
