@@ -41,7 +41,6 @@ _HIGHER_ORDER = frozenset({
     "map", "associative_scan", "custom_jvp", "custom_vjp", "shard_map", "jit"})
 
 
-
 # Builtins that take traced values through autoflow's versions (runtime.vocabulary):
 # Python's own for concrete arguments, `jnp` for traced ones.
 STAGED_BUILTINS = frozenset({"max", "min", "sum", "any", "all", "int", "float", "bool"})
@@ -85,20 +84,22 @@ class Calls(Transformer):
         self.local_defs = frozenset()
 
     def run(self, tree):
-        self.imported = self._library_locals(tree)
-        self.user_objects = self._user_objects(tree)
-        self.local_defs = frozenset(n.name for n in walk(tree)
+        nodes = walk(tree)  # one walk serves the three questions below
+        self.imported = self._library_locals(nodes)
+        self.user_objects = self._user_objects(nodes)
+        self.local_defs = frozenset(n.name for n in nodes
                                     if isinstance(n, gast.FunctionDef) and n is not tree)
         return self.visit(tree)
 
-    def _user_objects(self, tree):
+    def _user_objects(self, nodes):
         """Local names only ever assigned an instance of a user class
         (``a = Acc()`` with ``class Acc`` defined here or in the user's code):
-        their methods are the user's, whatever they are called (``a.add(x)``)."""
-        classes = {n.name for n in walk(tree) if isinstance(n, gast.ClassDef)}
+        their methods are the user's, whatever they are called (``a.add(x)``).
+        ``nodes``: the function's nodes, ``walk`` order."""
+        classes = {n.name for n in nodes if isinstance(n, gast.ClassDef)}
         classes |= set(self.ctx.user_names)
         made = {}
-        for n in walk(tree):
+        for n in nodes:
             if isinstance(n, gast.Assign):
                 v = n.value
                 is_user = (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
@@ -112,17 +113,18 @@ class Calls(Transformer):
         return (name in known or name in self.ctx.library_names
                 or hasattr(builtins, name) and self.ctx.builtin_available(name))
 
-    def _library_locals(self, tree):
+    def _library_locals(self, nodes):
         """Local names that hold library code or values made by it.
 
         Modules imported inside the function (`import numpy as np`, not
         relative imports), and names only ever assigned from an expression
         rooted at one (`rng = np.random.default_rng(0)`), so that
-        `rng.normal(...)` is left as written.
+        `rng.normal(...)` is left as written. ``nodes``: the function's
+        nodes, ``walk`` order.
         """
         known = set()
         roots = {}
-        for n in walk(tree):
+        for n in nodes:
             if isinstance(n, gast.Import) or isinstance(n, gast.ImportFrom) and not n.level:
                 known.update((a.asname or a.name).split(".")[0] for a in n.names)
             elif isinstance(n, gast.Assign):
