@@ -7,7 +7,7 @@ import builtins
 import gast
 
 from ..core.methods import VALUE_METHODS
-from ..core.nodes import children, walk
+from ..core.nodes import AST, child_fields, children, walk
 from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
@@ -50,24 +50,50 @@ def stamp(nodes, anchor):
     """
     # Generated nodes are stamped when they are made, so the walk stops at
     # user nodes and at nodes already placed: it does not re-walk the user
-    # code spliced into each level of generated functions.
+    # code spliced into each level of generated functions. (The walk reads
+    # each node's __dict__ directly, as core.nodes.walk does: stamping runs
+    # once for every piece of generated code.)
     todo = list(nodes) if isinstance(nodes, list) else [nodes]
+    position = None
     while todo:
         n = todo.pop()
-        if getattr(n, "af_user", False) or getattr(n, "af_placed", False):
+        d = n.__dict__
+        if d.get("af_user") or d.get("af_placed"):
             continue
-        todo.extend(children(n))
-        if "lineno" in n._attributes:
-            n.af_placed = True
-            n.lineno = anchor.lineno
-            n.col_offset = getattr(anchor, "col_offset", 0)
-            # Generated code sits on the anchor's first line: a frame
-            # inside it then reports that line (the `if`/`for` itself).
-            n.end_lineno = anchor.lineno
-            same_line = getattr(anchor, "end_lineno", None) == anchor.lineno
-            n.end_col_offset = (anchor.end_col_offset if same_line and
-                                anchor.end_col_offset is not None else n.col_offset + 1)
+        cls = n.__class__
+        for f in child_fields(cls):
+            v = d.get(f)
+            if v is None:
+                continue
+            if v.__class__ is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        todo.append(x)
+            elif isinstance(v, AST):
+                todo.append(v)
+        located = _LOCATED.get(cls)
+        if located is None:
+            located = _LOCATED[cls] = "lineno" in cls._attributes
+        if located:
+            if position is None:
+                position = _position(anchor)
+            d["af_placed"] = True
+            d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = position
     return nodes
+
+
+_LOCATED: dict = {}  # node class -> has it source positions?
+
+
+def _position(anchor):
+    """Where ``stamp`` places generated code: on ``anchor``'s first line (a frame
+    inside it then reports that line, the ``if``/``for`` itself), ending where
+    the anchor ends when it is one line long, one column further otherwise."""
+    lineno = anchor.lineno
+    col = getattr(anchor, "col_offset", 0)
+    same_line = getattr(anchor, "end_lineno", None) == lineno
+    end_col = anchor.end_col_offset if same_line and anchor.end_col_offset is not None else col + 1
+    return lineno, col, lineno, end_col
 
 
 def is_generator(fn) -> bool:
