@@ -42,7 +42,7 @@ from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_names, target_names
 from ..analysis.liveness import always_returns
-from .util import _LOOPS, _SCOPES, contains_return, pure_test, stamp, walk_local
+from .util import _LOOPS, _SCOPES, append_blocks, contains_return, pure_test, stamp, walk_local
 
 
 
@@ -50,16 +50,21 @@ class _Exit(gast.Break):
     """Where a lowered ``return``/``raise`` leaves a ``with``/``try`` block."""
 
 
+_SCOPES_LOOPS = _SCOPES + _LOOPS
+
+
 def _own(node_or_list, types):
-    """The ``types`` nodes in the code outside nested loops and scopes (a
-    nested loop or scope itself is one, if of ``types``), lazily."""
+    """The ``types`` nodes (statement classes) in the code outside nested loops
+    and scopes (a nested loop or scope itself is one, if of ``types``), lazily.
+    Only statement lists are searched: no expression holds a statement."""
     todo = list(node_or_list) if isinstance(node_or_list, list) else [node_or_list]
     while todo:
         n = todo.pop()
         if isinstance(n, types):
             yield n
-        if not isinstance(n, _SCOPES + _LOOPS):
-            todo.extend(children(n))
+        if not isinstance(n, _SCOPES_LOOPS):
+            append_blocks(n, todo)
+
 
 
 def _has(node_or_list, types):

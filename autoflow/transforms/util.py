@@ -38,8 +38,40 @@ def contains(node_or_list, types, stop_at_loops=False):
     return False
 
 
+# The fields that hold statement lists (and the lists of except clauses and
+# match cases, whose bodies are statement lists in turn).
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def append_blocks(node, out):
+    """Append to ``out`` what ``node``'s statement-list fields hold: its
+    statements, except clauses and match cases (nothing for an expression)."""
+    d = node.__dict__
+    for f in BLOCK_FIELDS:
+        v = d.get(f)
+        if v.__class__ is list:
+            out.extend(v)
+
+
 def contains_return(node_or_list):
-    return contains(node_or_list, gast.Return)
+    """``contains(node_or_list, gast.Return)``, looking only where a statement
+    can be: in statement lists (an expression holds none outside lambdas,
+    which are scopes of their own), not at every node of every expression."""
+    nodes = node_or_list if isinstance(node_or_list, list) else [node_or_list]
+    todo = []
+    for node in nodes:
+        if isinstance(node, gast.Return):
+            return True
+        if isinstance(node, _SCOPES):
+            continue
+        append_blocks(node, todo)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, gast.Return):
+                return True
+            if not isinstance(n, _SCOPES):
+                append_blocks(n, todo)
+    return False
 
 
 def stamp(nodes, anchor):
