@@ -87,24 +87,46 @@ class Inventory:
 
     def __init__(self, tree):
         nodes = walk(tree)
-        self.classes = {n.__class__ for n in nodes}
+        # One loop over the nodes gathers everything below (this runs for
+        # every conversion, on every node of the user's function).
+        classes = set()
+        defs = []
+        ifs = 0
+        attrs = set()
+        item_writes = attr_writes = set_attr = False
+        FunctionDef, If, Subscript, Attribute, Name, Load = (
+            gast.FunctionDef, gast.If, gast.Subscript, gast.Attribute, gast.Name, gast.Load)
+        for n in nodes:
+            cls = n.__class__
+            classes.add(cls)
+            if cls is Name:
+                if n.id in ("setattr", "delattr"):
+                    set_attr = True
+            elif cls is Attribute:
+                attrs.add(n.attr)
+                if n.ctx.__class__ is not Load:
+                    attr_writes = True
+            elif cls is Subscript:
+                # `x[i] = v`, `x[i] += v`, `del x[i]` (a Subscript not in Load context)
+                if n.ctx.__class__ is not Load:
+                    item_writes = True
+            elif cls is If:
+                ifs += 1
+            elif cls is FunctionDef:
+                defs.append(n)
+        self.classes = classes
         generators = set()
-        if _YIELDS[0] in self.classes or _YIELDS[1] in self.classes:
+        if _YIELDS[0] in classes or _YIELDS[1] in classes:
             generators = {id(n) for n in nodes if isinstance(n, gast.FunctionDef)
                           and is_generator(n)}
-        defs = [n for n in nodes if n.__class__ is gast.FunctionDef]
-        self.ifs = sum(1 for n in nodes if n.__class__ is gast.If)
-        # `x[i] = v`, `x[i] += v`, `del x[i]` (a Subscript not in Load context)
-        self.item_writes = any(n.__class__ is gast.Subscript and n.ctx.__class__ is not gast.Load
-                               for n in nodes)
-        self.attrs = {n.attr for n in nodes if n.__class__ is gast.Attribute}
-        self.attr_writes = any(n.__class__ is gast.Attribute and n.ctx.__class__ is not gast.Load
-                               for n in nodes)
+        self.ifs = ifs
+        self.item_writes = item_writes
+        self.attrs = attrs
+        self.attr_writes = attr_writes
         # Can a statement change state besides variables (activity.shared_state)?
         # Only the user's code can: the passes add no such writes.
-        self.state_writes = bool(
-            self.item_writes or self.attr_writes or self.attrs & MUTATING_METHODS
-            or any(n.__class__ is gast.Name and n.id in ("setattr", "delattr") for n in nodes))
+        self.state_writes = bool(item_writes or attr_writes or attrs & MUTATING_METHODS
+                                 or set_attr)
         self.defs = len(defs)
         self.functions = [n for n in defs if id(n) not in generators]
 
