@@ -147,17 +147,26 @@ class Transformer:
         for f in child_fields(node.__class__):
             v = d.get(f)
             if v.__class__ is list:
-                new = []
-                for x in v:
+                # Most visits return the node they were given: the list is
+                # rebuilt only from the first item that a visit replaced.
+                new = None
+                for i, x in enumerate(v):
                     if isinstance(x, AST):
-                        x = self.visit(x)
-                        if x is None:
+                        y = self.visit(x)
+                        if new is None:
+                            if y is x:
+                                continue
+                            new = v[:i]
+                        if y is None:
                             continue
-                        if x.__class__ is list:
-                            new.extend(x)
+                        if y.__class__ is list:
+                            new.extend(y)
                             continue
-                    new.append(x)
-                v[:] = new
+                        x = y
+                    if new is not None:
+                        new.append(x)
+                if new is not None:
+                    v[:] = new
             elif isinstance(v, AST):
                 d[f] = self.visit(v)
         return node
