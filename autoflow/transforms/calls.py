@@ -84,57 +84,70 @@ class Calls(Transformer):
         self.local_defs = frozenset()
 
     def run(self, tree):
-        nodes = walk(tree)  # one walk serves the three questions below
-        self.imported = self._library_locals(nodes)
-        self.user_objects = self._user_objects(nodes)
-        self.local_defs = frozenset(n.name for n in nodes
-                                    if isinstance(n, gast.FunctionDef) and n is not tree)
+        # One loop over the function's nodes picks out what the three
+        # questions below read: imports, assignments, classes and defs.
+        imports, assigns, classes, defs = [], [], set(), set()
+        Assign, Import, ImportFrom = gast.Assign, gast.Import, gast.ImportFrom
+        ClassDef, FunctionDef = gast.ClassDef, gast.FunctionDef
+        for n in walk(tree):
+            cls = n.__class__
+            if cls is Assign:
+                assigns.append(n)
+            elif cls is Import or cls is ImportFrom and not n.level:
+                imports.append(n)
+            elif cls is ClassDef:
+                classes.add(n.name)
+            elif cls is FunctionDef and n is not tree:
+                defs.add(n.name)
+        self.imported = self._library_locals(imports, assigns)
+        self.user_objects = self._user_objects(classes, assigns)
+        self.local_defs = frozenset(defs)
         return self.visit(tree)
 
-    def _user_objects(self, nodes):
+    def _user_objects(self, classes, assigns):
         """Local names only ever assigned an instance of a user class
         (``a = Acc()`` with ``class Acc`` defined here or in the user's code):
         their methods are the user's, whatever they are called (``a.add(x)``).
-        ``nodes``: the function's nodes, ``walk`` order."""
-        classes = {n.name for n in nodes if isinstance(n, gast.ClassDef)}
-        classes |= set(self.ctx.user_names)
+        ``classes``: the names of the classes the function defines;
+        ``assigns``: its assignments."""
+        classes = classes | set(self.ctx.user_names)
         made = {}
-        for n in nodes:
-            if isinstance(n, gast.Assign):
-                v = n.value
-                is_user = (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
-                           and v.func.id in classes)
-                for t in n.targets:
-                    if isinstance(t, gast.Name):
-                        made[t.id] = made.get(t.id, True) and is_user
+        for n in assigns:
+            v = n.value
+            is_user = (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
+                       and v.func.id in classes)
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    made[t.id] = made.get(t.id, True) and is_user
         return frozenset(name for name, ok in made.items() if ok)
 
     def _is_library_name(self, name, known):
         return (name in known or name in self.ctx.library_names
                 or hasattr(builtins, name) and self.ctx.builtin_available(name))
 
-    def _library_locals(self, nodes):
+    def _library_locals(self, imports, assigns):
         """Local names that hold library code or values made by it.
 
         Modules imported inside the function (`import numpy as np`, not
         relative imports), and names only ever assigned from an expression
         rooted at one (`rng = np.random.default_rng(0)`), so that
-        `rng.normal(...)` is left as written. ``nodes``: the function's
-        nodes, ``walk`` order.
+        `rng.normal(...)` is left as written. ``imports``: the function's
+        absolute imports; ``assigns``: its assignments.
         """
         known = set()
+        for n in imports:
+            known.update((a.asname or a.name).split(".")[0] for a in n.names)
         roots = {}
-        for n in nodes:
-            if isinstance(n, gast.Import) or isinstance(n, gast.ImportFrom) and not n.level:
-                known.update((a.asname or a.name).split(".")[0] for a in n.names)
-            elif isinstance(n, gast.Assign):
-                root = n.value
-                while isinstance(root, (gast.Attribute, gast.Call, gast.Subscript)):
-                    root = root.func if isinstance(root, gast.Call) else root.value
-                for t in n.targets:
-                    if isinstance(t, gast.Name):
-                        roots.setdefault(t.id, set()).add(
-                            root.id if isinstance(root, gast.Name) else None)
+        for n in assigns:
+            root = n.value
+            while isinstance(root, (gast.Attribute, gast.Call, gast.Subscript)):
+                root = root.func if isinstance(root, gast.Call) else root.value
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    roots.setdefault(t.id, set()).add(
+                        root.id if isinstance(root, gast.Name) else None)
+        # (The names found do not depend on the order the loop takes them in:
+        # a name, once known, stays known.)
         changed = True
         while changed:
             changed = False
