@@ -36,6 +36,7 @@ def _child_fields(cls) -> tuple:
 for _cls in vars(gast).values():
     if isinstance(_cls, type) and issubclass(_cls, AST):
         _child_fields(_cls)
+_GAST_CLASSES = frozenset(_CHILD_FIELDS)  # gast's own node classes (not ast's)
 
 
 def child_fields(cls) -> tuple:
@@ -249,3 +250,76 @@ def to_ast(node):
     ``ast.fix_missing_locations`` (which this saves a second walk for).
     """
     return _to_ast(node, (1, 0, 1, 0))
+
+
+# --------------------------------------------------------------------------
+# gast -> ast, in place
+# --------------------------------------------------------------------------
+# gast's node classes derive from ast's (``gast.Name`` is an ``ast.expr``)
+# and keep their fields in ``__dict__`` as ast's do, so a node can become its
+# ast twin by taking its class: no copy of the node and of its fields.
+_PLANS: dict = {}
+
+
+def _plan(cls):
+    """For gast class ``cls``: (its ast twin, the twin's fields that may hold
+    nodes, whether it has ``ctx``, its other fields, whether it has positions)."""
+    acls = getattr(ast, cls.__name__)
+    kids = set(child_fields(cls))
+    fields = acls._fields
+    hit = _PLANS[cls] = (acls, tuple(f for f in fields if f in kids), "ctx" in fields,
+                         tuple(f for f in fields if f not in kids and f != "ctx"),
+                         "lineno" in acls._attributes)
+    return hit
+
+
+def _into(node, loc):
+    cls = node.__class__
+    try:
+        acls, kids, has_ctx, others, located = _PLANS[cls]
+    except KeyError:
+        if cls not in _GAST_CLASSES:
+            # Not a gast node (an ast node made by a pass, or a node met a
+            # second time): copied, as to_ast does.
+            return _to_ast(node, loc)
+        acls, kids, has_ctx, others, located = _plan(cls)
+    if cls is gast.arguments:
+        return _to_ast(node, loc)  # parameters are Names in gast, ``ast.arg`` in ast
+    d = node.__dict__
+    if located:  # missing positions are the parent's (as in _to_ast)
+        here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
+        if None in here:
+            lineno, col, end, end_col = here
+            here = (loc[0] if lineno is None else lineno, loc[1] if col is None else col,
+                    loc[2] if end is None else end, loc[3] if end_col is None else end_col)
+            d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = here
+        loc = here
+    for f in kids:
+        v = d.get(f)
+        if v.__class__ is list:
+            d[f] = [_into(x, loc) if isinstance(x, AST) else x for x in v]
+        elif isinstance(v, AST):
+            d[f] = _into(v, loc)
+        elif v is None:
+            d[f] = None
+    if has_ctx:
+        v = d.get("ctx")
+        ctx = _CONTEXTS.get(v.__class__)
+        d["ctx"] = ctx if ctx is not None else (_to_ast(v, loc) if isinstance(v, AST) else v)
+    for f in others:  # the fields an ast node must have, as _to_ast gives them
+        if f not in d:
+            d[f] = None
+    node.__class__ = acls
+    if cls is gast.ExceptHandler and isinstance(d.get("name"), ast.Name):
+        d["name"] = d["name"].id
+    return node
+
+
+def into_ast(node):
+    """``to_ast`` for a tree that is not used again: its gast nodes become the
+    ``ast`` nodes (each takes its ast class) instead of being copied, which
+    saves a new node and a copy of its fields per node. The result is the
+    tree ``to_ast`` returns, with the same positions; the nodes keep their
+    gast-only fields and the passes' annotations as extra attributes, which
+    ``compile`` and ``ast.unparse`` do not read."""
+    return _into(node, (1, 0, 1, 0))

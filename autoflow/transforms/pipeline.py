@@ -257,9 +257,14 @@ def run(fn_node, ctx):
 
 
 def to_ast(node):
-    """``node`` (a gast statement) as a standard ``ast`` node with locations."""
-    return nodes.to_ast(node)
+    """``node`` (a gast statement) as a standard ``ast`` node with locations.
+
+    It consumes ``node``: the gast nodes become the ast nodes (see
+    ``nodes.into_ast``). A caller that goes on using the gast tree takes a
+    copy with ``nodes.to_ast`` instead.
+    """
+    return nodes.into_ast(node)
 
 
 def to_source(node) -> str:
-    return ast.unparse(to_ast(node))
+    return ast.unparse(nodes.to_ast(node))  # (the tree stays gast: a copy)
