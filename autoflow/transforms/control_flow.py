@@ -32,7 +32,7 @@ from ..analysis.activity import (chain_text, declared_nonlocal, nested_free_name
 from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
-from .util import _SCOPES, contains, is_generator, pure_test, stamp, walk_local
+from .util import _LOOPS, _SCOPES, append_blocks, contains, is_generator, pure_test, stamp
 
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
@@ -73,6 +73,8 @@ def _params_of(fn):
     names += [x.id for x in (a.vararg, a.kwarg) if x is not None]
     return names
 
+
+_SCOPES_LOOPS = _SCOPES + _LOOPS
 
 # A test that binds a name or suspends cannot move into a thunk.
 _BINDING_EXPRS = (gast.NamedExpr, gast.Await, gast.Yield, gast.YieldFrom)
@@ -473,10 +475,20 @@ class ControlFlow:
         test = loop.test if isinstance(loop, gast.While) else getattr(loop, "af_extra_test", None)
         if test is not None and not pure_test(test, self.ctx, lambdas=True):
             live |= {n.id for n in walk(test) if isinstance(n, gast.Name)}
+        # The guards are statements: only statement lists are searched (as
+        # walk_local(stmt, stop_at_loops=True) would find them: each body
+        # statement is entered, a scope or loop below it is not).
+        todo = []
         for stmt in loop.body:
-            for n in [stmt, *walk_local(stmt, stop_at_loops=True)]:
+            if isinstance(stmt, gast.If) and getattr(stmt, "af_loop_guard", None) is not None:
+                stmt.af_loop_live = live
+            append_blocks(stmt, todo)
+            while todo:
+                n = todo.pop()
                 if isinstance(n, gast.If) and getattr(n, "af_loop_guard", None) is not None:
                     n.af_loop_live = live
+                if not isinstance(n, _SCOPES_LOOPS):
+                    append_blocks(n, todo)
 
     # ---- while ------------------------------------------------------------
     def _while(self, s, local):
