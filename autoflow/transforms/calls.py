@@ -197,7 +197,7 @@ class Calls(Transformer):
                 isinstance(arg, gast.Attribute) and isinstance(arg.value, gast.Name)
                 and arg.value.id in self.ctx.user_names and self.ctx.is_module_name(arg.value.id)):
             # (`mymodule.step`: a function of the user's own module.)
-            return stamp(replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg), arg)
+            return replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg, at=arg)
         return arg
 
     def _user_method(self, base, method):
@@ -348,5 +348,5 @@ class Calls(Transformer):
         first = getattr(self, "first_param", None)
         if first is None or not self.ctx.builtin_available("super"):
             return
-        node.args = [stamp(replace_expr("__class__", ), node),
-                     stamp(replace_expr("SELF", SELF=first), node)]
+        node.args = [replace_expr("__class__", at=node),
+                     replace_expr("SELF", SELF=first, at=node)]

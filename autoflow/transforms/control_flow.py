@@ -181,7 +181,7 @@ class ControlFlow:
                 and getattr(node, "af_user", False))
 
     def _ld(self, node):
-        return stamp(replace_expr("AF.ld(X)", AF=self.ctx.af, X=node), node)
+        return replace_expr("AF.ld(X)", AF=self.ctx.af, X=node, at=node)
 
     def _block(self, stmts, local):
         out = []
@@ -229,8 +229,8 @@ class ControlFlow:
                 self.maybe_unbound.add(n)
                 template = ("NAME = AF.Undefined(TEXT, guarded=True)"
                             if guard is True or n in guard else "NAME = AF.Undefined(TEXT)")
-                out += stamp(replace(template, NAME=n, AF=self.ctx.af,
-                                     TEXT=gast.Constant(value=n, kind=None)), stmt)
+                out += replace(template, NAME=n, AF=self.ctx.af,
+                               TEXT=gast.Constant(value=n, kind=None), at=stmt)
         return out
 
     def _finish(self, generated, stmt):
@@ -248,10 +248,10 @@ class ControlFlow:
             if getattr(s, field):
                 setattr(s, field, self._block(getattr(s, field), local))
         kind = "if" if isinstance(s, gast.If) else "while"
-        s.test = stamp(replace_expr("AF.python_condition(TEST, REASON)", AF=self.ctx.af,
-                                    TEST=s.test, REASON=gast.Constant(
-                                        value=f"this `{kind}` stays Python because {reason}",
-                                        kind=None)), s.test)
+        s.test = replace_expr("AF.python_condition(TEST, REASON)", AF=self.ctx.af,
+                              TEST=s.test, REASON=gast.Constant(
+                                  value=f"this `{kind}` stays Python because {reason}",
+                                  kind=None), at=s.test)
         return [s]
 
     # ---- if ---------------------------------------------------------------
@@ -290,7 +290,7 @@ class ControlFlow:
         final = levels[-1].orelse or ([] if outs else [gast.Pass()])
         if len(levels) == 1:
             fns = [self.ctx.namer.reusable("if_true"), self.ctx.namer.reusable("if_false")]
-            defs = stamp(replace(
+            defs = replace(
                 """
                 def TRUE(PARAMS):
                     BODY
@@ -299,7 +299,7 @@ class ControlFlow:
                     ORELSE
                     return RET
                 """, TRUE=fns[0], FALSE=fns[1], PARAMS=params, BODY=s.body,
-                ORELSE=final, RET=ret), s)
+                ORELSE=final, RET=ret, at=s)
             call_args = dict(TEST=s.test, TRUE=fns[0], FALSE=fns[1])
             head = "AF.if_stmt(TEST, TRUE, FALSE"
         else:
@@ -307,8 +307,8 @@ class ControlFlow:
             for i, (lv, body) in enumerate(zip(levels + [levels[-1]], blocks[:-1] + [final])):
                 fns.append(self.ctx.namer.reusable(
                     f"if_{i}" if i < len(levels) else "if_false"))
-                defs += stamp(replace("def NAME(PARAMS):\n    BODY\n    return RET",
-                                      NAME=fns[-1], PARAMS=params, BODY=body, RET=ret), lv)
+                defs += replace("def NAME(PARAMS):\n    BODY\n    return RET",
+                                NAME=fns[-1], PARAMS=params, BODY=body, RET=ret, at=lv)
                 if i < len(levels):
                     if i:  # its reads happen where the chain is (see `_guard`)
                         lv.af_def_before = s.af_def_before
@@ -373,8 +373,8 @@ class ControlFlow:
         out = []
         for t in s.targets:
             self.maybe_unbound.add(t.id)
-            out += stamp(replace("NAME = AF.Undefined(TEXT)", NAME=t.id, AF=self.ctx.af,
-                                 TEXT=gast.Constant(value=t.id, kind=None)), s)
+            out += replace("NAME = AF.Undefined(TEXT)", NAME=t.id, AF=self.ctx.af,
+                           TEXT=gast.Constant(value=t.id, kind=None), at=s)
         return out
 
     def _called(self, s):
@@ -410,7 +410,7 @@ class ControlFlow:
             prologue = stamp([gast.Nonlocal(names=names)], anchor)
             for a in shared:
                 fresh = self.ctx.namer.unique(a.id)
-                prologue += stamp(replace("NAME = FRESH", NAME=a.id, FRESH=fresh), anchor)
+                prologue += replace("NAME = FRESH", NAME=a.id, FRESH=fresh, at=anchor)
                 a.id = fresh
             d.body = prologue + _drop_annotations(d.body, set(names))
             d.af_nonlocal = set(names)
@@ -508,7 +508,7 @@ class ControlFlow:
                                    "`nonlocal`, which a staged loop cannot do")
         carried = self._ordered(modified, local, s.af_live_head | self.cells)
         self._mark_guards(s)
-        defs = stamp(replace(
+        defs = replace(
             """
             def TEST_FN(CARRIED):
                 return TEST
@@ -517,7 +517,7 @@ class ControlFlow:
                 return RET
             """, TEST_FN=self.ctx.namer.reusable("loop_test"),
             BODY_FN=self.ctx.namer.reusable("loop_body"), CARRIED=carried, TEST=s.test,
-            BODY=s.body, RET=names_tuple(carried) if carried else None), s)
+            BODY=s.body, RET=names_tuple(carried) if carried else None, at=s)
         self._fix_empty(defs)
         self._share_cells(defs, s)
         args = dict(AF=af, TEST_FN=defs[0].name, BODY_FN=defs[1].name,
@@ -576,20 +576,20 @@ class ControlFlow:
         if not simple:
             body = replace("TARGET = ITEM", TARGET=s.target, ITEM=item) + body
             stamp(body[0], s)
-        defs = stamp(replace(
+        defs = replace(
             """
             def BODY_FN(ITEM, CARRIED):
                 BODY
                 return RET
             """, BODY_FN=self.ctx.namer.reusable("loop_body"), ITEM=item, CARRIED=carried,
-            BODY=body, RET=names_tuple(carried) if carried else None), s)
+            BODY=body, RET=names_tuple(carried) if carried else None, at=s)
         args = dict(AF=af, ITER=self._iterable(s.iter), BODY_FN=defs[0].name,
                     OPS=operand_tuple(carried), NAMES=str_tuple(carried))
         extra = getattr(s, "af_extra_test", None)
         if extra is not None:
-            defs += stamp(replace("def TEST_FN(CARRIED):\n    return EXTRA",
-                                  TEST_FN=self.ctx.namer.reusable("loop_test"),
-                                  CARRIED=carried, EXTRA=extra), s)
+            defs += replace("def TEST_FN(CARRIED):\n    return EXTRA",
+                            TEST_FN=self.ctx.namer.reusable("loop_test"),
+                            CARRIED=carried, EXTRA=extra, at=s)
             template = "AF.for_stmt(ITER, BODY_FN, OPS, NAMES, test=TEST_FN)"
             args["TEST_FN"] = defs[-1].name
         else:

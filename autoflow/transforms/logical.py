@@ -81,18 +81,17 @@ class Logical(Transformer):
         where = "a branch" if kind == "if-else" else "a later operand"
         reason = (f"this `{kind}` stays Python: {where} assigns {names} with `:=`, "
                   "which a staged branch cannot do")
-        return stamp(replace_expr("AF.python_operand(OPERAND, REASON)", AF=self.ctx.af,
-                                  OPERAND=operand, REASON=gast.Constant(value=reason, kind=None)),
-                     operand)
+        return replace_expr("AF.python_operand(OPERAND, REASON)", AF=self.ctx.af,
+                            OPERAND=operand, REASON=gast.Constant(value=reason, kind=None), at=operand)
 
     def visit_comprehension(self, node):
         # A filter keeps or drops items: the result's length cannot depend on
         # a traced value, so each test must be concrete (and is reported if not).
         self.generic_visit(node)
-        node.ifs = [stamp(replace_expr(
+        node.ifs = [replace_expr(
             "AF.python_condition(TEST, REASON, ADVICE)", AF=self.ctx.af, TEST=test,
             REASON=gast.Constant(value=_FILTER_REASON, kind=None),
-            ADVICE=gast.Constant(value=_FILTER_ADVICE, kind=None)), test) for test in node.ifs]
+            ADVICE=gast.Constant(value=_FILTER_ADVICE, kind=None), at=test) for test in node.ifs]
         return node
 
     def visit_BoolOp(self, node):

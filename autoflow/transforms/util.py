@@ -7,7 +7,8 @@ import builtins
 import gast
 
 from ..core.methods import VALUE_METHODS
-from ..core.nodes import AST, child_fields, children, walk
+from ..core.nodes import children, walk
+from ..core.templates import place
 from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
@@ -78,54 +79,13 @@ def stamp(nodes, anchor):
     """Position template-made ``nodes`` at ``anchor``; user nodes keep theirs.
 
     Call on the template's output *before* splicing user code into it, or on
-    nodes made purely from templates.
+    nodes made purely from templates. (``replace(T, at=anchor, ...)`` places
+    a template's output as it makes it.)
     """
     # Generated nodes are stamped when they are made, so the walk stops at
     # user nodes and at nodes already placed: it does not re-walk the user
-    # code spliced into each level of generated functions. (The walk reads
-    # each node's __dict__ directly, as core.nodes.walk does: stamping runs
-    # once for every piece of generated code.)
-    todo = list(nodes) if isinstance(nodes, list) else [nodes]
-    position = None
-    while todo:
-        n = todo.pop()
-        d = n.__dict__
-        if d.get("af_user") or d.get("af_placed"):
-            continue
-        cls = n.__class__
-        for f in child_fields(cls):
-            v = d.get(f)
-            if v is None:
-                continue
-            if v.__class__ is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        todo.append(x)
-            elif isinstance(v, AST):
-                todo.append(v)
-        located = _LOCATED.get(cls)
-        if located is None:
-            located = _LOCATED[cls] = "lineno" in cls._attributes
-        if located:
-            if position is None:
-                position = _position(anchor)
-            d["af_placed"] = True
-            d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = position
-    return nodes
-
-
-_LOCATED: dict = {}  # node class -> has it source positions?
-
-
-def _position(anchor):
-    """Where ``stamp`` places generated code: on ``anchor``'s first line (a frame
-    inside it then reports that line, the ``if``/``for`` itself), ending where
-    the anchor ends when it is one line long, one column further otherwise."""
-    lineno = anchor.lineno
-    col = getattr(anchor, "col_offset", 0)
-    same_line = getattr(anchor, "end_lineno", None) == lineno
-    end_col = anchor.end_col_offset if same_line and anchor.end_col_offset is not None else col + 1
-    return lineno, col, lineno, end_col
+    # code spliced into each level of generated functions.
+    return place(nodes, anchor)
 
 
 def is_generator(fn) -> bool:
