@@ -130,22 +130,37 @@ class Transformer:
     """
 
     _dispatch: dict
+    _own_visit = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._dispatch = {}
+        # generic_visit calls a child's visit_<Class> (or itself) directly,
+        # saving a call of `visit` per node, unless the class has a `visit` of
+        # its own to go through.
+        cls._own_visit = cls.visit is not Transformer.visit
+
+    def _method(self, cls):
+        method = getattr(type(self), "visit_" + cls.__name__, Transformer.generic_visit)
+        self._dispatch[cls] = method
+        return method
 
     def visit(self, node):
-        try:
-            method = self._dispatch[node.__class__]
-        except KeyError:
-            method = getattr(type(self), "visit_" + node.__class__.__name__, Transformer.generic_visit)
-            self._dispatch[node.__class__] = method
+        method = self._dispatch.get(node.__class__)
+        if method is None:
+            method = self._method(node.__class__)
         return method(self, node)
 
     def generic_visit(self, node):
+        dispatch = self._dispatch
+        own_visit = self._own_visit
         d = node.__dict__
-        for f in child_fields(node.__class__):
+        cls = node.__class__
+        try:
+            fields = _CHILD_FIELDS[cls]
+        except KeyError:
+            fields = _child_fields(cls)
+        for f in fields:
             v = d.get(f)
             if v.__class__ is list:
                 # Most visits return the node they were given: the list is
@@ -153,7 +168,13 @@ class Transformer:
                 new = None
                 for i, x in enumerate(v):
                     if isinstance(x, AST):
-                        y = self.visit(x)
+                        if own_visit:
+                            y = self.visit(x)
+                        else:
+                            method = dispatch.get(x.__class__)
+                            if method is None:
+                                method = self._method(x.__class__)
+                            y = method(self, x)
                         if new is None:
                             if y is x:
                                 continue
@@ -169,7 +190,13 @@ class Transformer:
                 if new is not None:
                     v[:] = new
             elif isinstance(v, AST):
-                d[f] = self.visit(v)
+                if own_visit:
+                    d[f] = self.visit(v)
+                else:
+                    method = dispatch.get(v.__class__)
+                    if method is None:
+                        method = self._method(v.__class__)
+                    d[f] = method(self, v)
         return node
 
 

@@ -159,9 +159,9 @@ class Calls(Transformer):
         return frozenset(known)
 
     def _runtime_attr(self, attr, anchor):
-        node = replace_expr("AF.attr", AF=self.ctx.af)
+        node = replace_expr("AF.attr", AF=self.ctx.af, at=anchor)
         node.attr = attr
-        return stamp(node, anchor)
+        return node
 
     def _function_arg(self, arg):
         if isinstance(arg, (gast.List, gast.Tuple)):
@@ -172,8 +172,7 @@ class Calls(Transformer):
         is_method = (isinstance(arg, gast.Attribute) and isinstance(arg.value, gast.Name)
                      and (arg.value.id in _SELF_NAMES or arg.value.id in self.ctx.user_names))
         if is_user_name or is_method:
-            wrapped = replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg)
-            return stamp(wrapped, arg)
+            return replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg, at=arg)
         return arg
 
     def _library_callee(self, func):
@@ -328,8 +327,7 @@ class Calls(Transformer):
             msg = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None,
                                                   kwonlyargs=[], kw_defaults=[], kwarg=None,
                                                   defaults=[]), body=node.msg)
-        call = replace("AF.assert_(TEST, MSG)", AF=self.ctx.af, TEST=node.test, MSG=msg)
-        return stamp(call, node)
+        return replace("AF.assert_(TEST, MSG)", AF=self.ctx.af, TEST=node.test, MSG=msg, at=node)
 
     # Nested function and class definitions are converted with their parent.
     def visit_FunctionDef(self, node):

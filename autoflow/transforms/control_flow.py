@@ -326,16 +326,15 @@ class ControlFlow:
         call_args.update(AF=af, OPS=operand_tuple(params))
         if returning:
             if params:
-                call = replace(f"return {head}, OPS)", **call_args)
+                call = replace(f"return {head}, OPS)", at=s, **call_args)
             else:
                 del call_args["OPS"]
-                call = replace(f"return {head})", **call_args)
+                call = replace(f"return {head})", at=s, **call_args)
         elif outs:
             call = replace(f"OUTS = {head}, OPS, NAMES)", OUTS=names_tuple(outs, gast.Store()),
-                           NAMES=str_tuple(outs), **call_args)
+                           NAMES=str_tuple(outs), at=s, **call_args)
         else:
-            call = replace(f"{head}, OPS, ())", **call_args)
-        call = stamp(call, s)
+            call = replace(f"{head}, OPS, ())", at=s, **call_args)
         flag = getattr(s, "af_loop_guard", None)  # see early_exits._unless
         if flag is not None:
             keywords = call[-1].value.keywords
@@ -524,10 +523,9 @@ class ControlFlow:
                     OPS=operand_tuple(carried), NAMES=str_tuple(carried))
         if carried:
             call = replace("CARRIED = AF.while_stmt(TEST_FN, BODY_FN, OPS, NAMES)",
-                           CARRIED=names_tuple(carried, gast.Store()), **args)
+                           CARRIED=names_tuple(carried, gast.Store()), at=s, **args)
         else:
-            call = replace("AF.while_stmt(TEST_FN, BODY_FN, OPS, NAMES)", **args)
-        call = stamp(call, s)
+            call = replace("AF.while_stmt(TEST_FN, BODY_FN, OPS, NAMES)", at=s, **args)
         self._state_arg(s.body, s, local, call)
         return self._undefined_inits(carried, s) + self._finish(defs, s) + call
 
@@ -543,9 +541,9 @@ class ControlFlow:
             it.func = stamp(func, it.func)
         if isinstance(func, gast.Name) and func.id in _ITERABLE_BUILTINS \
                 and self.ctx.builtin_available(func.id):
-            new = replace("AF.attr", AF=self.ctx.af)[0].value
+            new = replace_expr("AF.attr", AF=self.ctx.af, at=func)
             new.attr = func.id
-            it.func = stamp(new, func)
+            it.func = new
             if func.id != "range":  # enumerate(zip(xs, ys)), reversed(range(n)): one staged loop
                 it.args = [self._iterable(a) for a in it.args]
         elif (isinstance(func, gast.Attribute) and func.attr in ("unroll", "roll")
@@ -574,8 +572,7 @@ class ControlFlow:
         item = s.target.id if simple else self.ctx.namer.reusable("itr")
         body = s.body
         if not simple:
-            body = replace("TARGET = ITEM", TARGET=s.target, ITEM=item) + body
-            stamp(body[0], s)
+            body = replace("TARGET = ITEM", TARGET=s.target, ITEM=item, at=s) + body
         defs = replace(
             """
             def BODY_FN(ITEM, CARRIED):
@@ -596,10 +593,10 @@ class ControlFlow:
             template = "AF.for_stmt(ITER, BODY_FN, OPS, NAMES)"
         self._share_cells(defs, s)
         if carried:
-            call = replace("CARRIED = " + template, CARRIED=names_tuple(carried, gast.Store()), **args)
+            call = replace("CARRIED = " + template, CARRIED=names_tuple(carried, gast.Store()), at=s,
+                           **args)
         else:
-            call = replace(template, **args)
-        call = stamp(call, s)
+            call = replace(template, at=s, **args)
         self._state_arg(s.body, s, local, call)
         inits = self._undefined_inits([c for c in carried if c not in tnames or not simple], s)
         return inits + self._finish(defs, s) + call

@@ -71,10 +71,10 @@ class Logical(Transformer):
         self.ctx = ctx
 
     def _call(self, op, first, rest, anchor):
-        call = replace_expr("AF.OP(FIRST)", AF=self.ctx.af, FIRST=first)
+        call = replace_expr("AF.OP(FIRST)", AF=self.ctx.af, FIRST=first, at=anchor)
         call.func.attr = op
-        call.args += [_lambda(r) for r in rest]
-        return stamp(call, anchor)
+        call.args += [stamp(_lambda(r), anchor) for r in rest]
+        return call
 
     def _python_operand(self, operand, kind, walrus_in):
         names = ", ".join(f"`{n}`" for n in walrus_targets_local(walrus_in))

@@ -21,7 +21,6 @@ import gast
 
 from ..core.nodes import Transformer, walk
 from ..core.templates import replace_expr
-from .util import stamp
 
 _LOOPS = (gast.For, gast.While)
 
@@ -154,6 +153,5 @@ class Tables(Transformer):
             return node
         if not any(isinstance(n, gast.Name) and n.id in self.names for n in walk(index)):
             return node
-        call = replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=node.value,
-                            INDEX=index)
-        return stamp(call, node)
+        return replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=node.value,
+                            INDEX=index, at=node)
