@@ -33,6 +33,7 @@ recursive analysis and fails loudly on any difference (used in tests).
 
 from __future__ import annotations
 
+import collections
 import os
 
 import gast
@@ -99,16 +100,18 @@ def _plus(f, names):
 
 class Summaries:
     def __init__(self):
-        self._memo: dict = {}
+        # kind -> {id(node): (node, summary)}: a dict per kind, so a lookup
+        # needs no (kind, id) key tuple (there are dozens per statement)
+        self._memo = collections.defaultdict(dict)
         self._expanded: dict = {}
 
     def _get(self, kind, node, compute):
-        key = (kind, id(node))
-        hit = self._memo.get(key)
+        memo = self._memo[kind]
+        hit = memo.get(id(node))
         if hit is not None:
             return hit[1]
         value = compute(node)
-        self._memo[key] = (node, value)
+        memo[id(node)] = (node, value)
         return value
 
     # ---- bound names ------------------------------------------------------
@@ -149,8 +152,10 @@ class Summaries:
 
     def bound_block(self, stmts) -> list:
         out, seen = [], set()
+        memo = self._memo["bound"]
         for s in stmts:
-            for n in self.bound(s):
+            hit = None if CHECK else memo.get(id(s))
+            for n in (self.bound(s) if hit is None else hit[1]):
                 if n not in seen:
                     seen.add(n)
                     out.append(n)
@@ -300,8 +305,10 @@ class Summaries:
 
     def live_block_fn(self, stmts):
         f = _ID
+        memo = self._memo["live"]
         for s in reversed(stmts):
-            f = _then(f, self.live(s))
+            hit = memo.get(id(s))
+            f = _then(f, self.live(s) if hit is None else hit[1])
         return f
 
     def live_in(self, stmts, live_out) -> set:
@@ -404,8 +411,10 @@ class Summaries:
 
     def defs_block(self, stmts):
         gm, gd, kd = set(), set(), set()
+        memo = self._memo["defs"]
         for s in stmts:
-            m, g, k = self.defs(s)
+            hit = memo.get(id(s))
+            m, g, k = self.defs(s) if hit is None else hit[1]
             gm |= m
             gd = g | (gd - k)
             kd = (kd | k) - g
@@ -468,6 +477,7 @@ class Summaries:
 
     def annotate_live(self, stmts, live):
         live = set(live)
+        memo = self._memo["live"]
         for s in reversed(stmts):
             s.af_live_out = live
             if isinstance(s, (gast.While,) + _FOR):
@@ -482,16 +492,19 @@ class Summaries:
                     if extra is not None:
                         head |= set(expr_reads(extra))
                 s.af_live_head = head
-            live = _apply(self.live(s), live)
+            hit = memo.get(id(s))
+            live = _apply(self.live(s) if hit is None else hit[1], live)
             s.af_live_in = live
         return live
 
     def annotate_defined(self, stmts, maybe, definitely):
         maybe, definitely = set(maybe), set(definitely)
+        memo = self._memo["defs"]
         for s in stmts:
             s.af_maybe_before = maybe
             s.af_def_before = definitely
-            m, g, k = self.defs(s)
+            hit = memo.get(id(s))
+            m, g, k = self.defs(s) if hit is None else hit[1]
             if not m <= maybe:
                 maybe = maybe | m
             if k & definitely or not g <= definitely:
