@@ -105,7 +105,11 @@ def clone(node):
     new = cls.__new__(cls)
     d = new.__dict__
     d.update(node.__dict__)
-    for f in child_fields(cls):
+    try:
+        fields = _CHILD_FIELDS[cls]
+    except KeyError:
+        fields = _child_fields(cls)
+    for f in fields:
         v = d.get(f)
         if v.__class__ is list:
             d[f] = [clone(x) if isinstance(x, AST) else x for x in v]
@@ -141,7 +145,17 @@ class Transformer:
         cls._own_visit = cls.visit is not Transformer.visit
 
     def _method(self, cls):
-        method = getattr(type(self), "visit_" + cls.__name__, Transformer.generic_visit)
+        method = getattr(type(self), "visit_" + cls.__name__, None)
+        if method is None:
+            try:
+                fields = _CHILD_FIELDS[cls]
+            except KeyError:
+                fields = _child_fields(cls)
+            # A node that cannot hold nodes (a Constant, an operator), or a
+            # Name (whose only child is a parameter's annotation), is left as
+            # it is: generic_visit would return it unchanged.
+            method = (_leaf if not fields else _name if cls is gast.Name
+                      else Transformer.generic_visit)
         self._dispatch[cls] = method
         return method
 
@@ -174,7 +188,11 @@ class Transformer:
                             method = dispatch.get(x.__class__)
                             if method is None:
                                 method = self._method(x.__class__)
-                            y = method(self, x)
+                            if method is _leaf or method is _name and \
+                                    x.__dict__.get("annotation") is None:
+                                y = x  # (what the call would return)
+                            else:
+                                y = method(self, x)
                         if new is None:
                             if y is x:
                                 continue
@@ -196,8 +214,20 @@ class Transformer:
                     method = dispatch.get(v.__class__)
                     if method is None:
                         method = self._method(v.__class__)
-                    d[f] = method(self, v)
+                    if not (method is _leaf or method is _name and
+                            v.__dict__.get("annotation") is None):
+                        d[f] = method(self, v)
         return node
+
+
+def _leaf(self, node):
+    return node
+
+
+def _name(self, node):
+    if node.__dict__.get("annotation") is None:
+        return node
+    return Transformer.generic_visit(self, node)
 
 
 # --------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import textwrap
 
 import gast
 
-from .nodes import AST, child_fields, clone
+from .nodes import _CHILD_FIELDS, AST, child_fields, clone
 
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -77,7 +77,11 @@ def place(nodes, anchor=None, at=None):
         if d.get("af_user") or d.get("af_placed"):
             continue
         cls = n.__class__
-        for f in child_fields(cls):
+        try:
+            fields = _CHILD_FIELDS[cls]
+        except KeyError:
+            fields = child_fields(cls)
+        for f in fields:
             v = d.get(f)
             if v is None:
                 continue

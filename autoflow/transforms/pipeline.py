@@ -131,7 +131,11 @@ class Inventory:
         self.functions = [n for n in defs if id(n) not in generators]
 
     def has(self, *classes):
-        return any(c in self.classes for c in classes if c is not None)
+        present = self.classes
+        for c in classes:  # (a loop, not any(...): asked many times per conversion)
+            if c is not None and c in present:
+                return True
+        return False
 
     def nested_scopes(self) -> bool:
         """Has the user's code a scope inside the converted function?"""
