@@ -32,7 +32,8 @@ from ..analysis.activity import (chain_text, declared_nonlocal, nested_free_name
 from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
-from .util import _LOOPS, _SCOPES, append_blocks, contains, is_generator, pure_test, stamp
+from .util import (_LOOPS, _SCOPES, append_blocks, contains, holds_blocks, is_generator, pure_test,
+                   stamp)
 
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
@@ -203,6 +204,8 @@ class ControlFlow:
             elif isinstance(s, gast.Delete) and self.generated and all(
                     isinstance(t, gast.Name) and t.id in local for t in s.targets):
                 out += self._unbind(s)
+            elif not holds_blocks(s):  # a simple statement: nothing inside to annotate
+                out.append(s)
             else:
                 self.sums.expand(s)
                 for field in ("body", "orelse", "finalbody"):

@@ -42,7 +42,8 @@ from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_names, target_names
 from ..analysis.liveness import always_returns
-from .util import _LOOPS, _SCOPES, append_blocks, contains_return, pure_test, stamp, walk_local
+from .util import (_LOOPS, _SCOPES, append_blocks, contains_return, holds_blocks, pure_test, stamp,
+                   walk_local)
 
 
 
@@ -90,6 +91,8 @@ def _is_boolean(test):
 
 def _blocks(stmt):
     """The statement lists directly inside a compound statement."""
+    if not holds_blocks(stmt):  # a simple statement
+        return ()
     out = []
     for field in ("body", "orelse", "finalbody"):
         val = getattr(stmt, field, None)
@@ -117,6 +120,7 @@ class EarlyExits:
     def __init__(self, ctx, scope=None):
         self.ctx = ctx
         self.scope = scope  # the function being lowered (see `_read_elsewhere`)
+        self._returned = self._retval = None  # the flags of lowered returns, once made
 
     # ---- return inside loops -------------------------------------------
     def lower_loop_returns(self, body):

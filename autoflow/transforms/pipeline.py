@@ -199,9 +199,15 @@ def _lower_exits(tree, ctx, inv):
         return
     for fn in inv.functions:
         exits = EarlyExits(ctx, fn)
-        fn.body = exits.lower_loop_returns(fn.body)
-        fn.body = exits.lower_block_exits(fn.body)
-        fn.body = exits.lower_jumps(fn.body)
+        # Each step rewrites only statements of its kind: returns in loops,
+        # exits from with/try, loops' jumps; one whose statements are absent
+        # has nothing to do (the steps before it make no loops, with or try).
+        if loops:
+            fn.body = exits.lower_loop_returns(fn.body)
+        if blocks:
+            fn.body = exits.lower_block_exits(fn.body)
+        if loops:
+            fn.body = exits.lower_jumps(fn.body)
 
 
 def _lower_returns(tree, ctx, inv):

@@ -44,6 +44,19 @@ def contains(node_or_list, types, stop_at_loops=False):
 BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
+_HOLDS_BLOCKS: dict = {}  # node class -> has it statement-list fields?
+
+
+def holds_blocks(node) -> bool:
+    """Can ``node`` (by its class) hold statement lists? (A compound statement,
+    an except clause or match case, a def or class; not a simple statement.)"""
+    cls = node.__class__
+    hit = _HOLDS_BLOCKS.get(cls)
+    if hit is None:
+        hit = _HOLDS_BLOCKS[cls] = any(f in cls._fields for f in BLOCK_FIELDS)
+    return hit
+
+
 def append_blocks(node, out):
     """Append to ``out`` what ``node``'s statement-list fields hold: its
     statements, except clauses and match cases (nothing for an expression)."""
