@@ -296,24 +296,32 @@ def replace_expr(template: str, at=None, **subs):
     return stmt.value
 
 
+# The helpers below fill the nodes' fields directly (as the template builders
+# do) instead of calling gast's constructors, a Python call per node; their
+# expression contexts are shared, as ``clone`` shares them.
+_LOAD = gast.Load()
+
+
 def name(id_, ctx=None):
     """A gast Name node (helper for the few places a template is overkill)."""
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+    return _make(gast.Name, {"id": id_, "ctx": ctx or _LOAD, "annotation": None,
+                             "type_comment": None})
 
 
 def names_tuple(ids, ctx=None):
     """``a`` for one name, ``(a, b)`` for several, ``()`` for none."""
-    ctx = ctx or gast.Load()
+    ctx = ctx or _LOAD
     if len(ids) == 1:
         return name(ids[0], ctx)
-    return gast.Tuple(elts=[name(i, ctx) for i in ids], ctx=ctx)
+    return _make(gast.Tuple, {"elts": [name(i, ctx) for i in ids], "ctx": ctx})
 
 
 def str_tuple(values):
     """``('a', 'b')`` as an expression node."""
-    return gast.Tuple(elts=[gast.Constant(value=v, kind=None) for v in values], ctx=gast.Load())
+    return _make(gast.Tuple, {"elts": [_make(gast.Constant, {"value": v, "kind": None})
+                                       for v in values], "ctx": _LOAD})
 
 
 def operand_tuple(ids):
     """``(a, b)``, ``(a,)`` or ``()`` as an expression node (always a tuple)."""
-    return gast.Tuple(elts=[name(i) for i in ids], ctx=gast.Load())
+    return _make(gast.Tuple, {"elts": [name(i) for i in ids], "ctx": _LOAD})
