@@ -341,7 +341,7 @@ def _into(node, loc):
             return _to_ast(node, loc)
         acls, kids, has_ctx, others, located = _plan(cls)
     if cls is gast.arguments:
-        return _to_ast(node, loc)  # parameters are Names in gast, ``ast.arg`` in ast
+        return _into_arguments(node, loc)
     d = node.__dict__
     if located:  # missing positions are the parent's (as in _to_ast)
         here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
@@ -369,6 +369,39 @@ def _into(node, loc):
     node.__class__ = acls
     if cls is gast.ExceptHandler and isinstance(d.get("name"), ast.Name):
         d["name"] = d["name"].id
+    return node
+
+
+def _into_arg(name, loc):
+    """A gast parameter (a ``Name``) made the ``ast.arg`` that ``_arg`` builds."""
+    if name is None:
+        return None
+    d = name.__dict__
+    here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
+    if None in here:
+        lineno, col, end, end_col = here
+        here = (loc[0] if lineno is None else lineno, loc[1] if col is None else col,
+                loc[2] if end is None else end, loc[3] if end_col is None else end_col)
+        d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = here
+    d["arg"] = d.pop("id")
+    d.pop("ctx", None)
+    annotation = d.get("annotation")
+    d["annotation"] = _into(annotation, here) if isinstance(annotation, AST) else annotation
+    d.setdefault("type_comment", None)
+    name.__class__ = ast.arg
+    return name
+
+
+def _into_arguments(node, loc):
+    """``arguments``: its parameters become ``ast.arg`` (in gast they are Names)."""
+    d = node.__dict__
+    for f in ("posonlyargs", "args", "kwonlyargs"):
+        d[f] = [_into_arg(a, loc) for a in d[f]]
+    d["vararg"] = _into_arg(d.get("vararg"), loc)
+    d["kwarg"] = _into_arg(d.get("kwarg"), loc)
+    d["kw_defaults"] = [None if x is None else _into(x, loc) for x in d["kw_defaults"]]
+    d["defaults"] = [_into(x, loc) for x in d["defaults"]]
+    node.__class__ = ast.arguments
     return node
 
 
