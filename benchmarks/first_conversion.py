@@ -55,8 +55,9 @@ print(first, later)
 
 
 def run(mode):
+    # (run from this folder: `python -c` puts the working folder first on sys.path)
     out = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True,
-                         check=True).stdout.split()
+                         check=True, cwd=HERE).stdout.split()
     return float(out[0]), float(out[1])
 
 
