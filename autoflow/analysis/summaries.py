@@ -49,6 +49,7 @@ _FOR = (gast.For, gast.AsyncFor)
 _WITH = (gast.With, gast.AsyncWith)
 _DEFS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
 _EMPTY = frozenset()
+_SIMPLE: dict = {}  # statement class -> does nothing nested count for its bound names?
 CHECK = os.environ.get("AUTOFLOW_CHECK_SUMMARIES") == "1"
 
 
@@ -135,6 +136,18 @@ class Summaries:
             activity._bind(s, out, True)
         return tuple(out)
 
+    def _own_bound(self, s):
+        """``bound_names([s], include_nested=False)`` as a frozenset: for a simple
+        statement or a def, the memo of ``bound`` (nothing nested counts there)."""
+        cls = s.__class__
+        simple = _SIMPLE.get(cls)
+        if simple is None:
+            simple = _SIMPLE[cls] = issubclass(cls, _DEFS) or not any(
+                f in cls._fields for f in ("body", "orelse", "finalbody", "handlers", "cases"))
+        if simple:
+            return frozenset(self.bound(s))
+        return frozenset(bound_names([s], include_nested=False))
+
     @staticmethod
     def _nested_stmts(s):
         """The statements directly inside compound statement ``s``, in ``_bind``'s order."""
@@ -200,7 +213,7 @@ class Summaries:
             return _EMPTY
         if isinstance(s, _WITH):
             return frozenset(self.definitely_bound(s.body))
-        return frozenset(bound_names([s], include_nested=False))
+        return self._own_bound(s)
 
     def _stmt_children(self, s):
         """Nodes below ``s`` that may hold statements (``walk_local`` order does not matter)."""
@@ -458,7 +471,7 @@ class Summaries:
             return frozenset(self.bound(s)), _EMPTY, _EMPTY
         if isinstance(s, gast.Delete):
             return _EMPTY, _EMPTY, frozenset(n for t in s.targets for n in target_names(t))
-        b = frozenset(bound_names([s], include_nested=False))
+        b = self._own_bound(s)
         return b, b, _EMPTY
 
     # ---- annotation ----------------------------------------------------------------
