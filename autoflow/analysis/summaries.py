@@ -100,7 +100,10 @@ def _plus(f, names):
 
 
 class Summaries:
-    def __init__(self):
+    def __init__(self, walrus=True):
+        # walrus=False: the code holds no `:=` (the passes make none, so the
+        # user's code tells), and the walruses' bindings need no search.
+        self.walrus = walrus
         # kind -> {id(node): (node, summary)}: a dict per kind, so a lookup
         # needs no (kind, id) key tuple (there are dozens per statement)
         self._memo = collections.defaultdict(dict)
@@ -124,7 +127,7 @@ class Summaries:
 
     def _bound(self, s):
         out: list = []
-        activity._bind(s, out, False)
+        activity._bind(s, out, False, self.walrus)
         seen = set(out)
         for sub in self._nested_stmts(s):
             for n in self.bound(sub):
@@ -133,7 +136,7 @@ class Summaries:
                     out.append(n)
         if type(s).__name__ == "Match":  # the patterns' captures, in the recursive order
             out = []
-            activity._bind(s, out, True)
+            activity._bind(s, out, True, self.walrus)
         return tuple(out)
 
     def _own_bound(self, s):
@@ -335,7 +338,7 @@ class Summaries:
     def _live(self, s):
         R = expr_reads
         if isinstance(s, gast.Assign):
-            kills = set(walrus_targets(s.value))
+            kills = set(walrus_targets(s.value)) if self.walrus else set()
             gen = set(R(s.value))
             for t in s.targets:
                 kills.update(target_names(t))

@@ -97,7 +97,8 @@ class ControlFlow:
         self.maybe_unbound = set()
         # What the analysis needs from each statement's subtree, computed once
         # (not once per level of nesting): see analysis.summaries.
-        self.sums = Summaries()
+        inv = getattr(ctx, "inventory", None)  # pipeline.Inventory of the user's code
+        self.sums = Summaries(walrus=inv is None or inv.has(gast.NamedExpr))
 
     # ---- functions and blocks ---------------------------------------------
     def convert_function(self, fn):
@@ -501,7 +502,7 @@ class ControlFlow:
         af = self.ctx.af
         modified = self.sums.bound_block(s.body)
         modified += [n for n in self._called(s) if n not in modified]
-        for t in walrus_targets(s.test):
+        for t in walrus_targets(s.test) if self.sums.walrus else ():
             if t not in modified:
                 modified.append(t)
         outer = [n for n in modified if n not in local]

@@ -69,6 +69,9 @@ _FILTER_ADVICE = ("Keep every item and mask instead, as in `jnp.where(cond, x, 0
 class Logical(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
+        # Can an operand hold a walrus? Only the user's code makes them.
+        inv = getattr(ctx, "inventory", None)
+        self.walrus = inv is None or inv.has(gast.NamedExpr)
 
     def _call(self, op, first, rest, anchor):
         call = replace_expr("AF.OP(FIRST)", AF=self.ctx.af, FIRST=first, at=anchor)
@@ -97,7 +100,7 @@ class Logical(Transformer):
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         kind = "and" if isinstance(node.op, gast.And) else "or"
-        walrus = [v for v in node.values[1:] if contains(v, gast.NamedExpr)]
+        walrus = [v for v in node.values[1:] if self.walrus and contains(v, gast.NamedExpr)]
         if walrus:
             node.values[:-1] = [self._python_operand(v, kind, walrus) for v in node.values[:-1]]
             return node
@@ -111,7 +114,7 @@ class Logical(Transformer):
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
-        walrus = [v for v in (node.body, node.orelse) if contains(v, gast.NamedExpr)]
+        walrus = [v for v in (node.body, node.orelse) if self.walrus and contains(v, gast.NamedExpr)]
         if walrus:
             node.test = self._python_operand(node.test, "if-else", walrus)
             return node
@@ -119,7 +122,8 @@ class Logical(Transformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if len(node.ops) < 2 or any(contains(c, gast.NamedExpr) for c in node.comparators):
+        if len(node.ops) < 2 or self.walrus and any(contains(c, gast.NamedExpr)
+                                                    for c in node.comparators):
             # (A walrus in a comparator stays in Python's own chained comparison.)
             return node
         middle = node.comparators[:-1]
