@@ -83,13 +83,14 @@ class Calls(Transformer):
         self.user_objects = frozenset()
         self.local_defs = frozenset()
 
-    def run(self, tree):
-        # One loop over the function's nodes picks out what the three
-        # questions below read: imports, assignments, classes and defs.
+    def run(self, tree, nodes=None):
+        # One loop over the function's nodes (``nodes``: ``walk(tree)``, when
+        # the caller has it) picks out what the three questions below read:
+        # imports, assignments, classes and defs.
         imports, assigns, classes, defs = [], [], set(), set()
         Assign, Import, ImportFrom = gast.Assign, gast.Import, gast.ImportFrom
         ClassDef, FunctionDef = gast.ClassDef, gast.FunctionDef
-        for n in walk(tree):
+        for n in walk(tree) if nodes is None else nodes:
             cls = n.__class__
             if cls is Assign:
                 assigns.append(n)

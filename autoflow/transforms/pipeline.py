@@ -129,6 +129,10 @@ class Inventory:
                                  or set_attr)
         self.defs = len(defs)
         self.functions = [n for n in defs if id(n) not in generators]
+        # The nodes, for a pass that needs them while no pass changed the tree
+        # yet (`unchanged`: set False by each pass that runs before `calls`).
+        self.nodes = nodes
+        self.unchanged = True
 
     def has(self, *classes):
         present = self.classes
@@ -155,12 +159,14 @@ _TRY = tuple(c for c in (getattr(gast, "Try", None), getattr(gast, "TryStar", No
 
 def _matching(tree, ctx, inv):
     if inv.has(getattr(gast, "Match", None)):
+        inv.unchanged = False
         Matching(ctx).run(tree)
 
 
 def _chains(tree, ctx, inv):
     # only a chain of more than CHUNK branches changes (`match` makes chains)
     if inv.ifs > chains.CHUNK or inv.has(getattr(gast, "Match", None)):
+        inv.unchanged = False
         for fn in inv.functions:
             Chains(ctx).run(fn)
 
@@ -173,11 +179,13 @@ def _tables(tree, ctx, inv):
 def _index_assign(tree, ctx, inv):
     # `x[i] = v`, `x[i] += v` and `xs.append(v)` in a loop
     if inv.item_writes or "append" in inv.attrs and inv.has(gast.For, gast.While):
+        inv.unchanged = False
         IndexAssign(ctx).visit(tree)
 
 
 def _calls(tree, ctx, inv):
-    Calls(ctx).run(tree)
+    Calls(ctx).run(tree, inv.nodes if inv.unchanged else None)
+    inv.unchanged = False
 
 
 def _writes(tree, ctx, inv):
