@@ -231,6 +231,10 @@ class Summaries:
         """Is there a node of ``types`` (statements) strictly below ``node``,
         not inside nested scopes (nor loops with ``stop_at_loops``)? As
         ``util.walk_local``."""
+        hit = self._memo[kind].get(id(node))  # (asked often: no closure made for a hit)
+        if hit is not None:
+            return hit[1]
+
         def compute(n):
             for c in self._stmt_children(n):
                 if isinstance(c, types):
