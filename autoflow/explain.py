@@ -24,9 +24,18 @@ import inspect
 import os
 import re
 
-from . import check as _check
-
 __all__ = ["Explanation", "Lowering", "Static", "explain", "parse_spec"]
+
+
+def _checker():
+    """``autoflow.check``, imported when ``explain`` first needs it: ``import
+    autoflow`` imports this module, and the checker (with the whole-module
+    rewriter it uses) would add about 13 ms to every ``import autoflow``
+    when Python compiles the sources afresh."""
+    from . import check
+
+    return check
+
 
 _DTYPES = {
     "bool": "bool", "b": "bool", "pred": "bool",
@@ -189,7 +198,7 @@ def _statements(original):
         node, filename, _ = parse_function(original)
         code = original.__code__
         reserved = referenced_names(node) | set(code.co_freevars) | set(code.co_names)
-        return _check.check_function(node, filename, original.__qualname__, reserved=reserved)
+        return _checker().check_function(node, filename, original.__qualname__, reserved=reserved)
     except (SourceUnavailable, Exception):  # noqa: BLE001 - only a guide; tracing decides
         return None
 
@@ -203,7 +212,7 @@ def _candidates(f):
     ``af.if_stmt`` takes the whole statement's extent.
     """
     out = {(f.line, f.col)}
-    attr = _check.ATTR_OF_KIND.get(f.kind)
+    attr = _checker().ATTR_OF_KIND.get(f.kind)
     if attr and f.end_line is not None and f.end_line != f.line and f.end_col is not None:
         out.add((f.end_line, f.end_col - len(attr)))
     return out
@@ -216,7 +225,7 @@ def _file_findings(filename, cache):
         try:
             with open(filename, encoding="utf-8") as f:
                 source = f.read()
-            cache[filename] = _check.check_source(source, filename)
+            cache[filename] = _checker().check_source(source, filename)
         except Exception:  # noqa: BLE001 - unreadable or generated code: no static guide
             pass
     return cache[filename]
@@ -245,7 +254,7 @@ class _Index:
 def _row(f):
     return Lowering(f.filename, f.line, f.col, f.kind, (), f.becomes,
                     f.reason if not f.ok else "", f.function,
-                    converted=f.status != _check.FALLBACK)
+                    converted=f.status != _checker().FALLBACK)
 
 
 def _lowerings(findings, log, filename, first, last):

@@ -122,20 +122,25 @@ def bound_names(stmts, include_nested=True) -> list[str]:
     return out
 
 
-def _bind(stmt, out, include_nested):
+def _bind(stmt, out, include_nested, walrus=True):
+    """``bound_names`` of one statement, appended to ``out``. ``walrus=False``:
+    the code is known to hold no ``:=`` (its walruses need no search)."""
     if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
         _add(out, [stmt.name])
         return
     if isinstance(stmt, gast.Assign):
-        _add(out, walrus_targets(stmt.value))
+        if walrus:
+            _add(out, walrus_targets(stmt.value))
         for t in stmt.targets:
             _add(out, target_names(t))
     elif isinstance(stmt, (gast.AugAssign, gast.AnnAssign)):
         if stmt.value is not None:
-            _add(out, walrus_targets(stmt.value))
+            if walrus:
+                _add(out, walrus_targets(stmt.value))
             _add(out, target_names(stmt.target))  # a bare `y: float` binds nothing
     elif isinstance(stmt, (gast.For, gast.AsyncFor)):
-        _add(out, walrus_targets(stmt.iter))
+        if walrus:
+            _add(out, walrus_targets(stmt.iter))
         _add(out, target_names(stmt.target))
     elif isinstance(stmt, (gast.Import, gast.ImportFrom)):
         for alias in stmt.names:
@@ -143,13 +148,14 @@ def _bind(stmt, out, include_nested):
                 _add(out, [(alias.asname or alias.name).split(".")[0]])
     elif isinstance(stmt, (gast.With, gast.AsyncWith)):
         for item in stmt.items:
-            _add(out, walrus_targets(item.context_expr))
+            if walrus:
+                _add(out, walrus_targets(item.context_expr))
             if item.optional_vars is not None:
                 _add(out, target_names(item.optional_vars))
     elif isinstance(stmt, gast.Delete):
         for t in stmt.targets:
             _add(out, target_names(t))
-    else:
+    elif walrus:
         for field in ("test", "value"):
             e = getattr(stmt, field, None)
             if isinstance(e, gast.expr):
@@ -164,11 +170,11 @@ def _bind(stmt, out, include_nested):
         for field in ("body", "orelse", "finalbody"):
             for sub in getattr(stmt, field, None) or []:
                 if isinstance(sub, gast.stmt):
-                    _bind(sub, out, True)
+                    _bind(sub, out, True, walrus)
         if isinstance(stmt, TRY_TYPES):
             for h in stmt.handlers:
                 for sub in h.body:
-                    _bind(sub, out, True)
+                    _bind(sub, out, True, walrus)
         if type(stmt).__name__ == "Match":
             for case in stmt.cases:
                 for n in walk(case.pattern):
@@ -176,7 +182,7 @@ def _bind(stmt, out, include_nested):
                     if isinstance(nm, str):
                         _add(out, [nm])
                 for sub in case.body:
-                    _bind(sub, out, True)
+                    _bind(sub, out, True, walrus)
 
 
 def declared_nonlocal(stmts) -> set[str]:

@@ -33,6 +33,7 @@ recursive analysis and fails loudly on any difference (used in tests).
 
 from __future__ import annotations
 
+import collections
 import os
 
 import gast
@@ -48,6 +49,7 @@ _FOR = (gast.For, gast.AsyncFor)
 _WITH = (gast.With, gast.AsyncWith)
 _DEFS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
 _EMPTY = frozenset()
+_SIMPLE: dict = {}  # statement class -> does nothing nested count for its bound names?
 CHECK = os.environ.get("AUTOFLOW_CHECK_SUMMARIES") == "1"
 
 
@@ -98,17 +100,22 @@ def _plus(f, names):
 
 
 class Summaries:
-    def __init__(self):
-        self._memo: dict = {}
+    def __init__(self, walrus=True):
+        # walrus=False: the code holds no `:=` (the passes make none, so the
+        # user's code tells), and the walruses' bindings need no search.
+        self.walrus = walrus
+        # kind -> {id(node): (node, summary)}: a dict per kind, so a lookup
+        # needs no (kind, id) key tuple (there are dozens per statement)
+        self._memo = collections.defaultdict(dict)
         self._expanded: dict = {}
 
     def _get(self, kind, node, compute):
-        key = (kind, id(node))
-        hit = self._memo.get(key)
+        memo = self._memo[kind]
+        hit = memo.get(id(node))
         if hit is not None:
             return hit[1]
         value = compute(node)
-        self._memo[key] = (node, value)
+        memo[id(node)] = (node, value)
         return value
 
     # ---- bound names ------------------------------------------------------
@@ -120,7 +127,7 @@ class Summaries:
 
     def _bound(self, s):
         out: list = []
-        activity._bind(s, out, False)
+        activity._bind(s, out, False, self.walrus)
         seen = set(out)
         for sub in self._nested_stmts(s):
             for n in self.bound(sub):
@@ -129,8 +136,20 @@ class Summaries:
                     out.append(n)
         if type(s).__name__ == "Match":  # the patterns' captures, in the recursive order
             out = []
-            activity._bind(s, out, True)
+            activity._bind(s, out, True, self.walrus)
         return tuple(out)
+
+    def _own_bound(self, s):
+        """``bound_names([s], include_nested=False)`` as a frozenset: for a simple
+        statement or a def, the memo of ``bound`` (nothing nested counts there)."""
+        cls = s.__class__
+        simple = _SIMPLE.get(cls)
+        if simple is None:
+            simple = _SIMPLE[cls] = issubclass(cls, _DEFS) or not any(
+                f in cls._fields for f in ("body", "orelse", "finalbody", "handlers", "cases"))
+        if simple:
+            return frozenset(self.bound(s))
+        return frozenset(bound_names([s], include_nested=False))
 
     @staticmethod
     def _nested_stmts(s):
@@ -149,8 +168,10 @@ class Summaries:
 
     def bound_block(self, stmts) -> list:
         out, seen = [], set()
+        memo = self._memo["bound"]
         for s in stmts:
-            for n in self.bound(s):
+            hit = None if CHECK else memo.get(id(s))
+            for n in (self.bound(s) if hit is None else hit[1]):
                 if n not in seen:
                     seen.add(n)
                     out.append(n)
@@ -195,7 +216,7 @@ class Summaries:
             return _EMPTY
         if isinstance(s, _WITH):
             return frozenset(self.definitely_bound(s.body))
-        return frozenset(bound_names([s], include_nested=False))
+        return self._own_bound(s)
 
     def _stmt_children(self, s):
         """Nodes below ``s`` that may hold statements (``walk_local`` order does not matter)."""
@@ -210,6 +231,10 @@ class Summaries:
         """Is there a node of ``types`` (statements) strictly below ``node``,
         not inside nested scopes (nor loops with ``stop_at_loops``)? As
         ``util.walk_local``."""
+        hit = self._memo[kind].get(id(node))  # (asked often: no closure made for a hit)
+        if hit is not None:
+            return hit[1]
+
         def compute(n):
             for c in self._stmt_children(n):
                 if isinstance(c, types):
@@ -300,8 +325,10 @@ class Summaries:
 
     def live_block_fn(self, stmts):
         f = _ID
+        memo = self._memo["live"]
         for s in reversed(stmts):
-            f = _then(f, self.live(s))
+            hit = memo.get(id(s))
+            f = _then(f, self.live(s) if hit is None else hit[1])
         return f
 
     def live_in(self, stmts, live_out) -> set:
@@ -315,7 +342,7 @@ class Summaries:
     def _live(self, s):
         R = expr_reads
         if isinstance(s, gast.Assign):
-            kills = set(walrus_targets(s.value))
+            kills = set(walrus_targets(s.value)) if self.walrus else set()
             gen = set(R(s.value))
             for t in s.targets:
                 kills.update(target_names(t))
@@ -404,8 +431,10 @@ class Summaries:
 
     def defs_block(self, stmts):
         gm, gd, kd = set(), set(), set()
+        memo = self._memo["defs"]
         for s in stmts:
-            m, g, k = self.defs(s)
+            hit = memo.get(id(s))
+            m, g, k = self.defs(s) if hit is None else hit[1]
             gm |= m
             gd = g | (gd - k)
             kd = (kd | k) - g
@@ -449,7 +478,7 @@ class Summaries:
             return frozenset(self.bound(s)), _EMPTY, _EMPTY
         if isinstance(s, gast.Delete):
             return _EMPTY, _EMPTY, frozenset(n for t in s.targets for n in target_names(t))
-        b = frozenset(bound_names([s], include_nested=False))
+        b = self._own_bound(s)
         return b, b, _EMPTY
 
     # ---- annotation ----------------------------------------------------------------
@@ -468,6 +497,7 @@ class Summaries:
 
     def annotate_live(self, stmts, live):
         live = set(live)
+        memo = self._memo["live"]
         for s in reversed(stmts):
             s.af_live_out = live
             if isinstance(s, (gast.While,) + _FOR):
@@ -482,16 +512,19 @@ class Summaries:
                     if extra is not None:
                         head |= set(expr_reads(extra))
                 s.af_live_head = head
-            live = _apply(self.live(s), live)
+            hit = memo.get(id(s))
+            live = _apply(self.live(s) if hit is None else hit[1], live)
             s.af_live_in = live
         return live
 
     def annotate_defined(self, stmts, maybe, definitely):
         maybe, definitely = set(maybe), set(definitely)
+        memo = self._memo["defs"]
         for s in stmts:
             s.af_maybe_before = maybe
             s.af_def_before = definitely
-            m, g, k = self.defs(s)
+            hit = memo.get(id(s))
+            m, g, k = self.defs(s) if hit is None else hit[1]
             if not m <= maybe:
                 maybe = maybe | m
             if k & definitely or not g <= definitely:

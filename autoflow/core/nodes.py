@@ -36,6 +36,7 @@ def _child_fields(cls) -> tuple:
 for _cls in vars(gast).values():
     if isinstance(_cls, type) and issubclass(_cls, AST):
         _child_fields(_cls)
+_GAST_CLASSES = frozenset(_CHILD_FIELDS)  # gast's own node classes (not ast's)
 
 
 def child_fields(cls) -> tuple:
@@ -104,7 +105,11 @@ def clone(node):
     new = cls.__new__(cls)
     d = new.__dict__
     d.update(node.__dict__)
-    for f in child_fields(cls):
+    try:
+        fields = _CHILD_FIELDS[cls]
+    except KeyError:
+        fields = _child_fields(cls)
+    for f in fields:
         v = d.get(f)
         if v.__class__ is list:
             d[f] = [clone(x) if isinstance(x, AST) else x for x in v]
@@ -129,38 +134,100 @@ class Transformer:
     """
 
     _dispatch: dict
+    _own_visit = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._dispatch = {}
+        # generic_visit calls a child's visit_<Class> (or itself) directly,
+        # saving a call of `visit` per node, unless the class has a `visit` of
+        # its own to go through.
+        cls._own_visit = cls.visit is not Transformer.visit
+
+    def _method(self, cls):
+        method = getattr(type(self), "visit_" + cls.__name__, None)
+        if method is None:
+            try:
+                fields = _CHILD_FIELDS[cls]
+            except KeyError:
+                fields = _child_fields(cls)
+            # A node that cannot hold nodes (a Constant, an operator), or a
+            # Name (whose only child is a parameter's annotation), is left as
+            # it is: generic_visit would return it unchanged.
+            method = (_leaf if not fields else _name if cls is gast.Name
+                      else Transformer.generic_visit)
+        self._dispatch[cls] = method
+        return method
 
     def visit(self, node):
-        try:
-            method = self._dispatch[node.__class__]
-        except KeyError:
-            method = getattr(type(self), "visit_" + node.__class__.__name__, Transformer.generic_visit)
-            self._dispatch[node.__class__] = method
+        method = self._dispatch.get(node.__class__)
+        if method is None:
+            method = self._method(node.__class__)
         return method(self, node)
 
     def generic_visit(self, node):
+        dispatch = self._dispatch
+        own_visit = self._own_visit
         d = node.__dict__
-        for f in child_fields(node.__class__):
+        cls = node.__class__
+        try:
+            fields = _CHILD_FIELDS[cls]
+        except KeyError:
+            fields = _child_fields(cls)
+        for f in fields:
             v = d.get(f)
             if v.__class__ is list:
-                new = []
-                for x in v:
+                # Most visits return the node they were given: the list is
+                # rebuilt only from the first item that a visit replaced.
+                new = None
+                for i, x in enumerate(v):
                     if isinstance(x, AST):
-                        x = self.visit(x)
-                        if x is None:
+                        if own_visit:
+                            y = self.visit(x)
+                        else:
+                            method = dispatch.get(x.__class__)
+                            if method is None:
+                                method = self._method(x.__class__)
+                            if method is _leaf or method is _name and \
+                                    x.__dict__.get("annotation") is None:
+                                y = x  # (what the call would return)
+                            else:
+                                y = method(self, x)
+                        if new is None:
+                            if y is x:
+                                continue
+                            new = v[:i]
+                        if y is None:
                             continue
-                        if x.__class__ is list:
-                            new.extend(x)
+                        if y.__class__ is list:
+                            new.extend(y)
                             continue
-                    new.append(x)
-                v[:] = new
+                        x = y
+                    if new is not None:
+                        new.append(x)
+                if new is not None:
+                    v[:] = new
             elif isinstance(v, AST):
-                d[f] = self.visit(v)
+                if own_visit:
+                    d[f] = self.visit(v)
+                else:
+                    method = dispatch.get(v.__class__)
+                    if method is None:
+                        method = self._method(v.__class__)
+                    if not (method is _leaf or method is _name and
+                            v.__dict__.get("annotation") is None):
+                        d[f] = method(self, v)
         return node
+
+
+def _leaf(self, node):
+    return node
+
+
+def _name(self, node):
+    if node.__dict__.get("annotation") is None:
+        return node
+    return Transformer.generic_visit(self, node)
 
 
 # --------------------------------------------------------------------------
@@ -240,3 +307,109 @@ def to_ast(node):
     ``ast.fix_missing_locations`` (which this saves a second walk for).
     """
     return _to_ast(node, (1, 0, 1, 0))
+
+
+# --------------------------------------------------------------------------
+# gast -> ast, in place
+# --------------------------------------------------------------------------
+# gast's node classes derive from ast's (``gast.Name`` is an ``ast.expr``)
+# and keep their fields in ``__dict__`` as ast's do, so a node can become its
+# ast twin by taking its class: no copy of the node and of its fields.
+_PLANS: dict = {}
+
+
+def _plan(cls):
+    """For gast class ``cls``: (its ast twin, the twin's fields that may hold
+    nodes, whether it has ``ctx``, its other fields, whether it has positions)."""
+    acls = getattr(ast, cls.__name__)
+    kids = set(child_fields(cls))
+    fields = acls._fields
+    hit = _PLANS[cls] = (acls, tuple(f for f in fields if f in kids), "ctx" in fields,
+                         tuple(f for f in fields if f not in kids and f != "ctx"),
+                         "lineno" in acls._attributes)
+    return hit
+
+
+def _into(node, loc):
+    cls = node.__class__
+    try:
+        acls, kids, has_ctx, others, located = _PLANS[cls]
+    except KeyError:
+        if cls not in _GAST_CLASSES:
+            # Not a gast node (an ast node made by a pass, or a node met a
+            # second time): copied, as to_ast does.
+            return _to_ast(node, loc)
+        acls, kids, has_ctx, others, located = _plan(cls)
+    if cls is gast.arguments:
+        return _into_arguments(node, loc)
+    d = node.__dict__
+    if located:  # missing positions are the parent's (as in _to_ast)
+        here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
+        if None in here:
+            lineno, col, end, end_col = here
+            here = (loc[0] if lineno is None else lineno, loc[1] if col is None else col,
+                    loc[2] if end is None else end, loc[3] if end_col is None else end_col)
+            d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = here
+        loc = here
+    for f in kids:
+        v = d.get(f)
+        if v.__class__ is list:
+            d[f] = [_into(x, loc) if isinstance(x, AST) else x for x in v]
+        elif isinstance(v, AST):
+            d[f] = _into(v, loc)
+        elif v is None:
+            d[f] = None
+    if has_ctx:
+        v = d.get("ctx")
+        ctx = _CONTEXTS.get(v.__class__)
+        d["ctx"] = ctx if ctx is not None else (_to_ast(v, loc) if isinstance(v, AST) else v)
+    for f in others:  # the fields an ast node must have, as _to_ast gives them
+        if f not in d:
+            d[f] = None
+    node.__class__ = acls
+    if cls is gast.ExceptHandler and isinstance(d.get("name"), ast.Name):
+        d["name"] = d["name"].id
+    return node
+
+
+def _into_arg(name, loc):
+    """A gast parameter (a ``Name``) made the ``ast.arg`` that ``_arg`` builds."""
+    if name is None:
+        return None
+    d = name.__dict__
+    here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
+    if None in here:
+        lineno, col, end, end_col = here
+        here = (loc[0] if lineno is None else lineno, loc[1] if col is None else col,
+                loc[2] if end is None else end, loc[3] if end_col is None else end_col)
+        d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = here
+    d["arg"] = d.pop("id")
+    d.pop("ctx", None)
+    annotation = d.get("annotation")
+    d["annotation"] = _into(annotation, here) if isinstance(annotation, AST) else annotation
+    d.setdefault("type_comment", None)
+    name.__class__ = ast.arg
+    return name
+
+
+def _into_arguments(node, loc):
+    """``arguments``: its parameters become ``ast.arg`` (in gast they are Names)."""
+    d = node.__dict__
+    for f in ("posonlyargs", "args", "kwonlyargs"):
+        d[f] = [_into_arg(a, loc) for a in d[f]]
+    d["vararg"] = _into_arg(d.get("vararg"), loc)
+    d["kwarg"] = _into_arg(d.get("kwarg"), loc)
+    d["kw_defaults"] = [None if x is None else _into(x, loc) for x in d["kw_defaults"]]
+    d["defaults"] = [_into(x, loc) for x in d["defaults"]]
+    node.__class__ = ast.arguments
+    return node
+
+
+def into_ast(node):
+    """``to_ast`` for a tree that is not used again: its gast nodes become the
+    ``ast`` nodes (each takes its ast class) instead of being copied, which
+    saves a new node and a copy of its fields per node. The result is the
+    tree ``to_ast`` returns, with the same positions; the nodes keep their
+    gast-only fields and the passes' annotations as extra attributes, which
+    ``compile`` and ``ast.unparse`` do not read."""
+    return _into(node, (1, 0, 1, 0))

@@ -27,6 +27,7 @@ import builtins
 
 import gast
 
+from ..core.methods import VALUE_METHODS
 from ..core.nodes import Transformer, walk
 from ..core.templates import replace, replace_expr
 from .util import stamp
@@ -38,26 +39,6 @@ _HIGHER_ORDER = frozenset({
     "vmap", "pmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian", "jvp", "vjp",
     "linearize", "checkpoint", "remat", "scan", "fori_loop", "while_loop", "cond", "switch",
     "map", "associative_scan", "custom_jvp", "custom_vjp", "shard_map", "jit"})
-
-# Methods of JAX/NumPy arrays and of Python's numbers, strings and containers.
-VALUE_METHODS = frozenset("""
-    T add addressable_data addressable_shards all any append argmax argmin argpartition argsort
-    as_integer_ratio astype at aval base bit_count bit_length block_until_ready byteswap
-    capitalize casefold center choose clear clip clone committed compress conj conjugate copy
-    copy_to_host_async count ctypes cumprod cumsum data decode delete denominator device
-    devices diagonal difference difference_update discard dot dtype dump dumps encode endswith
-    expandtabs extend fill find flags flat flatten format format_map from_bytes fromhex
-    fromkeys get getfield global_shards hex imag index insert intersection intersection_update
-    is_deleted is_fully_addressable is_fully_replicated is_integer is_ready isalnum isalpha
-    isascii isdecimal isdigit isdisjoint isidentifier islower isnumeric isprintable isspace
-    issubset issuperset istitle isupper item items itemsize join keys ljust lower lstrip mT
-    maketrans max mean min nbytes ndim nonzero numerator partition platform pop popitem prod
-    ptp put ravel real remove removeprefix removesuffix repeat replace reshape resize reverse
-    rfind rindex rjust round rpartition rsplit rstrip searchsorted setdefault setfield
-    setflags shape sharding size sort split splitlines squeeze startswith std strides strip
-    sum swapaxes swapcase symmetric_difference symmetric_difference_update take title
-    to_bytes to_device tobytes tofile tolist trace translate transpose union update upper
-    values var view zfill""".split())
 
 
 # Builtins that take traced values through autoflow's versions (runtime.vocabulary):
@@ -102,55 +83,72 @@ class Calls(Transformer):
         self.user_objects = frozenset()
         self.local_defs = frozenset()
 
-    def run(self, tree):
-        self.imported = self._library_locals(tree)
-        self.user_objects = self._user_objects(tree)
-        self.local_defs = frozenset(n.name for n in walk(tree)
-                                    if isinstance(n, gast.FunctionDef) and n is not tree)
+    def run(self, tree, nodes=None):
+        # One loop over the function's nodes (``nodes``: ``walk(tree)``, when
+        # the caller has it) picks out what the three questions below read:
+        # imports, assignments, classes and defs.
+        imports, assigns, classes, defs = [], [], set(), set()
+        Assign, Import, ImportFrom = gast.Assign, gast.Import, gast.ImportFrom
+        ClassDef, FunctionDef = gast.ClassDef, gast.FunctionDef
+        for n in walk(tree) if nodes is None else nodes:
+            cls = n.__class__
+            if cls is Assign:
+                assigns.append(n)
+            elif cls is Import or cls is ImportFrom and not n.level:
+                imports.append(n)
+            elif cls is ClassDef:
+                classes.add(n.name)
+            elif cls is FunctionDef and n is not tree:
+                defs.add(n.name)
+        self.imported = self._library_locals(imports, assigns)
+        self.user_objects = self._user_objects(classes, assigns)
+        self.local_defs = frozenset(defs)
         return self.visit(tree)
 
-    def _user_objects(self, tree):
+    def _user_objects(self, classes, assigns):
         """Local names only ever assigned an instance of a user class
         (``a = Acc()`` with ``class Acc`` defined here or in the user's code):
-        their methods are the user's, whatever they are called (``a.add(x)``)."""
-        classes = {n.name for n in walk(tree) if isinstance(n, gast.ClassDef)}
-        classes |= set(self.ctx.user_names)
+        their methods are the user's, whatever they are called (``a.add(x)``).
+        ``classes``: the names of the classes the function defines;
+        ``assigns``: its assignments."""
+        classes = classes | set(self.ctx.user_names)
         made = {}
-        for n in walk(tree):
-            if isinstance(n, gast.Assign):
-                v = n.value
-                is_user = (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
-                           and v.func.id in classes)
-                for t in n.targets:
-                    if isinstance(t, gast.Name):
-                        made[t.id] = made.get(t.id, True) and is_user
+        for n in assigns:
+            v = n.value
+            is_user = (isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
+                       and v.func.id in classes)
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    made[t.id] = made.get(t.id, True) and is_user
         return frozenset(name for name, ok in made.items() if ok)
 
     def _is_library_name(self, name, known):
         return (name in known or name in self.ctx.library_names
                 or hasattr(builtins, name) and self.ctx.builtin_available(name))
 
-    def _library_locals(self, tree):
+    def _library_locals(self, imports, assigns):
         """Local names that hold library code or values made by it.
 
         Modules imported inside the function (`import numpy as np`, not
         relative imports), and names only ever assigned from an expression
         rooted at one (`rng = np.random.default_rng(0)`), so that
-        `rng.normal(...)` is left as written.
+        `rng.normal(...)` is left as written. ``imports``: the function's
+        absolute imports; ``assigns``: its assignments.
         """
         known = set()
+        for n in imports:
+            known.update((a.asname or a.name).split(".")[0] for a in n.names)
         roots = {}
-        for n in walk(tree):
-            if isinstance(n, gast.Import) or isinstance(n, gast.ImportFrom) and not n.level:
-                known.update((a.asname or a.name).split(".")[0] for a in n.names)
-            elif isinstance(n, gast.Assign):
-                root = n.value
-                while isinstance(root, (gast.Attribute, gast.Call, gast.Subscript)):
-                    root = root.func if isinstance(root, gast.Call) else root.value
-                for t in n.targets:
-                    if isinstance(t, gast.Name):
-                        roots.setdefault(t.id, set()).add(
-                            root.id if isinstance(root, gast.Name) else None)
+        for n in assigns:
+            root = n.value
+            while isinstance(root, (gast.Attribute, gast.Call, gast.Subscript)):
+                root = root.func if isinstance(root, gast.Call) else root.value
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    roots.setdefault(t.id, set()).add(
+                        root.id if isinstance(root, gast.Name) else None)
+        # (The names found do not depend on the order the loop takes them in:
+        # a name, once known, stays known.)
         changed = True
         while changed:
             changed = False
@@ -162,9 +160,9 @@ class Calls(Transformer):
         return frozenset(known)
 
     def _runtime_attr(self, attr, anchor):
-        node = replace_expr("AF.attr", AF=self.ctx.af)
+        node = replace_expr("AF.attr", AF=self.ctx.af, at=anchor)
         node.attr = attr
-        return stamp(node, anchor)
+        return node
 
     def _function_arg(self, arg):
         if isinstance(arg, (gast.List, gast.Tuple)):
@@ -175,8 +173,7 @@ class Calls(Transformer):
         is_method = (isinstance(arg, gast.Attribute) and isinstance(arg.value, gast.Name)
                      and (arg.value.id in _SELF_NAMES or arg.value.id in self.ctx.user_names))
         if is_user_name or is_method:
-            wrapped = replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg)
-            return stamp(wrapped, arg)
+            return replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg, at=arg)
         return arg
 
     def _library_callee(self, func):
@@ -200,7 +197,7 @@ class Calls(Transformer):
                 isinstance(arg, gast.Attribute) and isinstance(arg.value, gast.Name)
                 and arg.value.id in self.ctx.user_names and self.ctx.is_module_name(arg.value.id)):
             # (`mymodule.step`: a function of the user's own module.)
-            return stamp(replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg), arg)
+            return replace_expr("AF.converted(F)", AF=self.ctx.af, F=arg, at=arg)
         return arg
 
     def _user_method(self, base, method):
@@ -331,8 +328,7 @@ class Calls(Transformer):
             msg = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None,
                                                   kwonlyargs=[], kw_defaults=[], kwarg=None,
                                                   defaults=[]), body=node.msg)
-        call = replace("AF.assert_(TEST, MSG)", AF=self.ctx.af, TEST=node.test, MSG=msg)
-        return stamp(call, node)
+        return replace("AF.assert_(TEST, MSG)", AF=self.ctx.af, TEST=node.test, MSG=msg, at=node)
 
     # Nested function and class definitions are converted with their parent.
     def visit_FunctionDef(self, node):
@@ -351,5 +347,5 @@ class Calls(Transformer):
         first = getattr(self, "first_param", None)
         if first is None or not self.ctx.builtin_available("super"):
             return
-        node.args = [stamp(replace_expr("__class__", ), node),
-                     stamp(replace_expr("SELF", SELF=first), node)]
+        node.args = [replace_expr("__class__", at=node),
+                     replace_expr("SELF", SELF=first, at=node)]

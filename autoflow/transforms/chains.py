@@ -47,7 +47,6 @@ from ..analysis.activity import bound_names, expr_reads
 from ..analysis import summaries
 from ..analysis.summaries import Summaries
 from ..core.templates import replace
-from .util import stamp
 
 CHUNK = 16
 
@@ -147,7 +146,7 @@ class Chains:
         if summaries.CHECK:  # the whole chain's analysis, as it was computed before
             plain = (_bound_falling([s]) or set()) - Summaries().live_in([s], set())
             assert safe == plain, ("chain guard", safe, plain)
-        out = stamp(replace("FLAG = False", FLAG=flag), s)
+        out = replace("FLAG = False", FLAG=flag, at=s)
         groups = [branches[i:i + CHUNK] for i in range(0, len(branches), CHUNK)]
         for j, group in enumerate(groups):
             last = j == len(groups) - 1
@@ -157,7 +156,7 @@ class Chains:
                 elif last:
                     b.orelse = final
                 else:  # no branch of this chunk ran: the next chunk's turn
-                    b.orelse = stamp(replace("FLAG = True", FLAG=flag), b)
+                    b.orelse = replace("FLAG = True", FLAG=flag, at=b)
                 b.af_exit_guard = safe
                 b.af_chain_link = k > 0
             head = group[0]
@@ -165,8 +164,8 @@ class Chains:
             if j == 0:
                 out.append(head)
             else:
-                wrapper = stamp(replace("if FLAG:\n    FLAG = False\n    CHAIN", FLAG=flag,
-                                        CHAIN=[head]), head)
+                wrapper = replace("if FLAG:\n    FLAG = False\n    CHAIN", FLAG=flag,
+                                  CHAIN=[head], at=head)
                 wrapper[0].af_exit_guard = safe
                 out += wrapper
         return out

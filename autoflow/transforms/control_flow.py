@@ -32,7 +32,8 @@ from ..analysis.activity import (chain_text, declared_nonlocal, nested_free_name
 from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
-from .util import _SCOPES, contains, is_generator, pure_test, stamp, walk_local
+from .util import (_LOOPS, _SCOPES, append_blocks, contains, holds_blocks, is_generator, pure_test,
+                   stamp)
 
 
 # Builtins that, called as a loop's iterable, go through the runtime so that
@@ -74,6 +75,8 @@ def _params_of(fn):
     return names
 
 
+_SCOPES_LOOPS = _SCOPES + _LOOPS
+
 # A test that binds a name or suspends cannot move into a thunk.
 _BINDING_EXPRS = (gast.NamedExpr, gast.Await, gast.Yield, gast.YieldFrom)
 
@@ -94,7 +97,8 @@ class ControlFlow:
         self.maybe_unbound = set()
         # What the analysis needs from each statement's subtree, computed once
         # (not once per level of nesting): see analysis.summaries.
-        self.sums = Summaries()
+        inv = getattr(ctx, "inventory", None)  # pipeline.Inventory of the user's code
+        self.sums = Summaries(walrus=inv is None or inv.has(gast.NamedExpr))
 
     # ---- functions and blocks ---------------------------------------------
     def convert_function(self, fn):
@@ -179,7 +183,7 @@ class ControlFlow:
                 and getattr(node, "af_user", False))
 
     def _ld(self, node):
-        return stamp(replace_expr("AF.ld(X)", AF=self.ctx.af, X=node), node)
+        return replace_expr("AF.ld(X)", AF=self.ctx.af, X=node, at=node)
 
     def _block(self, stmts, local):
         out = []
@@ -201,6 +205,8 @@ class ControlFlow:
             elif isinstance(s, gast.Delete) and self.generated and all(
                     isinstance(t, gast.Name) and t.id in local for t in s.targets):
                 out += self._unbind(s)
+            elif not holds_blocks(s):  # a simple statement: nothing inside to annotate
+                out.append(s)
             else:
                 self.sums.expand(s)
                 for field in ("body", "orelse", "finalbody"):
@@ -227,8 +233,8 @@ class ControlFlow:
                 self.maybe_unbound.add(n)
                 template = ("NAME = AF.Undefined(TEXT, guarded=True)"
                             if guard is True or n in guard else "NAME = AF.Undefined(TEXT)")
-                out += stamp(replace(template, NAME=n, AF=self.ctx.af,
-                                     TEXT=gast.Constant(value=n, kind=None)), stmt)
+                out += replace(template, NAME=n, AF=self.ctx.af,
+                               TEXT=gast.Constant(value=n, kind=None), at=stmt)
         return out
 
     def _finish(self, generated, stmt):
@@ -246,10 +252,10 @@ class ControlFlow:
             if getattr(s, field):
                 setattr(s, field, self._block(getattr(s, field), local))
         kind = "if" if isinstance(s, gast.If) else "while"
-        s.test = stamp(replace_expr("AF.python_condition(TEST, REASON)", AF=self.ctx.af,
-                                    TEST=s.test, REASON=gast.Constant(
-                                        value=f"this `{kind}` stays Python because {reason}",
-                                        kind=None)), s.test)
+        s.test = replace_expr("AF.python_condition(TEST, REASON)", AF=self.ctx.af,
+                              TEST=s.test, REASON=gast.Constant(
+                                  value=f"this `{kind}` stays Python because {reason}",
+                                  kind=None), at=s.test)
         return [s]
 
     # ---- if ---------------------------------------------------------------
@@ -288,7 +294,7 @@ class ControlFlow:
         final = levels[-1].orelse or ([] if outs else [gast.Pass()])
         if len(levels) == 1:
             fns = [self.ctx.namer.reusable("if_true"), self.ctx.namer.reusable("if_false")]
-            defs = stamp(replace(
+            defs = replace(
                 """
                 def TRUE(PARAMS):
                     BODY
@@ -297,7 +303,7 @@ class ControlFlow:
                     ORELSE
                     return RET
                 """, TRUE=fns[0], FALSE=fns[1], PARAMS=params, BODY=s.body,
-                ORELSE=final, RET=ret), s)
+                ORELSE=final, RET=ret, at=s)
             call_args = dict(TEST=s.test, TRUE=fns[0], FALSE=fns[1])
             head = "AF.if_stmt(TEST, TRUE, FALSE"
         else:
@@ -305,8 +311,8 @@ class ControlFlow:
             for i, (lv, body) in enumerate(zip(levels + [levels[-1]], blocks[:-1] + [final])):
                 fns.append(self.ctx.namer.reusable(
                     f"if_{i}" if i < len(levels) else "if_false"))
-                defs += stamp(replace("def NAME(PARAMS):\n    BODY\n    return RET",
-                                      NAME=fns[-1], PARAMS=params, BODY=body, RET=ret), lv)
+                defs += replace("def NAME(PARAMS):\n    BODY\n    return RET",
+                                NAME=fns[-1], PARAMS=params, BODY=body, RET=ret, at=lv)
                 if i < len(levels):
                     if i:  # its reads happen where the chain is (see `_guard`)
                         lv.af_def_before = s.af_def_before
@@ -324,16 +330,15 @@ class ControlFlow:
         call_args.update(AF=af, OPS=operand_tuple(params))
         if returning:
             if params:
-                call = replace(f"return {head}, OPS)", **call_args)
+                call = replace(f"return {head}, OPS)", at=s, **call_args)
             else:
                 del call_args["OPS"]
-                call = replace(f"return {head})", **call_args)
+                call = replace(f"return {head})", at=s, **call_args)
         elif outs:
             call = replace(f"OUTS = {head}, OPS, NAMES)", OUTS=names_tuple(outs, gast.Store()),
-                           NAMES=str_tuple(outs), **call_args)
+                           NAMES=str_tuple(outs), at=s, **call_args)
         else:
-            call = replace(f"{head}, OPS, ())", **call_args)
-        call = stamp(call, s)
+            call = replace(f"{head}, OPS, ())", at=s, **call_args)
         flag = getattr(s, "af_loop_guard", None)  # see early_exits._unless
         if flag is not None:
             keywords = call[-1].value.keywords
@@ -371,8 +376,8 @@ class ControlFlow:
         out = []
         for t in s.targets:
             self.maybe_unbound.add(t.id)
-            out += stamp(replace("NAME = AF.Undefined(TEXT)", NAME=t.id, AF=self.ctx.af,
-                                 TEXT=gast.Constant(value=t.id, kind=None)), s)
+            out += replace("NAME = AF.Undefined(TEXT)", NAME=t.id, AF=self.ctx.af,
+                           TEXT=gast.Constant(value=t.id, kind=None), at=s)
         return out
 
     def _called(self, s):
@@ -408,7 +413,7 @@ class ControlFlow:
             prologue = stamp([gast.Nonlocal(names=names)], anchor)
             for a in shared:
                 fresh = self.ctx.namer.unique(a.id)
-                prologue += stamp(replace("NAME = FRESH", NAME=a.id, FRESH=fresh), anchor)
+                prologue += replace("NAME = FRESH", NAME=a.id, FRESH=fresh, at=anchor)
                 a.id = fresh
             d.body = prologue + _drop_annotations(d.body, set(names))
             d.af_nonlocal = set(names)
@@ -473,10 +478,20 @@ class ControlFlow:
         test = loop.test if isinstance(loop, gast.While) else getattr(loop, "af_extra_test", None)
         if test is not None and not pure_test(test, self.ctx, lambdas=True):
             live |= {n.id for n in walk(test) if isinstance(n, gast.Name)}
+        # The guards are statements: only statement lists are searched (as
+        # walk_local(stmt, stop_at_loops=True) would find them: each body
+        # statement is entered, a scope or loop below it is not).
+        todo = []
         for stmt in loop.body:
-            for n in [stmt, *walk_local(stmt, stop_at_loops=True)]:
+            if isinstance(stmt, gast.If) and getattr(stmt, "af_loop_guard", None) is not None:
+                stmt.af_loop_live = live
+            append_blocks(stmt, todo)
+            while todo:
+                n = todo.pop()
                 if isinstance(n, gast.If) and getattr(n, "af_loop_guard", None) is not None:
                     n.af_loop_live = live
+                if not isinstance(n, _SCOPES_LOOPS):
+                    append_blocks(n, todo)
 
     # ---- while ------------------------------------------------------------
     def _while(self, s, local):
@@ -487,7 +502,7 @@ class ControlFlow:
         af = self.ctx.af
         modified = self.sums.bound_block(s.body)
         modified += [n for n in self._called(s) if n not in modified]
-        for t in walrus_targets(s.test):
+        for t in walrus_targets(s.test) if self.sums.walrus else ():
             if t not in modified:
                 modified.append(t)
         outer = [n for n in modified if n not in local]
@@ -496,7 +511,7 @@ class ControlFlow:
                                    "`nonlocal`, which a staged loop cannot do")
         carried = self._ordered(modified, local, s.af_live_head | self.cells)
         self._mark_guards(s)
-        defs = stamp(replace(
+        defs = replace(
             """
             def TEST_FN(CARRIED):
                 return TEST
@@ -505,17 +520,16 @@ class ControlFlow:
                 return RET
             """, TEST_FN=self.ctx.namer.reusable("loop_test"),
             BODY_FN=self.ctx.namer.reusable("loop_body"), CARRIED=carried, TEST=s.test,
-            BODY=s.body, RET=names_tuple(carried) if carried else None), s)
+            BODY=s.body, RET=names_tuple(carried) if carried else None, at=s)
         self._fix_empty(defs)
         self._share_cells(defs, s)
         args = dict(AF=af, TEST_FN=defs[0].name, BODY_FN=defs[1].name,
                     OPS=operand_tuple(carried), NAMES=str_tuple(carried))
         if carried:
             call = replace("CARRIED = AF.while_stmt(TEST_FN, BODY_FN, OPS, NAMES)",
-                           CARRIED=names_tuple(carried, gast.Store()), **args)
+                           CARRIED=names_tuple(carried, gast.Store()), at=s, **args)
         else:
-            call = replace("AF.while_stmt(TEST_FN, BODY_FN, OPS, NAMES)", **args)
-        call = stamp(call, s)
+            call = replace("AF.while_stmt(TEST_FN, BODY_FN, OPS, NAMES)", at=s, **args)
         self._state_arg(s.body, s, local, call)
         return self._undefined_inits(carried, s) + self._finish(defs, s) + call
 
@@ -531,9 +545,9 @@ class ControlFlow:
             it.func = stamp(func, it.func)
         if isinstance(func, gast.Name) and func.id in _ITERABLE_BUILTINS \
                 and self.ctx.builtin_available(func.id):
-            new = replace("AF.attr", AF=self.ctx.af)[0].value
+            new = replace_expr("AF.attr", AF=self.ctx.af, at=func)
             new.attr = func.id
-            it.func = stamp(new, func)
+            it.func = new
             if func.id != "range":  # enumerate(zip(xs, ys)), reversed(range(n)): one staged loop
                 it.args = [self._iterable(a) for a in it.args]
         elif (isinstance(func, gast.Attribute) and func.attr in ("unroll", "roll")
@@ -562,32 +576,31 @@ class ControlFlow:
         item = s.target.id if simple else self.ctx.namer.reusable("itr")
         body = s.body
         if not simple:
-            body = replace("TARGET = ITEM", TARGET=s.target, ITEM=item) + body
-            stamp(body[0], s)
-        defs = stamp(replace(
+            body = replace("TARGET = ITEM", TARGET=s.target, ITEM=item, at=s) + body
+        defs = replace(
             """
             def BODY_FN(ITEM, CARRIED):
                 BODY
                 return RET
             """, BODY_FN=self.ctx.namer.reusable("loop_body"), ITEM=item, CARRIED=carried,
-            BODY=body, RET=names_tuple(carried) if carried else None), s)
+            BODY=body, RET=names_tuple(carried) if carried else None, at=s)
         args = dict(AF=af, ITER=self._iterable(s.iter), BODY_FN=defs[0].name,
                     OPS=operand_tuple(carried), NAMES=str_tuple(carried))
         extra = getattr(s, "af_extra_test", None)
         if extra is not None:
-            defs += stamp(replace("def TEST_FN(CARRIED):\n    return EXTRA",
-                                  TEST_FN=self.ctx.namer.reusable("loop_test"),
-                                  CARRIED=carried, EXTRA=extra), s)
+            defs += replace("def TEST_FN(CARRIED):\n    return EXTRA",
+                            TEST_FN=self.ctx.namer.reusable("loop_test"),
+                            CARRIED=carried, EXTRA=extra, at=s)
             template = "AF.for_stmt(ITER, BODY_FN, OPS, NAMES, test=TEST_FN)"
             args["TEST_FN"] = defs[-1].name
         else:
             template = "AF.for_stmt(ITER, BODY_FN, OPS, NAMES)"
         self._share_cells(defs, s)
         if carried:
-            call = replace("CARRIED = " + template, CARRIED=names_tuple(carried, gast.Store()), **args)
+            call = replace("CARRIED = " + template, CARRIED=names_tuple(carried, gast.Store()), at=s,
+                           **args)
         else:
-            call = replace(template, **args)
-        call = stamp(call, s)
+            call = replace(template, at=s, **args)
         self._state_arg(s.body, s, local, call)
         inits = self._undefined_inits([c for c in carried if c not in tnames or not simple], s)
         return inits + self._finish(defs, s) + call

@@ -42,7 +42,8 @@ from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_names, target_names
 from ..analysis.liveness import always_returns
-from .util import _LOOPS, _SCOPES, contains_return, pure_test, stamp, walk_local
+from .util import (_LOOPS, _SCOPES, append_blocks, contains_return, holds_blocks, pure_test, stamp,
+                   walk_local)
 
 
 
@@ -50,16 +51,21 @@ class _Exit(gast.Break):
     """Where a lowered ``return``/``raise`` leaves a ``with``/``try`` block."""
 
 
+_SCOPES_LOOPS = _SCOPES + _LOOPS
+
+
 def _own(node_or_list, types):
-    """The ``types`` nodes in the code outside nested loops and scopes (a
-    nested loop or scope itself is one, if of ``types``), lazily."""
+    """The ``types`` nodes (statement classes) in the code outside nested loops
+    and scopes (a nested loop or scope itself is one, if of ``types``), lazily.
+    Only statement lists are searched: no expression holds a statement."""
     todo = list(node_or_list) if isinstance(node_or_list, list) else [node_or_list]
     while todo:
         n = todo.pop()
         if isinstance(n, types):
             yield n
-        if not isinstance(n, _SCOPES + _LOOPS):
-            todo.extend(children(n))
+        if not isinstance(n, _SCOPES_LOOPS):
+            append_blocks(n, todo)
+
 
 
 def _has(node_or_list, types):
@@ -85,6 +91,8 @@ def _is_boolean(test):
 
 def _blocks(stmt):
     """The statement lists directly inside a compound statement."""
+    if not holds_blocks(stmt):  # a simple statement
+        return ()
     out = []
     for field in ("body", "orelse", "finalbody"):
         val = getattr(stmt, field, None)
@@ -112,6 +120,7 @@ class EarlyExits:
     def __init__(self, ctx, scope=None):
         self.ctx = ctx
         self.scope = scope  # the function being lowered (see `_read_elsewhere`)
+        self._returned = self._retval = None  # the flags of lowered returns, once made
 
     # ---- return inside loops -------------------------------------------
     def lower_loop_returns(self, body):
@@ -135,16 +144,15 @@ class EarlyExits:
             if isinstance(s, _LOOPS) and any(
                     not isinstance(b, _SCOPES) and contains_return(b) for b in s.body):
                 returned, retval = self._flags()
-                init = stamp(replace(
+                init = replace(
                     "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True, exit=True)",
                     RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
-                    RETVAL_NAME=gast.Constant(value=retval, kind=None),
-                ), s)
+                    RETVAL_NAME=gast.Constant(value=retval, kind=None), at=s)
                 self._replace_returns_in_loop(s)
                 if s.orelse:  # runs after the loop, at this level
                     s.orelse = self._loop_returns_block(s.orelse)
-                after = stamp(replace("if RETURNED:\n    return RETVAL",
-                                      RETURNED=returned, RETVAL=retval), s)
+                after = replace("if RETURNED:\n    return RETVAL",
+                                RETURNED=returned, RETVAL=retval, at=s)
                 out += init + [s] + after
             else:
                 for owner, field in _blocks(s):
@@ -173,14 +181,14 @@ class EarlyExits:
         for s in stmts:
             if isinstance(s, gast.Return):
                 value = s.value if s.value is not None else gast.Constant(value=None, kind=None)
-                new += stamp(replace("RETVAL = VALUE\nRETURNED = True\nbreak",
-                                     RETVAL=retval, VALUE=value, RETURNED=returned), s)
+                new += replace("RETVAL = VALUE\nRETURNED = True\nbreak",
+                               RETVAL=retval, VALUE=value, RETURNED=returned, at=s)
                 new[-1].af_exit_flag = returned  # `returned` already says it broke
                 break  # the rest is unreachable
             if isinstance(s, _LOOPS) and contains_return(s):
                 self._replace_returns_in_loop(s, nested=True)
                 new.append(s)
-                new += stamp(replace("if RETURNED:\n    break", RETURNED=returned), s)
+                new += replace("if RETURNED:\n    break", RETURNED=returned, at=s)
                 new[-1].body[0].af_exit_flag = returned
                 continue
             if not isinstance(s, _SCOPES):
@@ -244,7 +252,7 @@ class EarlyExits:
         always = always_returns(s.body) and (not is_try or all(
             always_returns(h.body) for h in s.handlers))
         left = self.ctx.namer.unique("left")
-        before = stamp(replace("LEFT = False", LEFT=left), s)
+        before = replace("LEFT = False", LEFT=left, at=s)
         after = []
         handler_copies = {}
         for index, flag in caught.values():
@@ -259,13 +267,13 @@ class EarlyExits:
                     uses_return = True
                     returned, retval = self._flags()
                     value = x.value if x.value is not None else gast.Constant(value=None, kind=None)
-                    new += stamp(replace("RETVAL = VALUE\nRETURNED = True",
-                                         RETVAL=retval, VALUE=value, RETURNED=returned), x)
+                    new += replace("RETVAL = VALUE\nRETURNED = True",
+                                   RETVAL=retval, VALUE=value, RETURNED=returned, at=x)
                     new.append(stamp(_Exit(), x))
                     break
                 if isinstance(x, gast.Raise) and id(x) in caught:
                     index, flag = caught[id(x)]
-                    new += stamp(replace("FLAG = True", FLAG=flag), x)
+                    new += replace("FLAG = True", FLAG=flag, at=x)
                     new.append(stamp(_Exit(), x))
                     break
                 if not isinstance(x, _SCOPES + _LOOPS) and not (_TRY and isinstance(x, _TRY)):
@@ -295,25 +303,25 @@ class EarlyExits:
             for h in s.handlers:
                 h.body = self._guard(mark(h.body), _Exit, left) or [gast.Pass()]
             if s.orelse:
-                s.orelse = stamp(replace("if not LEFT:\n    ORELSE", LEFT=left,
-                                         ORELSE=self._guard(mark(s.orelse), _Exit, left)), s)
+                s.orelse = replace("if not LEFT:\n    ORELSE", LEFT=left,
+                                   ORELSE=self._guard(mark(s.orelse), _Exit, left), at=s)
         if not s.body:
             s.body = [gast.Pass()]
         for index, flag in sorted(set(caught.values())):
-            before += stamp(replace("FLAG = False", FLAG=flag), s)
-            after += stamp(replace("if FLAG:\n    HANDLER", FLAG=flag,
-                                   HANDLER=self.lower_block_exits(handler_copies[index])), s)
+            before += replace("FLAG = False", FLAG=flag, at=s)
+            after += replace("if FLAG:\n    HANDLER", FLAG=flag,
+                             HANDLER=self.lower_block_exits(handler_copies[index]), at=s)
         if uses_return:
             returned, retval = self._flags()
-            before = stamp(replace(
+            before = replace(
                 "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
                 RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
-                RETVAL_NAME=gast.Constant(value=retval, kind=None)), s) + before
+                RETVAL_NAME=gast.Constant(value=retval, kind=None), at=s) + before
             if always:
-                after += stamp(replace("return RETVAL", RETVAL=retval), s)
+                after += replace("return RETVAL", RETVAL=retval, at=s)
             else:
-                after += stamp(replace("if RETURNED:\n    return RETVAL",
-                                       RETURNED=returned, RETVAL=retval), s)
+                after += replace("if RETURNED:\n    return RETVAL",
+                                 RETURNED=returned, RETVAL=retval, at=s)
         return before + [s] + after
 
     def _caught_raises(self, s):
@@ -365,7 +373,7 @@ class EarlyExits:
                 # `while (v := f()) > 0:` binds `v` for the body: test at the top of
                 # the body instead (`while True: if not test: break`), so the
                 # binding happens where the body can see it.
-                guard = stamp(replace("if not TEST:\n    break", TEST=s.test), s)
+                guard = replace("if not TEST:\n    break", TEST=s.test, at=s)
                 s.body = guard + s.body
                 s.test = stamp(gast.Constant(value=True, kind=None), s)
             for owner, field in _blocks(s):
@@ -382,7 +390,7 @@ class EarlyExits:
         if _has(loop.body, gast.Continue):
             flag = self.ctx.namer.unique("continued")
             body = self._guard(loop.body, gast.Continue, flag)
-            loop.body = stamp(replace("FLAG = False", FLAG=flag), loop) + body
+            loop.body = replace("FLAG = False", FLAG=flag, at=loop) + body
         breaks = list(_own(loop.body, gast.Break))
         if breaks:
             flags = {getattr(b, "af_exit_flag", None) for b in breaks}
@@ -392,17 +400,17 @@ class EarlyExits:
                 flag = flags.pop()
             else:
                 flag = self.ctx.namer.unique("broke")
-                before = stamp(replace("FLAG = False", FLAG=flag), loop)
+                before = replace("FLAG = False", FLAG=flag, at=loop)
             loop.body = self._guard(loop.body, gast.Break, flag)
             if isinstance(loop, gast.While):
                 if isinstance(loop.test, gast.Constant) and loop.test.value is True:
-                    loop.test = stamp(replace_expr("not FLAG", FLAG=flag), loop)
+                    loop.test = replace_expr("not FLAG", FLAG=flag, at=loop)
                 else:
-                    loop.test = stamp(replace_expr("not FLAG and TEST", FLAG=flag, TEST=loop.test), loop)
+                    loop.test = replace_expr("not FLAG and TEST", FLAG=flag, TEST=loop.test, at=loop)
             else:
-                loop.af_extra_test = stamp(replace_expr("not FLAG", FLAG=flag), loop)
+                loop.af_extra_test = replace_expr("not FLAG", FLAG=flag, at=loop)
             if loop.orelse:
-                after = stamp(replace("if not FLAG:\n    ORELSE", FLAG=flag, ORELSE=loop.orelse), loop)
+                after = replace("if not FLAG:\n    ORELSE", FLAG=flag, ORELSE=loop.orelse, at=loop)
         elif loop.orelse:
             after = loop.orelse
         loop.orelse = []
@@ -467,10 +475,10 @@ class EarlyExits:
         """The loop stops where ``exit_test`` (hoisted by ``_top_exit``) holds too."""
         if isinstance(loop, gast.While):
             if isinstance(loop.test, gast.Constant) and loop.test.value is True:
-                loop.test = stamp(replace_expr("not (C)", C=exit_test), loop)
+                loop.test = replace_expr("not (C)", C=exit_test, at=loop)
             else:
-                loop.test = stamp(replace_expr("TEST and not (C)", TEST=loop.test,
-                                               C=exit_test), loop)
+                loop.test = replace_expr("TEST and not (C)", TEST=loop.test,
+                                         C=exit_test, at=loop)
             return
         extra = getattr(loop, "af_extra_test", None)
         loop.af_extra_test = stamp(
@@ -487,11 +495,11 @@ class EarlyExits:
             if (isinstance(s, gast.If) and len(s.body) == 1 and isinstance(s.body[0], kind)
                     and not s.orelse and _is_boolean(s.test)):
                 # `if c: break` -> `broke = c`: a flag needs no branch of its own.
-                out += stamp(replace("FLAG = TEST", FLAG=flag, TEST=s.test), s)
+                out += replace("FLAG = TEST", FLAG=flag, TEST=s.test, at=s)
                 return out + self._unless(flag, stmts[i + 1:], kind, s)
             if isinstance(s, kind):
                 if not _flagged(s, flag):  # a lowered `return` set the flag already
-                    out += stamp(replace("FLAG = True", FLAG=flag), s)
+                    out += replace("FLAG = True", FLAG=flag, at=s)
                 return out
             if _has(s, kind):
                 for owner, field in _blocks(s):
@@ -510,7 +518,7 @@ class EarlyExits:
         rest = self._guard(rest, kind, flag) if rest else []
         if not rest:
             return []
-        out = stamp(replace("if not FLAG:\n    REST", FLAG=flag, REST=rest), anchor)
+        out = replace("if not FLAG:\n    REST", FLAG=flag, REST=rest, at=anchor)
         if kind is gast.Break:
             out[0].af_loop_guard = flag
         return out

@@ -99,8 +99,8 @@ class IndexAssign(Transformer):
                 and len(call.args) == 1
                 and not call.keywords):
             name = call.func.value.id
-            return stamp(replace("X = AF.append(X, VALUE)", AF=self.ctx.af, X=name,
-                                 VALUE=call.args[0]), node)
+            return replace("X = AF.append(X, VALUE)", AF=self.ctx.af, X=name,
+                           VALUE=call.args[0], at=node)
         return node
 
 

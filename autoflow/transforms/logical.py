@@ -69,36 +69,38 @@ _FILTER_ADVICE = ("Keep every item and mask instead, as in `jnp.where(cond, x, 0
 class Logical(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
+        # Can an operand hold a walrus? Only the user's code makes them.
+        inv = getattr(ctx, "inventory", None)
+        self.walrus = inv is None or inv.has(gast.NamedExpr)
 
     def _call(self, op, first, rest, anchor):
-        call = replace_expr("AF.OP(FIRST)", AF=self.ctx.af, FIRST=first)
+        call = replace_expr("AF.OP(FIRST)", AF=self.ctx.af, FIRST=first, at=anchor)
         call.func.attr = op
-        call.args += [_lambda(r) for r in rest]
-        return stamp(call, anchor)
+        call.args += [stamp(_lambda(r), anchor) for r in rest]
+        return call
 
     def _python_operand(self, operand, kind, walrus_in):
         names = ", ".join(f"`{n}`" for n in walrus_targets_local(walrus_in))
         where = "a branch" if kind == "if-else" else "a later operand"
         reason = (f"this `{kind}` stays Python: {where} assigns {names} with `:=`, "
                   "which a staged branch cannot do")
-        return stamp(replace_expr("AF.python_operand(OPERAND, REASON)", AF=self.ctx.af,
-                                  OPERAND=operand, REASON=gast.Constant(value=reason, kind=None)),
-                     operand)
+        return replace_expr("AF.python_operand(OPERAND, REASON)", AF=self.ctx.af,
+                            OPERAND=operand, REASON=gast.Constant(value=reason, kind=None), at=operand)
 
     def visit_comprehension(self, node):
         # A filter keeps or drops items: the result's length cannot depend on
         # a traced value, so each test must be concrete (and is reported if not).
         self.generic_visit(node)
-        node.ifs = [stamp(replace_expr(
+        node.ifs = [replace_expr(
             "AF.python_condition(TEST, REASON, ADVICE)", AF=self.ctx.af, TEST=test,
             REASON=gast.Constant(value=_FILTER_REASON, kind=None),
-            ADVICE=gast.Constant(value=_FILTER_ADVICE, kind=None)), test) for test in node.ifs]
+            ADVICE=gast.Constant(value=_FILTER_ADVICE, kind=None), at=test) for test in node.ifs]
         return node
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         kind = "and" if isinstance(node.op, gast.And) else "or"
-        walrus = [v for v in node.values[1:] if contains(v, gast.NamedExpr)]
+        walrus = [v for v in node.values[1:] if self.walrus and contains(v, gast.NamedExpr)]
         if walrus:
             node.values[:-1] = [self._python_operand(v, kind, walrus) for v in node.values[:-1]]
             return node
@@ -112,7 +114,7 @@ class Logical(Transformer):
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
-        walrus = [v for v in (node.body, node.orelse) if contains(v, gast.NamedExpr)]
+        walrus = [v for v in (node.body, node.orelse) if self.walrus and contains(v, gast.NamedExpr)]
         if walrus:
             node.test = self._python_operand(node.test, "if-else", walrus)
             return node
@@ -120,7 +122,8 @@ class Logical(Transformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if len(node.ops) < 2 or any(contains(c, gast.NamedExpr) for c in node.comparators):
+        if len(node.ops) < 2 or self.walrus and any(contains(c, gast.NamedExpr)
+                                                    for c in node.comparators):
             # (A walrus in a comparator stays in Python's own chained comparison.)
             return node
         middle = node.comparators[:-1]

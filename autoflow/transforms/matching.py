@@ -167,9 +167,9 @@ class Matching:
         """Keep ``m`` as Python; a traced subject is reported at ``pattern``'s case."""
         line = getattr(pattern, "lineno", m.lineno)
         col = getattr(pattern, "col_offset", m.col_offset)
-        m.subject = stamp(replace_expr("AF.match_subject(SUBJECT, LINE, COL)", AF=self.ctx.af,
-                                       SUBJECT=m.subject,
-                                       LINE=gast.Constant(value=line, kind=None),
-                                       COL=gast.Constant(value=col, kind=None)), m)
+        m.subject = replace_expr("AF.match_subject(SUBJECT, LINE, COL)", AF=self.ctx.af,
+                                 SUBJECT=m.subject,
+                                 LINE=gast.Constant(value=line, kind=None),
+                                 COL=gast.Constant(value=col, kind=None), at=m)
         return m
 

@@ -21,6 +21,7 @@ import gast
 
 from ..core.deep import paused_gc
 from ..core.naming import Namer, referenced_names
+from ..core import nodes
 from ..core.nodes import clone, mark_user
 from . import faithful, pipeline
 from .context import Context
@@ -258,7 +259,7 @@ def _convert_module(source, filename, only):
                 # A namer per function: editing one function never renames
                 # the generated names of another.
                 new = convert_copy(node, Namer(reserved), alias, shadowed, filename, imports)
-                new_ast = pipeline.to_ast(new)
+                new_ast = nodes.to_ast(new)  # a copy: `new` is used again below
                 unparsed = ast.unparse(new_ast)
                 if unparsed != pipeline.to_source(node):
                     changed.append(qual)

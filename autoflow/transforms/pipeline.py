@@ -87,29 +87,59 @@ class Inventory:
 
     def __init__(self, tree):
         nodes = walk(tree)
-        self.classes = {n.__class__ for n in nodes}
+        # One loop over the nodes gathers everything below (this runs for
+        # every conversion, on every node of the user's function).
+        classes = set()
+        defs = []
+        ifs = 0
+        attrs = set()
+        item_writes = attr_writes = set_attr = False
+        FunctionDef, If, Subscript, Attribute, Name, Load = (
+            gast.FunctionDef, gast.If, gast.Subscript, gast.Attribute, gast.Name, gast.Load)
+        for n in nodes:
+            cls = n.__class__
+            classes.add(cls)
+            if cls is Name:
+                if n.id in ("setattr", "delattr"):
+                    set_attr = True
+            elif cls is Attribute:
+                attrs.add(n.attr)
+                if n.ctx.__class__ is not Load:
+                    attr_writes = True
+            elif cls is Subscript:
+                # `x[i] = v`, `x[i] += v`, `del x[i]` (a Subscript not in Load context)
+                if n.ctx.__class__ is not Load:
+                    item_writes = True
+            elif cls is If:
+                ifs += 1
+            elif cls is FunctionDef:
+                defs.append(n)
+        self.classes = classes
         generators = set()
-        if _YIELDS[0] in self.classes or _YIELDS[1] in self.classes:
+        if _YIELDS[0] in classes or _YIELDS[1] in classes:
             generators = {id(n) for n in nodes if isinstance(n, gast.FunctionDef)
                           and is_generator(n)}
-        defs = [n for n in nodes if n.__class__ is gast.FunctionDef]
-        self.ifs = sum(1 for n in nodes if n.__class__ is gast.If)
-        # `x[i] = v`, `x[i] += v`, `del x[i]` (a Subscript not in Load context)
-        self.item_writes = any(n.__class__ is gast.Subscript and n.ctx.__class__ is not gast.Load
-                               for n in nodes)
-        self.attrs = {n.attr for n in nodes if n.__class__ is gast.Attribute}
-        self.attr_writes = any(n.__class__ is gast.Attribute and n.ctx.__class__ is not gast.Load
-                               for n in nodes)
+        self.ifs = ifs
+        self.item_writes = item_writes
+        self.attrs = attrs
+        self.attr_writes = attr_writes
         # Can a statement change state besides variables (activity.shared_state)?
         # Only the user's code can: the passes add no such writes.
-        self.state_writes = bool(
-            self.item_writes or self.attr_writes or self.attrs & MUTATING_METHODS
-            or any(n.__class__ is gast.Name and n.id in ("setattr", "delattr") for n in nodes))
+        self.state_writes = bool(item_writes or attr_writes or attrs & MUTATING_METHODS
+                                 or set_attr)
         self.defs = len(defs)
         self.functions = [n for n in defs if id(n) not in generators]
+        # The nodes, for a pass that needs them while no pass changed the tree
+        # yet (`unchanged`: set False by each pass that runs before `calls`).
+        self.nodes = nodes
+        self.unchanged = True
 
     def has(self, *classes):
-        return any(c in self.classes for c in classes if c is not None)
+        present = self.classes
+        for c in classes:  # (a loop, not any(...): asked many times per conversion)
+            if c is not None and c in present:
+                return True
+        return False
 
     def nested_scopes(self) -> bool:
         """Has the user's code a scope inside the converted function?"""
@@ -129,12 +159,14 @@ _TRY = tuple(c for c in (getattr(gast, "Try", None), getattr(gast, "TryStar", No
 
 def _matching(tree, ctx, inv):
     if inv.has(getattr(gast, "Match", None)):
+        inv.unchanged = False
         Matching(ctx).run(tree)
 
 
 def _chains(tree, ctx, inv):
     # only a chain of more than CHUNK branches changes (`match` makes chains)
     if inv.ifs > chains.CHUNK or inv.has(getattr(gast, "Match", None)):
+        inv.unchanged = False
         for fn in inv.functions:
             Chains(ctx).run(fn)
 
@@ -147,11 +179,13 @@ def _tables(tree, ctx, inv):
 def _index_assign(tree, ctx, inv):
     # `x[i] = v`, `x[i] += v` and `xs.append(v)` in a loop
     if inv.item_writes or "append" in inv.attrs and inv.has(gast.For, gast.While):
+        inv.unchanged = False
         IndexAssign(ctx).visit(tree)
 
 
 def _calls(tree, ctx, inv):
-    Calls(ctx).run(tree)
+    Calls(ctx).run(tree, inv.nodes if inv.unchanged else None)
+    inv.unchanged = False
 
 
 def _writes(tree, ctx, inv):
@@ -173,9 +207,15 @@ def _lower_exits(tree, ctx, inv):
         return
     for fn in inv.functions:
         exits = EarlyExits(ctx, fn)
-        fn.body = exits.lower_loop_returns(fn.body)
-        fn.body = exits.lower_block_exits(fn.body)
-        fn.body = exits.lower_jumps(fn.body)
+        # Each step rewrites only statements of its kind: returns in loops,
+        # exits from with/try, loops' jumps; one whose statements are absent
+        # has nothing to do (the steps before it make no loops, with or try).
+        if loops:
+            fn.body = exits.lower_loop_returns(fn.body)
+        if blocks:
+            fn.body = exits.lower_block_exits(fn.body)
+        if loops:
+            fn.body = exits.lower_jumps(fn.body)
 
 
 def _lower_returns(tree, ctx, inv):
@@ -235,9 +275,14 @@ def run(fn_node, ctx):
 
 
 def to_ast(node):
-    """``node`` (a gast statement) as a standard ``ast`` node with locations."""
-    return nodes.to_ast(node)
+    """``node`` (a gast statement) as a standard ``ast`` node with locations.
+
+    It consumes ``node``: the gast nodes become the ast nodes (see
+    ``nodes.into_ast``). A caller that goes on using the gast tree takes a
+    copy with ``nodes.to_ast`` instead.
+    """
+    return nodes.into_ast(node)
 
 
 def to_source(node) -> str:
-    return ast.unparse(to_ast(node))
+    return ast.unparse(nodes.to_ast(node))  # (the tree stays gast: a copy)

@@ -44,7 +44,7 @@ import gast
 from ..analysis.activity import bound_names
 from ..analysis.liveness import always_returns
 from ..core.templates import replace
-from .util import contains_return, stamp
+from .util import contains_return
 
 
 class _Left(gast.Break):
@@ -62,7 +62,7 @@ class Returns:
                 body and not isinstance(body[-1], gast.Return) and contains_return(body[-1])):
             return  # at most a final return: nothing to do
         if not always_returns(body):
-            body = body + stamp(replace("return None"), body[-1])
+            body = body + replace("return None", at=body[-1])
         fn_node.body = self._block(body)
 
     def _block(self, stmts):
@@ -79,9 +79,8 @@ class Returns:
                         # `if returned: return retval` that follows has one path
                         # that falls through, so the rest moves into its `else`.
                         out += stmts[:k] + self._flagged(s)
-                        stmts = stamp(replace("if RETURNED:\n    return RETVAL",
-                                              RETURNED=self._returned, RETVAL=self._retval),
-                                      s) + rest
+                        stmts = replace("if RETURNED:\n    return RETVAL",
+                                        RETURNED=self._returned, RETVAL=self._retval, at=s) + rest
                         break
                     if falls[0]:
                         s.body = s.body + rest
@@ -98,10 +97,10 @@ class Returns:
         namer = self.ctx.namer
         self._returned = returned = namer.unique("returned")
         self._retval = retval = namer.unique("retval")
-        init = stamp(replace(
+        init = replace(
             "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True)",
             RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
-            RETVAL_NAME=gast.Constant(value=retval, kind=None)), s)
+            RETVAL_NAME=gast.Constant(value=retval, kind=None), at=s)
         # A traced `if` may fill with zeros what is bound on every path through
         # `s` that does not return: it is read only where `returned` is false.
         guard = self._bound_falling([s]) or set()
@@ -136,8 +135,8 @@ class Returns:
         for i, s in enumerate(stmts):
             if isinstance(s, gast.Return):
                 value = s.value if s.value is not None else gast.Constant(value=None, kind=None)
-                out += stamp(replace("RETVAL = VALUE\nRETURNED = True",
-                                     RETVAL=retval, VALUE=value, RETURNED=returned), s)
+                out += replace("RETVAL = VALUE\nRETURNED = True",
+                               RETVAL=retval, VALUE=value, RETURNED=returned, at=s)
                 return out  # the rest is unreachable
             if isinstance(s, gast.If) and contains_return(s):
                 s.body = self._guard(s.body, returned, retval) or [gast.Pass()]
@@ -146,8 +145,8 @@ class Returns:
                 rest = stmts[i + 1:]
                 if rest:
                     safe = self._bound_falling(rest) or set()
-                    guard = stamp(replace("if not RETURNED:\n    REST", RETURNED=returned,
-                                          REST=self._guard(rest, returned, retval)), s)
+                    guard = replace("if not RETURNED:\n    REST", RETURNED=returned,
+                                    REST=self._guard(rest, returned, retval), at=s)
                     # What the guarded code binds on all its falling paths is read
                     # only where nothing returned: a traced `if` may fill it elsewhere.
                     guard[0].af_exit_guard = safe

@@ -21,7 +21,6 @@ import gast
 
 from ..core.nodes import Transformer, walk
 from ..core.templates import replace_expr
-from .util import stamp
 
 _LOOPS = (gast.For, gast.While)
 
@@ -30,16 +29,24 @@ def _stored(target):
     return [n.id for n in walk(target) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
 
 
-def loop_names(fn):
-    """Names bound as a ``for`` target or assigned in a loop body of ``fn``."""
+def loop_names(fn, nodes=None):
+    """Names bound as a ``for`` target or assigned in a loop body of ``fn``
+    (``nodes``: ``walk(fn)``, when the caller has it)."""
     names = set()
-    for loop in walk(fn):
+    inside = set()  # ids of the nodes in the body of a loop walked already
+    for loop in walk(fn) if nodes is None else nodes:
         if not isinstance(loop, _LOOPS):
             continue
         if isinstance(loop, gast.For):
             names.update(_stored(loop.target))
+        if id(loop) in inside:
+            # A loop in the body of another: its body was walked with that one
+            # (`walk` is breadth first, so the outer loop came first), and a set
+            # of names gains nothing from a second walk.
+            continue
         for s in loop.body:
             for n in walk(s):
+                inside.add(id(n))
                 if isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
                     for t in (n.targets if isinstance(n, gast.Assign) else [n.target]):
                         names.update(_stored(t))
@@ -73,16 +80,19 @@ def _updates_itself(n, af):
             and isinstance(v.args[0], gast.Name) and v.args[0].id == n.targets[0].id)
 
 
-def table_names(tree, np_names, af="af"):
-    """(names only ever bound to a table display or call, names bound in ``tree``)."""
+def table_names(tree, np_names, af="af", nodes=None):
+    """(names only ever bound to a table display or call, names bound in ``tree``);
+    ``nodes``: ``walk(tree)``, when the caller has it."""
+    if nodes is None:
+        nodes = walk(tree)
     table_targets = set()
-    for n in walk(tree):
+    for n in nodes:
         if isinstance(n, gast.Assign) and len(n.targets) == 1 \
                 and isinstance(n.targets[0], gast.Name) and (
                     _table_value(n.value, np_names) or _updates_itself(n, af)):
             table_targets.add(id(n.targets[0]))
     bound, other = set(), set()
-    for n in walk(tree):
+    for n in nodes:
         if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             a = n.args
             for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
@@ -97,10 +107,11 @@ def table_names(tree, np_names, af="af"):
     return bound - other, bound | other
 
 
-def params(tree):
-    """Parameters of the functions in ``tree`` (traced when the caller traces)."""
+def params(tree, nodes=None):
+    """Parameters of the functions in ``tree`` (traced when the caller traces);
+    ``nodes``: ``walk(tree)``, when the caller has it."""
     out = set()
-    for n in walk(tree):
+    for n in walk(tree) if nodes is None else nodes:
         if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             a = n.args
             out.update(arg.id for arg in a.posonlyargs + a.args + a.kwonlyargs)
@@ -113,10 +124,11 @@ class Tables(Transformer):
         self.names = frozenset()
 
     def run(self, fn):
-        self.names = frozenset(loop_names(fn) | params(fn))
+        nodes = walk(fn)  # one walk for the three questions (the tree does not change)
+        self.names = frozenset(loop_names(fn, nodes) | params(fn, nodes))
         if self.names:
             np_names = {n for n in self.ctx.library_names if n in ("np", "numpy", "onp")} | {"np"}
-            self.tables, self.bound = table_names(fn, np_names, self.ctx.af)
+            self.tables, self.bound = table_names(fn, np_names, self.ctx.af, nodes)
             self.visit(fn)
         return fn
 
@@ -141,6 +153,5 @@ class Tables(Transformer):
             return node
         if not any(isinstance(n, gast.Name) and n.id in self.names for n in walk(index)):
             return node
-        call = replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=node.value,
-                            INDEX=index)
-        return stamp(call, node)
+        return replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=node.value,
+                            INDEX=index, at=node)

@@ -6,7 +6,9 @@ import builtins
 
 import gast
 
+from ..core.methods import VALUE_METHODS
 from ..core.nodes import children, walk
+from ..core.templates import place
 from ..analysis.activity import SCOPES as _SCOPES
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
@@ -37,36 +39,66 @@ def contains(node_or_list, types, stop_at_loops=False):
     return False
 
 
+# The fields that hold statement lists (and the lists of except clauses and
+# match cases, whose bodies are statement lists in turn).
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+_HOLDS_BLOCKS: dict = {}  # node class -> has it statement-list fields?
+
+
+def holds_blocks(node) -> bool:
+    """Can ``node`` (by its class) hold statement lists? (A compound statement,
+    an except clause or match case, a def or class; not a simple statement.)"""
+    cls = node.__class__
+    hit = _HOLDS_BLOCKS.get(cls)
+    if hit is None:
+        hit = _HOLDS_BLOCKS[cls] = any(f in cls._fields for f in BLOCK_FIELDS)
+    return hit
+
+
+def append_blocks(node, out):
+    """Append to ``out`` what ``node``'s statement-list fields hold: its
+    statements, except clauses and match cases (nothing for an expression)."""
+    d = node.__dict__
+    for f in BLOCK_FIELDS:
+        v = d.get(f)
+        if v.__class__ is list:
+            out.extend(v)
+
+
 def contains_return(node_or_list):
-    return contains(node_or_list, gast.Return)
+    """``contains(node_or_list, gast.Return)``, looking only where a statement
+    can be: in statement lists (an expression holds none outside lambdas,
+    which are scopes of their own), not at every node of every expression."""
+    nodes = node_or_list if isinstance(node_or_list, list) else [node_or_list]
+    todo = []
+    for node in nodes:
+        if isinstance(node, gast.Return):
+            return True
+        if isinstance(node, _SCOPES):
+            continue
+        append_blocks(node, todo)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, gast.Return):
+                return True
+            if not isinstance(n, _SCOPES):
+                append_blocks(n, todo)
+    return False
 
 
 def stamp(nodes, anchor):
     """Position template-made ``nodes`` at ``anchor``; user nodes keep theirs.
 
     Call on the template's output *before* splicing user code into it, or on
-    nodes made purely from templates.
+    nodes made purely from templates. (``replace(T, at=anchor, ...)`` places
+    a template's output as it makes it.)
     """
     # Generated nodes are stamped when they are made, so the walk stops at
     # user nodes and at nodes already placed: it does not re-walk the user
     # code spliced into each level of generated functions.
-    todo = list(nodes) if isinstance(nodes, list) else [nodes]
-    while todo:
-        n = todo.pop()
-        if getattr(n, "af_user", False) or getattr(n, "af_placed", False):
-            continue
-        todo.extend(children(n))
-        if "lineno" in n._attributes:
-            n.af_placed = True
-            n.lineno = anchor.lineno
-            n.col_offset = getattr(anchor, "col_offset", 0)
-            # Generated code sits on the anchor's first line: a frame
-            # inside it then reports that line (the `if`/`for` itself).
-            n.end_lineno = anchor.lineno
-            same_line = getattr(anchor, "end_lineno", None) == anchor.lineno
-            n.end_col_offset = (anchor.end_col_offset if same_line and
-                                anchor.end_col_offset is not None else n.col_offset + 1)
-    return nodes
+    return place(nodes, anchor)
 
 
 def is_generator(fn) -> bool:
@@ -79,8 +111,6 @@ def pure_test(test, ctx, lambdas=False):
     and calls only library code and autoflow's vocabulary (no user function,
     whose call could print, raise or change state)? ``lambdas``: the thunks the
     ``logical`` pass makes are allowed."""
-    from .calls import VALUE_METHODS
-
     for n in walk(test):
         if isinstance(n, (gast.NamedExpr, gast.Yield, gast.YieldFrom, gast.Await)) or (
                 isinstance(n, gast.Lambda) and not lambdas):

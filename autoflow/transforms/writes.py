@@ -29,7 +29,6 @@ import gast
 from ..analysis.activity import MUTATING_METHODS, SCOPES, bound_names, chain_text
 from ..core.nodes import children
 from ..core.templates import replace
-from .util import stamp
 
 
 def _params(fn):
@@ -101,7 +100,7 @@ class Writes:
                     and isinstance(obj, (gast.Name, gast.Attribute)) \
                     and chain_text(obj) not in seen:
                 seen.add(chain_text(obj))
-                out += stamp(replace("AF.mutates(OBJ)", AF=self.ctx.af, OBJ=_load(obj)), s)
+                out += replace("AF.mutates(OBJ)", AF=self.ctx.af, OBJ=_load(obj), at=s)
         targets = [t for t in targets if isinstance(t, gast.Attribute)]
         for t in targets:
             root = _root_chain(t.value)
@@ -110,9 +109,9 @@ class Writes:
                 if key is None or key in seen:
                     continue
                 seen.add(key)
-                out += stamp(replace("AF.mutates(OBJ, NAME)", AF=self.ctx.af,
-                                     OBJ=_load(t.value), NAME=gast.Constant(value=t.attr,
-                                                                            kind=None)), s)
+                out += replace("AF.mutates(OBJ, NAME)", AF=self.ctx.af,
+                               OBJ=_load(t.value), NAME=gast.Constant(value=t.attr,
+                                                                      kind=None), at=s)
         expr = s.value if isinstance(s, gast.Expr) else None
         if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute) \
                 and expr.func.attr in MUTATING_METHODS:
@@ -122,7 +121,7 @@ class Writes:
                     and root.id not in self.ctx.library_names and isinstance(
                         obj, (gast.Name, gast.Attribute)) \
                     and not self.ctx.is_module_name(root.id):
-                out += stamp(replace("AF.mutates(OBJ)", AF=self.ctx.af, OBJ=_load(obj)), s)
+                out += replace("AF.mutates(OBJ)", AF=self.ctx.af, OBJ=_load(obj), at=s)
         return out
 
 
