@@ -1,7 +1,8 @@
 """Steady-state speed of a converted loop on a JAX whose private API changed.
 
-    python benchmarks/jax_faults.py            # every fault of tests/jax_faults.py
-    python benchmarks/jax_faults.py none lowering_helper_deleted
+    python benchmarks/fault_tolerance.py            # every fault of tests/jax_faults.py
+    python benchmarks/fault_tolerance.py none lowering_helper_deleted
+    python benchmarks/fault_tolerance.py --corpus   # benchmarks/corpus.py's programs under each fault
 
 For each fault (a fresh process each, the fault applied before autoflow is
 imported), times calls of ``autoflow.jit`` of a natural ``while`` loop with an ``if``
@@ -84,6 +85,46 @@ def child(fault, rounds=15, calls=200):
                       "ours_us": 1e6 * timed(ours), "lax_us": 1e6 * timed(theirs)}))
 
 
+def corpus_child(fault):
+    """``corpus.check()`` (eager == autoflow.jit on every corpus program) under ``fault``."""
+    sys.path.insert(0, TESTS)
+    sys.path.append(HERE)
+    import jax_faults
+
+    if fault != "none":
+        jax_faults.FAULTS[fault]()
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        import corpus
+
+        bad = corpus.check()
+    said = [str(w.message) for w in seen if "lacks private APIs" in str(w.message)]
+    print(json.dumps({"fault": fault, "programs": len(corpus.FUNCTIONS), "bad": bad,
+                      "warnings": len(said)}))
+
+
+def corpus_main(faults):
+    sys.path.insert(0, TESTS)
+    import jax_faults
+
+    faults = faults or ["none", *jax_faults.FAULTS]
+    print("| fault | corpus programs right | autoflow's warnings |")
+    print("|---|---|---|")
+    for fault in faults:
+        out = subprocess.run([sys.executable, __file__, "--corpus-child", fault],
+                             capture_output=True, text=True,
+                             env=dict(os.environ, JAX_PLATFORMS="cpu"))
+        if out.returncode:
+            print(f"| {fault} | failed: {out.stderr.strip().splitlines()[-1]} | |")
+            continue
+        d = json.loads(out.stdout.strip().splitlines()[-1])
+        wrong = f" (wrong: {', '.join(d['bad'])})" if d["bad"] else ""
+        print(f"| {fault} | {d['programs'] - len(d['bad'])} of {d['programs']}{wrong} | "
+              f"{d['warnings']} |")
+
+
 def main(faults):
     sys.path.insert(0, TESTS)
     import jax_faults
@@ -105,5 +146,9 @@ def main(faults):
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         child(sys.argv[2])
+    elif len(sys.argv) > 2 and sys.argv[1] == "--corpus-child":
+        corpus_child(sys.argv[2])
+    elif sys.argv[1:2] == ["--corpus"]:
+        corpus_main(sys.argv[2:])
     else:
         main(sys.argv[1:])
