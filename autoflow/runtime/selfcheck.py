@@ -4,14 +4,19 @@ autoflow's own loop and ``if`` primitives (``while_prim``, ``cond_prim``) stand
 on JAX's private API (``jax_internals``). JAX changes it with every release,
 and a change can leave the names in place with another meaning: a keyword
 added to a function, a rule that now raises. So the first time a converted
-function stages a traced ``if`` or loop, ``ready()`` runs tiny programs through
-the private paths, under ``jit``, ``vmap`` and ``grad``, and compares what
-they give with the public path (``lax.while_loop``, ``lax.cond``,
-``lax.select``): the same compiled operations, the same values. What fails is
+function stages a traced ``if`` or loop, ``ready()`` traces a tiny program
+through the private paths (7 ms): its branches with JAX's private tracer
+against ``jax.make_jaxpr``, its loop and ``if``s as autoflow's primitives,
+staged low and under their own names, and a ``jax.custom_jvp`` rule that must
+be recognised. The lowering rules guard themselves when first used
+(``jax_internals``), and a loop with ordered effects is lowered once, the
+first time one is staged (``effects_ok``). ``report()``, for the test suite
+and ``benchmarks/jax_matrix.sh``, also compiles the program under ``jit``,
+``vmap``, ``grad`` and ``jvp`` and compares its operations and values with the
+public path's (``lax.while_loop``, ``lax.cond``, ``lax.select``). What fails is
 turned off, one path at a time (readable names, direct lowering, then the
 primitives themselves), and one warning says what is lost and which JAX
-releases have all of it. Programs that never stage anything never pay for the
-check.
+releases have all of it. Programs that never stage anything never pay for it.
 """
 
 from __future__ import annotations
