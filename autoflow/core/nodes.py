@@ -47,7 +47,8 @@ def child_fields(cls) -> tuple:
         return _child_fields(cls)
 
 
-def _append_children(node, out):
+def append_children(node, out):
+    """Append ``node``'s child nodes to ``out``, in field order."""
     d = node.__dict__
     try:
         fields = _CHILD_FIELDS[node.__class__]
@@ -68,13 +69,13 @@ def _append_children(node, out):
 def children(node) -> list:
     """``node``'s child nodes, in field order (``ast.iter_child_nodes`` without contexts)."""
     out = []
-    _append_children(node, out)
+    append_children(node, out)
     return out
 
 
 def walk(node) -> list:
     """``node`` and all nodes below it, breadth first (``ast.walk``'s order)."""
-    # The loop of _append_children inlined: walks are most of the rewriter's work.
+    # The loop of append_children inlined: walks are most of the rewriter's work.
     todo = [node]
     append = todo.append
     fields_of = _CHILD_FIELDS
@@ -344,13 +345,7 @@ def _into(node, loc):
         return _into_arguments(node, loc)
     d = node.__dict__
     if located:  # missing positions are the parent's (as in _to_ast)
-        here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
-        if None in here:
-            lineno, col, end, end_col = here
-            here = (loc[0] if lineno is None else lineno, loc[1] if col is None else col,
-                    loc[2] if end is None else end, loc[3] if end_col is None else end_col)
-            d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = here
-        loc = here
+        loc = _positions(d, loc)
     for f in kids:
         v = d.get(f)
         if v.__class__ is list:
@@ -372,17 +367,22 @@ def _into(node, loc):
     return node
 
 
+def _positions(d, loc):
+    """A node's (its ``__dict__`` ``d``) positions, the missing ones set to its parent's
+    ``loc``: ``(lineno, col_offset, end_lineno, end_col_offset)``."""
+    here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
+    if None in here:
+        here = tuple(p if x is None else x for x, p in zip(here, loc))
+        d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = here
+    return here
+
+
 def _into_arg(name, loc):
     """A gast parameter (a ``Name``) made the ``ast.arg`` that ``_arg`` builds."""
     if name is None:
         return None
     d = name.__dict__
-    here = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
-    if None in here:
-        lineno, col, end, end_col = here
-        here = (loc[0] if lineno is None else lineno, loc[1] if col is None else col,
-                loc[2] if end is None else end, loc[3] if end_col is None else end_col)
-        d["lineno"], d["col_offset"], d["end_lineno"], d["end_col_offset"] = here
+    here = _positions(d, loc)
     d["arg"] = d.pop("id")
     d.pop("ctx", None)
     annotation = d.get("annotation")

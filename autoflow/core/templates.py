@@ -30,7 +30,7 @@ import textwrap
 
 import gast
 
-from .nodes import _CHILD_FIELDS, AST, child_fields, clone
+from .nodes import append_children, clone
 
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -68,8 +68,8 @@ def place(nodes, anchor=None, at=None):
     """Position generated ``nodes`` (a node or a list) at ``anchor`` (or with
     the ``placement`` ``at``); user nodes and nodes placed already keep their
     positions, and the walk does not enter them (``transforms.util.stamp``)."""
-    # The walk reads each node's __dict__ and child fields directly, as
-    # nodes.walk does: placing runs for every piece of generated code.
+    # (placing runs for every piece of generated code: append_children reads each
+    # node's __dict__ and child fields directly, as nodes.walk does)
     todo = list(nodes) if isinstance(nodes, list) else [nodes]
     while todo:
         n = todo.pop()
@@ -77,20 +77,7 @@ def place(nodes, anchor=None, at=None):
         if d.get("af_user") or d.get("af_placed"):
             continue
         cls = n.__class__
-        try:
-            fields = _CHILD_FIELDS[cls]
-        except KeyError:
-            fields = child_fields(cls)
-        for f in fields:
-            v = d.get(f)
-            if v is None:
-                continue
-            if v.__class__ is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        todo.append(x)
-            elif isinstance(v, AST):
-                todo.append(v)
+        append_children(n, todo)
         located = _LOCATED.get(cls)
         if located is None:
             located = _LOCATED[cls] = "lineno" in cls._attributes
