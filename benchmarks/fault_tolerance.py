@@ -105,6 +105,16 @@ def corpus_child(fault):
                       "warnings": len(said)}))
 
 
+def _child(flag, fault):
+    """What this script's ``flag`` mode printed for ``fault`` in a fresh process (a
+    dict), or the last line of its error."""
+    out = subprocess.run([sys.executable, __file__, flag, fault], capture_output=True,
+                         text=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    if out.returncode:
+        return out.stderr.strip().splitlines()[-1]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def corpus_main(faults):
     sys.path.insert(0, TESTS)
     import jax_faults
@@ -113,13 +123,10 @@ def corpus_main(faults):
     print("| fault | corpus programs right | autoflow's warnings |")
     print("|---|---|---|")
     for fault in faults:
-        out = subprocess.run([sys.executable, __file__, "--corpus-child", fault],
-                             capture_output=True, text=True,
-                             env=dict(os.environ, JAX_PLATFORMS="cpu"))
-        if out.returncode:
-            print(f"| {fault} | failed: {out.stderr.strip().splitlines()[-1]} | |")
+        d = _child("--corpus-child", fault)
+        if isinstance(d, str):
+            print(f"| {fault} | failed: {d} | |")
             continue
-        d = json.loads(out.stdout.strip().splitlines()[-1])
         wrong = f" (wrong: {', '.join(d['bad'])})" if d["bad"] else ""
         print(f"| {fault} | {d['programs'] - len(d['bad'])} of {d['programs']}{wrong} | "
               f"{d['warnings']} |")
@@ -133,12 +140,10 @@ def main(faults):
     print("| fault | autoflow / lax.while_loop (median, min-max) | autoflow | lax |")
     print("|---|---|---|---|")
     for fault in faults:
-        out = subprocess.run([sys.executable, __file__, "--child", fault], capture_output=True,
-                             text=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
-        if out.returncode:
-            print(f"| {fault} | failed: {out.stderr.strip().splitlines()[-1]} | | |")
+        d = _child("--child", fault)
+        if isinstance(d, str):
+            print(f"| {fault} | failed: {d} | | |")
             continue
-        d = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {fault} | {d['median']:.2f}x ({d['min']:.2f}-{d['max']:.2f}) | "
               f"{d['ours_us']:.1f} us | {d['lax_us']:.1f} us |")
 

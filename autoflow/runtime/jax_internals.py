@@ -337,6 +337,7 @@ def _hijax():
 HiPrimitive, _hi = _hijax()
 PRIMITIVES = bool(_hi) and JAXPRS  # (selfcheck may turn it off)
 _named = {}  # class name -> the Primitive its equations are staged as
+_tables = None  # JAX's rule tables holding call_hi_primitive (_rule_tables)
 
 
 def _low(prim) -> bool:
@@ -361,7 +362,8 @@ def primitive_of(prim):
 def _rule_tables():
     """Every dict of JAX's loaded modules holding a rule for ``call_hi_primitive``
     (looked for once: about 5 ms)."""
-    if "tables" not in _rules:
+    global _tables
+    if _tables is None:
         p, tables = _hi.call_hi_primitive_p, []
         for name, module in list(sys.modules.items()):
             if not name.startswith("jax._src") or module is None:
@@ -373,8 +375,8 @@ def _rule_tables():
                             tables.append(value)
                     except TypeError:
                         continue
-        _rules["tables"] = tables
-    return _rules["tables"]
+        _tables = tables
+    return _tables
 
 
 def name_primitives(classes) -> bool:
