@@ -20,6 +20,20 @@ def unroll(iterable):
     return _unroll(iterable)
 
 
+def trace_print(*args, **kwargs):
+    """``print`` while JAX traces the function, not when the compiled code runs.
+
+    In converted code ``print`` happens when the compiled code runs, on the
+    path taken, at every call, as in Python. ``autoflow.trace_print`` is
+    Python's ``print`` run once per trace, on every path traced (both
+    branches of a traced ``if``), showing traced values as tracers: for
+    looking at shapes and dtypes while debugging a trace::
+
+        autoflow.trace_print("x:", x.shape, x.dtype)
+    """
+    print(*args, **kwargs)
+
+
 def roll(iterable, unroll=1):  # noqa: A002
     """Always stage this ``for`` loop as a ``lax`` loop; ``unroll`` goes to ``lax.fori_loop``/``lax.scan``."""
     from .runtime import roll as _roll
@@ -29,5 +43,5 @@ def roll(iterable, unroll=1):  # noqa: A002
 
 __all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "LoopLimitError",
            "PerformanceWarning", "TracingError", "convert", "do_not_convert", "explain",
-           "install_import_hook", "jit", "roll", "to_source", "unroll"]
+           "install_import_hook", "jit", "roll", "to_source", "trace_print", "unroll"]
 __version__ = "0.1.0"

@@ -492,7 +492,7 @@ def _teaching(fn):
 
 def _may_raise(fn) -> bool:
     """Can a staged check fire in ``fn`` or the helpers it calls in its file (a
-    ``raise`` or ``assert`` in ``fn``, or in a function or class of the same file
+    ``raise``, ``assert`` or ``warn(...)`` in ``fn``, or in a function or class of the same file
     that ``fn`` names, directly or through others it names), or, on a JAX without
     checkpointed loops, does the file have a ``while`` or ``for ... range(`` loop
     (which ``jax.grad`` may then fail to differentiate)? When in doubt, yes."""
@@ -510,7 +510,8 @@ def _may_raise(fn) -> bool:
         if any(line.lstrip().startswith("while ") or line.lstrip().startswith("for ")
                and "range(" in line for line in lines):
             return True
-    if not any(line.lstrip().startswith(("raise", "assert")) for line in lines):
+    if not any(line.lstrip().startswith(("raise", "assert")) or "warn(" in line
+               for line in lines):
         return False
     try:
         return _reaches_a_raise(code, lines)
@@ -534,7 +535,7 @@ def _reaches_a_raise(code, lines) -> bool:
         tops = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                raises = any(isinstance(n, (ast.Raise, ast.Assert)) for n in ast.walk(stmt))
+                raises = any(_raises(n) for n in ast.walk(stmt))
                 tops.setdefault(stmt.name, []).append((stmt, raises))
                 if isinstance(stmt, ast.ClassDef):  # its methods, by their names too
                     for m in stmt.body:
@@ -552,7 +553,7 @@ def _reaches_a_raise(code, lines) -> bool:
             continue
         seen.add(id(n))
         for sub in ast.walk(n):
-            if isinstance(sub, (ast.Raise, ast.Assert)):
+            if _raises(sub):
                 return True
             name = sub.id if isinstance(sub, ast.Name) else \
                 sub.attr if isinstance(sub, ast.Attribute) else None
@@ -560,6 +561,16 @@ def _reaches_a_raise(code, lines) -> bool:
                 if raises:
                     return True
                 todo.append(other)
+    return False
+
+
+def _raises(node) -> bool:
+    """A ``raise``, an ``assert``, or a ``warn(...)`` (an error where the filters say so)."""
+    if isinstance(node, (ast.Raise, ast.Assert)):
+        return True
+    if isinstance(node, ast.Call):
+        f = node.func
+        return getattr(f, "attr", None) == "warn" or getattr(f, "id", None) == "warn"
     return False
 
 

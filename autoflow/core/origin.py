@@ -46,6 +46,15 @@ def _is_internal(filename: str) -> bool:
     return filename.startswith(PACKAGE_DIR) or any(p in filename for p in _SKIP_PARTS)
 
 
+def user_frames(depth: int = 1):
+    """The calling frames that are not autoflow's or JAX's own, innermost first."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        if not _is_internal(frame.f_code.co_filename):
+            yield frame
+        frame = frame.f_back
+
+
 def user_site(depth: int = 1) -> Site | None:
     """The innermost calling frame that is not autoflow's or JAX's own."""
     frame = sys._getframe(depth)

@@ -24,12 +24,13 @@ from .jax_internals import hide_frames_of as _hide_frames_of
 from .calls import bound, call, converted
 from .cond import if_chain, if_exp, if_stmt
 from .effects import append, assert_, print, setitem  # noqa: A004
+from .later import fstring, percent, repr, str  # noqa: A004
 from .logical import and_, compare, not_, or_, python_condition, python_operand
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
 from .raising import exception, passthrough as _passthrough
 from .state import mutates, state
 from .values import Undefined, ld
-from .vocabulary import (all, any, bool, float, fstring, getitem, int, match_is, match_subject, max,  # noqa: A004
+from .vocabulary import (all, any, bool, float, getitem, int, match_is, match_subject, max,  # noqa: A004
                          min, sum)
 
 internal_errors = _passthrough()
@@ -39,6 +40,6 @@ internal_errors = _passthrough()
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
-           "enumerate", "exception", "fstring", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
+           "enumerate", "exception", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
            "int", "float", "bool", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]

@@ -22,6 +22,7 @@ from .. import _registry
 from ..core.libraries import is_library_file
 from ..core.origin import message, user_site
 from ..errors import ConversionError
+from .effects import effect_call
 from .values import in_staged_block
 
 _depth = threading.local()
@@ -140,6 +141,9 @@ class Runtime(types.ModuleType):
         target = _ITERABLES.get(id(f))
         if target is not None and target[0] is f:  # `r = range; for i in r(n)`
             return getattr(self._base, target[1])(*args, **kwargs)
+        done = effect_call(f, args, kwargs)  # `warnings.warn`, `logger.info`...
+        if done is not NotImplemented:
+            return done
         target = self._target(f)
         if not in_staged_block():
             return target(*args, **kwargs)

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from ..core.origin import Site, message, user_site
 from ..errors import ConversionError
-from . import events, raising
+from . import events, later
 from .carries import (Restart, caller_site, fill, free_names, join_parts, leaf_labels,
                       log_fills, pack, parts_of, spec_of, unpack, with_state, cast_to)
 from .cond_cost import GPU_SELECT, last_choice, set_choice
@@ -254,7 +254,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
 
     def make(key, fn):
         def branch():
-            with staged_block(), raising.on_path(pred if key == "t" else _negate(pred)):
+            with staged_block(), later.on_path(pred if key == "t" else _negate(pred)):
                 try:
                     out = fn(*operands)
                 except StagedRaise:
@@ -386,12 +386,12 @@ def _cond_raising(pred, true_fn, false_fn, operands, raiser, site):
     fns = {"t": true_fn, "f": false_fn}
     paths = {"t": pred, "f": _negate(pred)}
     other = "f" if raiser == "t" else "t"
-    with staged_block(), raising.on_path(paths[raiser]):
+    with staged_block(), later.on_path(paths[raiser]):
         try:
             fns[raiser](*operands)
         except StagedRaise as r:
             r.emit()
-    with staged_block(), raising.on_path(paths[other]):
+    with staged_block(), later.on_path(paths[other]):
         try:
             return fns[other](*operands)
         except StagedRaise as r:

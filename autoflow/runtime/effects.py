@@ -1,18 +1,29 @@
-"""Index assignment, ``print`` and ``assert`` in converted code."""
+"""Index assignment, ``print``, ``warnings``, logging and ``assert`` in converted code.
+
+Output effects (``print``, ``warnings.warn``, logging calls, a stream's
+``write``) and ``assert`` are Python's own on code that runs outside any
+JAX transformation. Under a trace they happen when the compiled code runs,
+on the path taken, at every call (``later``).
+"""
 
 from __future__ import annotations
 
 import builtins
 import functools
+import io
+import logging
 import operator
+import sys
+import warnings
 
 import jax
-import numpy as np
 
-from ..core.origin import message, user_site
+from ..core.origin import message, user_frames, user_site
 from ..errors import ConversionError
+from .later import Thunk, fail, later
 from .state import derived, is_original, mutates
-from .values import Tracer, in_staged_block, is_traced, truth
+from .teach import GENERATED
+from .values import Tracer, as_pred, in_staged_block, is_traced, staging as under_trace, truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
@@ -99,32 +110,164 @@ def append(xs, value):
     return xs
 
 
-def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001
-    """``print`` that shows traced values every time the compiled code runs.
+# ---------------------------------------------------------------------------
+# Output: print, warnings, logging, writes to a stream
+# ---------------------------------------------------------------------------
 
-    With only concrete arguments it is the builtin ``print``. With a traced
-    argument it is ``jax.debug.print``: printed when the compiled function
-    runs (each call), not once at trace time.
+def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001
+    """Python's ``print``, when the code runs.
+
+    Plain Python: the builtin ``print``. Under a trace (``jit``, a staged
+    branch or loop body) it is staged to print when the compiled code runs,
+    at every call, only on the path taken, in program order, with traced
+    values formatted as Python formats the same values (``later.later``).
+    ``autoflow.trace_print`` prints while tracing instead.
     """
-    from .vocabulary import Deferred, print_deferred
-    if builtins.any(isinstance(a, Deferred) for a in args):  # `print(f"{loss:.4f}")`
-        print_deferred(args, sep, end, file, flush)
-        return
-    leaves = jax.tree_util.tree_leaves(args)
-    if not builtins.any(isinstance(x, Tracer) and is_traced(x) for x in leaves):
+    if not under_trace():
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return
-    sep = " " if sep is None else sep
-    end = "\n" if end is None else end
-    fmt = sep.join("{}" for _ in args) + (end[:-1] if end.endswith("\n") else end)
-    fmt = fmt.replace("{}", "\x00").replace("{", "{{").replace("}", "}}").replace("\x00", "{}")
-    jax.debug.print(fmt, *args, ordered=True)
+    later(builtins.print, args, dict(sep=sep, end=end, file=file, flush=flush),
+          site=user_site(2))
 
 
-def _fail_check(msg, site, ok):
-    if not bool(np.asarray(ok)):
-        from .raising import fail
+def _frames(stacklevel):
+    """The ``stacklevel``-th frame of the user's code up from the caller, as
+    Python would count it: the functions autoflow generated for a branch or
+    loop body are part of the function that holds them (at their own line)."""
+    level = 0
+    inner = None  # a generated frame whose enclosing function comes next
+    for frame in user_frames(1):
+        if GENERATED.match(frame.f_code.co_name):
+            inner = inner or frame
+            continue
+        level += 1
+        if level == stacklevel:
+            return frame, (inner or frame).f_lineno
+        inner = None
+    return None, None
 
+
+def _now_or_later(fn, args):
+    """``fn(*args)`` now on concrete code, when the compiled code runs under a trace
+    (``args`` are the values, made at run time; ``fn`` holds the rest)."""
+    if under_trace():
+        later(fn, args, site=user_site(3))
+    else:
+        fn(*args)
+
+
+def warn(message, category=None, stacklevel=1, source=None, **kwargs):
+    """``warnings.warn``, when the code runs (see ``print``).
+
+    It is issued through ``warnings.warn_explicit`` with the file, line,
+    module and registry that ``warnings.warn`` would have found at the user's
+    line (the functions autoflow made for branches and loop bodies are not
+    counted as frames), so the filters decide as they would in Python
+    ("default": once per line, "always", "error"...), at every call.
+    """
+    if isinstance(message, Warning):
+        category = message.__class__
+    elif category is None:
+        category = UserWarning
+    frame, lineno = _frames(max(stacklevel, 1))
+    if frame is None:
+        filename, module, globs, lineno = "sys", "sys", sys.__dict__, 1
+    else:
+        filename, globs = frame.f_code.co_filename, frame.f_globals
+        module = globs.get("__name__", "<string>")
+    registry = globs.setdefault("__warningregistry__", {})
+    # (The registry and the module's globals are the objects themselves: the
+    # filters note there what was shown.)
+    _now_or_later(functools.partial(warnings.warn_explicit, category=category,
+                                    filename=filename, lineno=lineno, module=module,
+                                    registry=registry, module_globals=globs, source=source),
+                  (message,))
+
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "warn": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+           "fatal": logging.CRITICAL, "exception": logging.ERROR}
+
+
+def _log_now(msg, args, *, logger, level, where, exc_info, extra, stack_info):
+    filename, lineno, func = where
+    if not logger.isEnabledFor(level):
+        return
+    if exc_info and not isinstance(exc_info, (tuple, BaseException)):
+        exc_info = sys.exc_info()
+    record = logger.makeRecord(logger.name, level, filename, lineno, msg, args,
+                               exc_info or None, func, extra,
+                               "Stack (most recent call last):" if stack_info else None)
+    logger.handle(record)
+
+
+def log(logger, method, *args, **kwargs):
+    """``logger.<method>(...)`` (``logger.info``, ``logging.warning``...), when the
+    code runs (see ``print``): the level is checked then, and the record
+    names the file, line and function of the user's call."""
+    if method == "log":
+        level, args = args[0], args[1:]
+    else:
+        level = _LEVELS[method]
+    msg, args = args[0], args[1:]
+    if logger is None:  # `logging.info(...)`: the root logger, set up as `logging` would
+        logger = logging.getLogger()
+        if not logger.handlers:
+            logging.basicConfig()
+    if method == "exception":
+        kwargs.setdefault("exc_info", True)
+    frame, lineno = _frames(max(kwargs.get("stacklevel", 1), 1))
+    where = ("(unknown file)", 0, "(unknown function)") if frame is None else (
+        frame.f_code.co_filename, lineno, frame.f_code.co_name)
+    _now_or_later(functools.partial(_log_now, logger=logger, level=level, where=where,
+                                    exc_info=kwargs.get("exc_info"), extra=kwargs.get("extra"),
+                                    stack_info=kwargs.get("stack_info", False)), (msg, args))
+
+
+_LOGGING_FUNCTIONS = {id(getattr(logging, m)): m for m in _LEVELS if hasattr(logging, m)}
+
+
+def effect_call(f, args, kwargs):
+    """``f(*args, **kwargs)`` when ``f`` is an output effect (``warnings.warn``, a
+    logging call, a stream's ``write``): at the user's line, and under a trace
+    when the compiled code runs; ``NotImplemented`` for any other ``f`` (the
+    caller then calls it)."""
+    if f is warnings.warn:
+        return warn(*args, **kwargs)
+    self = getattr(f, "__self__", None)
+    if self is None:
+        method = _LOGGING_FUNCTIONS.get(id(f))
+        if method is None or getattr(logging, method) is not f:
+            return NotImplemented
+        return log(None, method, *args, **kwargs)
+    name = getattr(f, "__name__", None)
+    if isinstance(self, logging.Logger) and (name in _LEVELS or name == "log"):
+        return log(self, name, *args, **kwargs)
+    if isinstance(self, (io.IOBase, logging.LoggerAdapter)) and name in _STREAM_METHODS:
+        if not under_trace():
+            return NotImplemented
+        later(f, args, kwargs, site=user_site(2))
+        return _written(args) if name == "write" else None
+    return NotImplemented
+
+
+_STREAM_METHODS = frozenset({"write", "writelines", "flush", "debug", "info", "warning",
+                             "error", "critical", "exception", "log"})
+
+
+def _written(args):
+    """What ``stream.write(s)`` returns (its length), where it is known."""
+    s = args[0] if args else ""
+    return len(s) if isinstance(s, (builtins.str, bytes)) else None
+
+
+# ---------------------------------------------------------------------------
+# assert
+# ---------------------------------------------------------------------------
+
+def _check_assert(ok, msg, site):
+    if not ok:
+        msg = msg() if isinstance(msg, Thunk) else msg
         exc = AssertionError(msg) if msg is not None else AssertionError()
         raise fail(exc, site, f"(the traced `assert` at {site} failed when the compiled "
                    "code ran)")
@@ -134,18 +277,24 @@ def assert_(test, msg=None):
     """``assert test, msg``; a traced ``test`` is checked when the compiled code runs.
 
     A failing traced check raises when the computation runs (through a host
-    callback), with the message and the user's file and line.
+    callback), with the message made from the run-time values and the user's
+    file and line.
     """
     c = truth(test, lambda: user_site(2), what="assertion")
-    if callable(msg):
-        msg = msg() if c is not True else None
     if c is not None:
         if not c:
+            if callable(msg):
+                msg = msg()
             raise AssertionError(msg) if msg is not None else AssertionError()
         return
     site = user_site(2)
+    if callable(msg):
+        try:
+            msg = msg()  # its formatting of traced values is made later (`later.Deferred`)
+        except Exception:  # it needs run-time values: made from them, when it fails
+            msg = Thunk(msg)
     try:
-        jax.debug.callback(functools.partial(_fail_check, msg, site), test, ordered=True)
+        later(_check_assert, (as_pred(test), msg, site), site=site)
     except Exception as e:  # pragma: no cover - callbacks unsupported in this context
         raise ConversionError(message(site, f"cannot stage this traced `assert` ({e})",
                                       "Check the condition outside the jitted function.")) from None

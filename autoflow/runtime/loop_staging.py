@@ -30,7 +30,7 @@ from jax import lax
 
 from ..core.origin import message
 from ..errors import ConversionError
-from . import loopdebug, raising, while_prim
+from . import later, loopdebug, raising, while_prim
 from .carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_labels, log_fills,
                       logging_fills, new_input, parts_of, placing, same_spec, spec_of, zeros_of)
 from .cond_cost import loop_gate
@@ -445,7 +445,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 return full_body(k, dyn)[0]
             # A `raise` staged in the body fires only where the loop still runs
             # (under vmap a while loop runs its body for finished elements too).
-            with raising.on_path(running):
+            with later.on_path(running):
                 return full_body(k, dyn)[0]
 
         def test(dyn):

@@ -35,7 +35,7 @@ from jax import lax
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from . import events
+from . import events, later
 from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
 from .jax_internals import is_symbolic_dim
@@ -172,8 +172,11 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
             events.note("while", "python")
             return unpack(state)
         previous = state
+        staged = later.count.staged
         with watch() as last:
             state = pack(body(*state), n)
+        if last is not None:
+            last.effects = later.count.staged != staged
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     kwargs = dict(step=lambda k, s: unpack(pack(body(*pack(s, n)), n)),
                   cond_fn=lambda s: test(*pack(s, n)), max_iterations=max_iterations,
@@ -361,9 +364,10 @@ def _rerunnable(state, shared, ran, fns):
     shared state named, immutable carries, and nothing written by the calls it
     made that the loop's functions ``fns`` reach (``ran``: the ``journal`` of
     that iteration; a converted method's ``self.a = ...`` there would otherwise
-    happen once more). What they do not reach (a module's own counter) is not
+    happen once more), and no effect staged for run time (a ``print``: it would
+    happen twice). What they do not reach (a module's own counter) is not
     carried by a staged loop: writing it is a trace-time effect either way."""
-    if shared or not _immutable(state):
+    if shared or not _immutable(state) or getattr(ran, "effects", False):
         return False
     if not ran.written:
         return True
@@ -442,8 +446,10 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
             if c is False:
                 return unpack(state)
         if test is None or c is True:
+            staged = later.count.staged
             with journal() as peel:
                 state = pack(body(first, *state), n)
+            peel.effects = later.count.staged != staged
             start = 1
         if start and not _has_traced(state):
             events.note("for", "python")

@@ -14,15 +14,10 @@ not return: it signals ``StagedRaise`` to the staging code, which then
 
 * treats the branch as one that does not fall through: the ``if`` takes
   its values from the other branch (``cond._stage_branches``);
-* stages a check with ``jax.debug.callback`` that, when the compiled code
-  runs and the path to the ``raise`` is taken, builds the user's exception
-  from the run-time values (the message is formatted then, not at trace
-  time) and raises it.
-
-The path condition is tracked explicitly (``path``), not left to the
-position of the callback inside ``lax.cond``: under ``jax.vmap`` a cond on
-a batched predicate runs both branches, and a check must still fire only
-for the elements whose path reaches the ``raise``.
+* stages a check (``later.later``) that, when the compiled code runs and
+  the path to the ``raise`` is taken, builds the user's exception from the
+  run-time values (the message is formatted then, not at trace time) and
+  raises it.
 
 JAX reports an exception raised in a callback as ``JaxRuntimeError`` whose
 message ends with the user's exception; ``autoflow.jit`` re-raises the
@@ -31,20 +26,12 @@ user's exception itself (see ``api.jit``).
 
 from __future__ import annotations
 
-import logging
-import threading
-import types
-
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from .jax_internals import DEBUGGING_LOGGER
-from .values import as_pred, in_staged_block
-
-_local = threading.local()
+from .later import Thunk, fail, last_user_exception, later  # noqa: F401 - api's
+from .values import in_staged_block
 
 
 class Signal(BaseException):
@@ -74,72 +61,6 @@ class StagedRaise(Signal):
         except Exception as e:  # building it needed concrete values
             return e
         return exc() if isinstance(exc, type) else exc
-
-
-def _path():
-    return getattr(_local, "path", [])
-
-
-class on_path:
-    """Context: the code traced inside runs only where ``pred`` holds."""
-
-    def __init__(self, pred):
-        self.pred = pred
-
-    def __enter__(self):
-        _local.path = _path() + [self.pred]
-
-    def __exit__(self, *exc):
-        _local.path = _local.path[:-1]
-
-
-def path_condition():
-    """The conjunction of the traced conditions leading here (``True`` if none)."""
-    preds = [p() if callable(p) else p for p in _path()]
-    out = True
-    for p in preds:
-        out = jnp.logical_and(out, as_pred(p))
-    return out
-
-
-class _Last:
-    """The user exception a run-time check raised last. A plain object, not a
-    thread-local: JAX may run an ordered callback on another thread than the
-    one that called the compiled function."""
-
-    exc = None
-
-
-_last = _Last()
-
-
-class _QuietChecks(logging.Filter):
-    """JAX logs every exception a debug callback raises; a staged ``raise``
-    is the user's exception, re-raised to them: don't print it twice."""
-
-    def filter(self, record):
-        exc = record.exc_info[1] if record.exc_info else None
-        return not (exc is not None and exc is getattr(_last, "exc", None))
-
-
-logging.getLogger(DEBUGGING_LOGGER).addFilter(_QuietChecks())
-
-
-def last_user_exception():
-    """The user exception a staged check raised last in this thread (then forgotten)."""
-    exc = getattr(_last, "exc", None)
-    _last.exc = None
-    return exc
-
-
-def fail(exc, site, note=None):
-    """``exc``, raised by a run-time check for the user's statement at ``site``,
-    made ready for ``autoflow.jit`` to re-raise as itself (``at_user_line``)."""
-    if note:
-        exc.add_note(note)
-    exc.__autoflow_site__ = site
-    _last.exc = exc
-    return exc
 
 
 def at_user_line(exc):
@@ -190,49 +111,18 @@ def _enclosing_function(site):
     return best.name if best is not None else None
 
 
-def _cells(fn):
-    return [c.cell_contents if _bound(c) else _UNBOUND for c in (fn.__closure__ or ())]
-
-
-class _Unbound:
-    pass
-
-
-_UNBOUND = _Unbound()
-
-
-def _bound(cell):
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
+def _raise_made(make, site):
+    exc = make()
+    if isinstance(exc, type):
+        exc = exc()
+    raise fail(exc, site, f"(raised by the `raise` at {site}, checked when the compiled "
+               "code ran)")
 
 
 def emit_check(make, site):
-    """Stage a callback that raises ``make()`` built from run-time values."""
-    contents = _cells(make)
-    leaves, tree = jax.tree_util.tree_flatten(contents)
-    dynamic = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray))]
-    values = [leaves[i] for i in dynamic]
-    code, globs, name = make.__code__, make.__globals__, make.__name__
-    defaults = make.__defaults__
-
-    def check(pred, *vals):
-        if not bool(np.asarray(pred)):
-            return
-        filled = list(leaves)
-        for i, v in zip(dynamic, vals):
-            filled[i] = np.asarray(v)[()] if np.ndim(v) == 0 else np.asarray(v)
-        cells = tuple(types.CellType() if v is _UNBOUND else types.CellType(v)
-                      for v in jax.tree_util.tree_unflatten(tree, filled))
-        exc = types.FunctionType(code, globs, name, defaults, cells or None)()
-        if isinstance(exc, type):
-            exc = exc()
-        raise fail(exc, site, f"(raised by the `raise` at {site}, checked when the compiled "
-                   "code ran)")
-
-    jax.debug.callback(check, path_condition(), *values)
+    """Stage a check that raises ``make()``, built from run-time values, when
+    the compiled code runs and the path to the ``raise`` is taken."""
+    later(_raise_made, (Thunk(make), site), site=site)
 
 
 def exception(make, handlers=None):

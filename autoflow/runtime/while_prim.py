@@ -169,6 +169,12 @@ class _WhileLoop(jx.HiPrimitive):
         """The body as the backward pass recomputes it (no callbacks)."""
         return tuple(jx.eval_jaxpr(self.quiet_body, bc, *x))
 
+    def dce(self, used_outs):
+        # A loop whose body prints or checks runs even when no result is used.
+        if self.effects:
+            return True, True, self
+        return super().dce(used_outs)
+
     def quiet(self):
         """This loop without debug callbacks."""
         if not self.effects:

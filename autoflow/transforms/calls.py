@@ -41,6 +41,15 @@ _HIGHER_ORDER = frozenset({
     "map", "associative_scan", "custom_jvp", "custom_vjp", "shard_map", "jit"})
 
 
+# Output effects (``runtime.effects``): `warnings.warn(...)`, `logger.info(...)`,
+# `logging.warning(...)`, `sys.stderr.write(...)`. Their calls go through
+# `af.call`, which stages them for run time under a trace; their string
+# arguments are formatted then (`_formatted`).
+_LOG_METHODS = frozenset({"debug", "info", "warning", "error", "critical", "exception", "fatal",
+                          "log"})
+_STREAMS = frozenset({"stdout", "stderr"})
+
+
 # Builtins that take traced values through autoflow's versions (runtime.vocabulary):
 # Python's own for concrete arguments, `jnp` for traced ones.
 STAGED_BUILTINS = frozenset({"max", "min", "sum", "any", "all", "int", "float", "bool"})
@@ -74,12 +83,27 @@ def _template(joined, values):
     return "".join(out)
 
 
+_STR_METHODS = frozenset(m for m in dir(str) if not m.startswith("_"))
+
+
+def _stringy(node):
+    """Is ``node`` a string literal, an f-string, or a ``+``/``%``/str method
+    starting with one?"""
+    while isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Mod)) or (
+            isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and node.func.attr in _STR_METHODS):
+        node = node.left if isinstance(node, gast.BinOp) else node.func.value
+    return isinstance(node, gast.JoinedStr) or (
+        isinstance(node, gast.Constant) and isinstance(node.value, str))
+
+
 class Calls(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
         self.recursive = ctx.options.get("recursive", True)
         self.asserts = ctx.options.get("asserts", True)
         self.imported = frozenset()
+        self.local_modules = frozenset()
         self.user_objects = frozenset()
         self.local_defs = frozenset()
 
@@ -101,6 +125,8 @@ class Calls(Transformer):
             elif cls is FunctionDef and n is not tree:
                 defs.add(n.name)
         self.imported = self._library_locals(imports, assigns)
+        self.local_modules = frozenset((a.asname or a.name).split(".")[0]
+                                       for n in imports for a in n.names)
         self.user_objects = self._user_objects(classes, assigns)
         self.local_defs = frozenset(defs)
         return self.visit(tree)
@@ -247,9 +273,37 @@ class Calls(Transformer):
         return not any(isinstance(n, gast.Attribute) and n.attr in VALUE_METHODS
                        for n in walk(func.value))
 
+    def _effect(self, func):
+        """Is ``func`` an output effect's function (see ``_LOG_METHODS``)?"""
+        if not isinstance(func, gast.Attribute):
+            return False
+        value, attr = func.value, func.attr
+        if isinstance(value, gast.Name):
+            if value.id == "warnings":
+                return attr in ("warn", "warn_explicit")
+            if value.id == "logging":
+                return attr in _LOG_METHODS
+        if attr in ("write", "writelines", "flush"):  # `sys.stdout.write(s)`
+            return (isinstance(value, gast.Attribute) and value.attr in _STREAMS
+                    and isinstance(value.value, gast.Name) and value.value.id == "sys")
+        if attr not in _LOG_METHODS:
+            return False
+        # `logger.info(...)`, `self.log.warning(...)`, `logging.getLogger().info(...)`,
+        # but not a module's function (`jnp.log`, `math.log`).
+        root = self._root(value) if not isinstance(value, gast.Call) else None
+        return not (root is not None and (self.ctx.is_module_name(root)
+                                          or root in self.local_modules or root == self.ctx.af))
+
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
+        if self.recursive and self._effect(func):
+            node.args = [func] + [self._formatted(a) for a in node.args]
+            for k in node.keywords:
+                if k.arg in ("message", "msg"):
+                    k.value = self._formatted(k.value)
+            node.func = self._runtime_attr("call", func)
+            return node
         if isinstance(func, gast.Name) and func.id == "super" and not node.args \
                 and not node.keywords:
             self._explicit_super(node)
@@ -265,6 +319,8 @@ class Calls(Transformer):
             for k in node.keywords:
                 k.value = self._user_function_arg(k.value)
         if isinstance(func, gast.Name):
+            if func.id == "warn" and self.recursive:  # `from warnings import warn`
+                node.args = [self._formatted(a) for a in node.args]
             if func.id == "print" and self.ctx.builtin_available("print"):
                 node.func = self._runtime_attr("print", func)
                 node.args = [self._formatted(a) for a in node.args]
@@ -292,29 +348,45 @@ class Calls(Transformer):
         return node
 
     def _formatted(self, arg):
-        """A ``print`` argument ``f"..."`` or ``"...".format(...)`` -> ``af.fstring(TEMPLATE,
-        *values)``: the same string for concrete values, formatted when the
-        compiled code runs for traced ones (format specs honoured)."""
+        """An effect's string argument made of traced values -> the same string for
+        concrete values, made when the compiled code runs for traced ones
+        (``runtime.later``): ``f"..."`` and ``"...".format(...)`` ->
+        ``af.fstring(TEMPLATE, *values)`` (format specs honoured), ``"..." % v``
+        -> ``af.percent("...", v)``, ``str(x)``/``repr(x)`` -> ``af.str(x)``/``af.repr(x)``,
+        and the parts of a ``+`` of strings."""
         if isinstance(arg, gast.JoinedStr):
             values = []
             template = _template(arg, values)
             if template is None or not values:
                 return arg
-        elif (isinstance(arg, gast.Call) and isinstance(arg.func, gast.Attribute)
-              and arg.func.attr == "format" and isinstance(arg.func.value, gast.Constant)
-              and isinstance(arg.func.value.value, str)
-              and not any(isinstance(a, gast.Starred) for a in arg.args)
-              and all(k.arg is not None for k in arg.keywords)):
-            call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af, TEMPLATE=arg.func.value)
+            call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af,
+                                TEMPLATE=gast.Constant(value=template, kind=None))
+            call.args += values
+            return stamp(call, arg)
+        if isinstance(arg, gast.BinOp):
+            if isinstance(arg.op, gast.Mod) and _stringy(arg.left):
+                call = replace_expr("AF.percent(TEMPLATE, VALUES)", AF=self.ctx.af,
+                                    TEMPLATE=self._formatted(arg.left), VALUES=arg.right)
+                return stamp(call, arg)
+            if isinstance(arg.op, gast.Add):
+                arg.left, arg.right = self._formatted(arg.left), self._formatted(arg.right)
+            return arg
+        if not isinstance(arg, gast.Call) or any(isinstance(a, gast.Starred) for a in arg.args):
+            return arg
+        func = arg.func
+        if (isinstance(func, gast.Attribute) and func.attr == "format"
+                and isinstance(func.value, gast.Constant) and isinstance(func.value.value, str)
+                and all(k.arg is not None for k in arg.keywords)):
+            call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af, TEMPLATE=func.value)
             call.args += arg.args
             call.keywords = arg.keywords
             return stamp(call, arg)
-        else:
-            return arg
-        call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af,
-                            TEMPLATE=gast.Constant(value=template, kind=None))
-        call.args += values
-        return stamp(call, arg)
+        if (isinstance(func, gast.Name) and func.id in ("str", "repr") and len(arg.args) == 1
+                and not arg.keywords and self.ctx.builtin_available(func.id)):
+            arg.func = self._runtime_attr(func.id, func)
+        elif isinstance(func, gast.Attribute) and func.attr in _STR_METHODS and _stringy(func.value):
+            func.value = self._formatted(func.value)  # `f"{x:.2f}".rjust(10)`
+        return arg
 
     def visit_Assert(self, node):
         self.generic_visit(node)
@@ -324,10 +396,10 @@ class Calls(Transformer):
             msg = gast.Constant(value=None, kind=None)
         elif isinstance(node.msg, gast.Constant):
             msg = node.msg
-        else:
+        else:  # made only when the assertion fails, as in Python
             msg = gast.Lambda(args=gast.arguments(args=[], posonlyargs=[], vararg=None,
                                                   kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                                  defaults=[]), body=node.msg)
+                                                  defaults=[]), body=self._formatted(node.msg))
         return replace("AF.assert_(TEST, MSG)", AF=self.ctx.af, TEST=node.test, MSG=msg, at=node)
 
     # Nested function and class definitions are converted with their parent.

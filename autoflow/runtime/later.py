@@ -1,0 +1,351 @@
+"""What happens when the compiled code runs: Python's effects, on the path taken.
+
+Under a trace, Python code runs once, while JAX traces it: both branches of
+a staged ``if``, one iteration standing for all of a staged loop, and the
+whole body of a jitted function only at its first call. An effect that Python
+would have (a ``print``, a warning, a log record, a failed ``assert``, a
+``raise``) must instead happen each time the compiled code runs, on the path
+it takes, in program order. ``later(fn, args, kwargs)`` stages that. Plain
+Python::
+
+    def later(fn, args=(), kwargs=None, site=None):
+        fn(*args, **(kwargs or {}))
+
+Staged, it is one ``jax.debug.callback(..., ordered=True)`` whose operands
+are the traced values among ``args`` (nested in lists, tuples, dicts, and
+in ``Deferred`` strings); the rest are kept as they are. When the compiled
+code runs, the callback rebuilds ``args`` from the run-time values (see
+``host_value``: Python numbers where Python would have had them), and calls
+``fn`` only where the *path condition* holds: the conjunction of the traced
+conditions of the staged branches around the statement (``on_path``), and,
+in a loop body under ``vmap``, whether this element's loop still runs.
+``lax.cond`` alone would not do: a cheap ``if`` is staged as a select, and
+under ``vmap`` every branch runs for every element.
+
+``Deferred`` strings: ``f"{x:.3f}"``, ``"%d" % k``, ``"...".format(x)``,
+``str(x)`` of a traced value (in the arguments of ``print``, ``warnings.warn``,
+a logging call) cannot be made while tracing; the rewriter turns them into
+``af.fstring``/``af.percent``/``af.str``, which give the string at once for
+concrete values and a ``Deferred`` (made when the compiled code runs) for
+traced ones.
+
+A callable whose closure holds traced values (an ``assert``'s message, a
+``raise``'s exception) travels as a ``Thunk``: rebuilt at run time with the
+run-time values in its cells, then called.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import operator
+import threading
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .jax_internals import DEBUGGING_LOGGER
+from .values import Tracer, as_pred, is_traced
+
+_local = threading.local()
+
+
+# ---------------------------------------------------------------------------
+# The path condition
+# ---------------------------------------------------------------------------
+
+def _path():
+    return getattr(_local, "path", [])
+
+
+class on_path:
+    """Context: the code traced inside runs only where ``pred`` holds."""
+
+    def __init__(self, pred):
+        self.pred = pred
+
+    def __enter__(self):
+        _local.path = _path() + [self.pred]
+
+    def __exit__(self, *exc):
+        _local.path = _local.path[:-1]
+
+
+def path_condition():
+    """The conjunction of the traced conditions leading here (``True`` if none)."""
+    preds = [p() if callable(p) else p for p in _path()]
+    out = True
+    for p in preds:
+        out = jnp.logical_and(out, as_pred(p))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Values seen at run time
+# ---------------------------------------------------------------------------
+
+def host_value(value, weak):
+    """A run-time value as Python would have held it.
+
+    A weakly typed scalar stands for a Python number (a loop counter, a
+    Python ``float`` carried through a loop): it comes back as ``int``,
+    ``float``, ``bool`` or ``complex``, so ``%d``, ``{:.3f}`` and ``repr``
+    format it as Python would. A float32 one comes back as the Python float
+    that prints the same (``0.1``, not ``0.10000000149011612``). Any other
+    value is the JAX array the callback receives, which prints as the same
+    array would in eager JAX.
+    """
+    if not weak or np.ndim(value) != 0:
+        return value
+    v = np.asarray(value)
+    kind = v.dtype.kind
+    if kind == "b":
+        return builtins.bool(v)
+    if kind in "iu":
+        return builtins.int(v)
+    if kind == "f":
+        return builtins.float(v) if v.dtype == np.float64 else builtins.float(builtins.str(v))
+    if kind == "c":
+        return builtins.complex(v)
+    return value
+
+
+def _weak(x):
+    return builtins.bool(getattr(getattr(x, "aval", None), "weak_type", False))
+
+
+# ---------------------------------------------------------------------------
+# Strings made at run time
+# ---------------------------------------------------------------------------
+
+class Deferred:
+    """``fn(*args, **kwargs)``, a string made when the compiled code runs
+    because some of ``args`` are traced. A pytree (its traced values are
+    leaves), so ``later`` carries it to the run-time callback."""
+
+    __slots__ = ("fn", "args", "kwargs")
+
+    def __init__(self, fn, args, kwargs=None):
+        self.fn, self.args, self.kwargs = fn, tuple(args), kwargs or {}
+
+    def __repr__(self):
+        return f"<a string made when the compiled code runs: {self.fn!r}>"
+
+    def __add__(self, other):
+        return Deferred(operator.add, (self, other))
+
+    def __radd__(self, other):
+        return Deferred(operator.add, (other, self))
+
+    def __mod__(self, other):
+        return Deferred(operator.mod, (self, other))
+
+    def __mul__(self, other):
+        return Deferred(operator.mul, (self, other))
+
+    def __getattr__(self, name):
+        # `f"{x}".upper()`, `("%.2f" % x).rjust(8)`: a str method, called later.
+        if name.startswith("_") or not hasattr(builtins.str, name):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: Deferred(_method, (self, name) + args, kwargs)
+
+
+def _method(s, name, *args, **kwargs):
+    return getattr(s, name)(*args, **kwargs)
+
+
+jax.tree_util.register_pytree_node(
+    Deferred, lambda d: ((d.args, d.kwargs), d.fn),
+    lambda fn, children: Deferred(fn, children[0], children[1]))
+
+
+def resolve(tree):
+    """``tree`` with every ``Deferred`` in it made into its string."""
+    if isinstance(tree, Deferred):
+        return tree.fn(*resolve(tree.args), **resolve(tree.kwargs))
+    if type(tree) in (list, tuple):
+        return type(tree)(resolve(x) for x in tree)
+    if type(tree) is dict:
+        return {k: resolve(v) for k, v in tree.items()}
+    return tree
+
+
+def _traced(x):
+    return isinstance(x, Tracer) and is_traced(x)
+
+
+def _any_traced(tree):
+    return builtins.any(_traced(x) for x in jax.tree_util.tree_leaves(tree))
+
+
+def deferred(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` now, or a ``Deferred`` if an argument is traced."""
+    if _any_traced((args, kwargs)):
+        return Deferred(fn, args, kwargs)
+    return fn(*args, **kwargs)
+
+
+def fstring(template, /, *args, **kwargs):
+    """``template.format(*args, **kwargs)`` (what ``f"..."`` and ``"...".format(...)``
+    become in the arguments of ``print``, ``warnings.warn`` and logging calls).
+
+    Plain Python::
+
+        def fstring(template, *args, **kwargs):
+            return template.format(*args, **kwargs)
+
+    With a traced value the string is made when the compiled code runs, so
+    ``print(f"{loss:.4f}")`` prints every call with the format spec honoured.
+    """
+    return deferred(builtins.str.format, template, *args, **kwargs)
+
+
+def percent(template, values):
+    """``template % values`` (``"step %d" % k``), made later if a value is traced."""
+    return deferred(operator.mod, template, values)
+
+
+def str(*args, **kwargs):  # noqa: A001 - mirrors the builtin
+    """``str(x)``, made later if ``x`` is traced."""
+    return deferred(builtins.str, *args, **kwargs)
+
+
+def repr(x):  # noqa: A001 - mirrors the builtin
+    """``repr(x)``, made later if ``x`` is traced."""
+    return deferred(builtins.repr, x)
+
+
+# ---------------------------------------------------------------------------
+# Callables rebuilt at run time
+# ---------------------------------------------------------------------------
+
+class _Unbound:
+    pass
+
+
+_UNBOUND = _Unbound()
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _UNBOUND
+
+
+class Thunk:
+    """A function of no arguments whose closure may hold traced values; a
+    pytree whose leaves are its cells' contents, rebuilt with the run-time
+    values by ``later`` (an ``assert``'s message, a ``raise``'s exception)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self):
+        return self.fn()
+
+
+def _flatten_thunk(t):
+    fn = t.fn
+    cells = tuple(_cell_value(c) for c in (fn.__closure__ or ()))
+    return (cells,), (fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__)
+
+
+def _unflatten_thunk(aux, children):
+    code, globs, name, defaults = aux
+    cells = tuple(types.CellType() if v is _UNBOUND else types.CellType(v) for v in children[0])
+    return Thunk(types.FunctionType(code, globs, name, defaults, cells or None))
+
+
+jax.tree_util.register_pytree_node(Thunk, _flatten_thunk, _unflatten_thunk)
+
+
+# ---------------------------------------------------------------------------
+# Exceptions raised when the compiled code runs
+# ---------------------------------------------------------------------------
+
+class _Last:
+    """The user exception a run-time check raised last. A plain object, not a
+    thread-local: JAX may run an ordered callback on another thread than the
+    one that called the compiled function."""
+
+    exc = None
+
+
+_last = _Last()
+
+
+class _QuietChecks(logging.Filter):
+    """JAX logs every exception a debug callback raises; a staged ``raise``
+    is the user's exception, re-raised to them: don't print it twice."""
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and exc is getattr(_last, "exc", None))
+
+
+logging.getLogger(DEBUGGING_LOGGER).addFilter(_QuietChecks())
+
+
+def last_user_exception():
+    """The user exception a staged check raised last in this thread (then forgotten)."""
+    exc = getattr(_last, "exc", None)
+    _last.exc = None
+    return exc
+
+
+def fail(exc, site, note=None):
+    """``exc``, raised by a run-time check for the user's statement at ``site``,
+    made ready for ``autoflow.jit`` to re-raise as itself (``at_user_line``)."""
+    if note:
+        exc.add_note(note)
+    exc.__autoflow_site__ = site
+    _last.exc = exc
+    return exc
+
+
+# ---------------------------------------------------------------------------
+# Staging
+# ---------------------------------------------------------------------------
+
+class _Count:
+    staged = 0
+
+
+count = _Count()  # how many effects were staged so far (see `loops._rerunnable`)
+
+
+def later(fn, args=(), kwargs=None, site=None):
+    """``fn(*args, **kwargs)`` when the compiled code runs, where the path
+    condition holds, in program order (see the module's docstring). An
+    exception it raises then is the user's, from their line ``site``."""
+    leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
+                                              is_leaf=lambda x: x is None)
+    where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
+    weak = [_weak(leaves[i]) for i in where]
+    pred = path_condition()
+    gated = pred is not True
+
+    def run(*values):
+        if gated:
+            ok, values = values[0], values[1:]
+            if not np.asarray(ok):
+                return
+        full = list(leaves)
+        for i, w, v in builtins.zip(where, weak, values):
+            full[i] = host_value(v, w)
+        a, kw = resolve(jax.tree_util.tree_unflatten(tree, full))
+        try:
+            fn(*a, **kw)
+        except Exception as e:
+            if getattr(e, "__autoflow_site__", None) is None:
+                fail(e, site)
+            raise
+
+    operands = [leaves[i] for i in where]
+    count.staged += 1
+    jax.debug.callback(run, *([pred] if gated else []), *operands, ordered=True)

@@ -1,0 +1,310 @@
+"""What a function prints, warns and logs, against Python's own run of it.
+
+The oracle is the plain function run eagerly on the same values. Each program
+runs three ways, over two calls (the second call of a jitted function runs
+the compiled code without tracing): plain Python, ``autoflow.convert`` on
+concrete values, and ``autoflow.jit``. Everything observable must match:
+the results, stdout and stderr, the warnings (category, message, file,
+line), the log records (logger, level, message, file, line, function).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+
+log = logging.getLogger("autoflow.tests.effects")
+
+
+# ---- programs ----------------------------------------------------------------------------------
+
+def branch_prints(x):
+    if x > 1:
+        print("big", x)
+    elif x > 0:
+        print("small")
+    else:
+        print("negative", x, sep=" | ", end="!\n")
+    return x * 2
+
+
+def loop_prints(n):
+    i = 0
+    total = 0.0
+    while i < n:
+        i += 1
+        total += i
+        print("loop", i, total)
+    return total
+
+
+def for_prints(x, n):
+    acc = x
+    for k in range(n):
+        if acc > 10:
+            print(f"k={k}: big {acc:.2f}")
+        acc = acc * 2 + k
+    print("done", acc)
+    return acc
+
+
+def formats(x, k):
+    print("step %d" % k, "val %.3f" % x, "pair %s/%s" % (k, x), f"{x:8.2f}|{k:03d}")
+    print("x=" + str(x) + ", k=" + repr(k), "{} and {:.1f}".format(k, x))
+    print("%5.1f%%" % (x * 10))
+    return x + k
+
+
+def warns(x, k):
+    for i in range(k):
+        if x > i:
+            warnings.warn("x above %d" % i)
+        if x < 0:
+            warnings.warn(f"negative {x}", RuntimeWarning)
+    return x
+
+
+def logs(x):
+    log.info("start %s", x)
+    if x > 0:
+        log.warning("positive %.2f", x)
+    else:
+        log.error(f"not positive: {x}")
+    log.debug("never shown %s", x)
+    return x
+
+
+def to_stderr(x):
+    if x > 0:
+        print("warn:", x, file=sys.stderr)
+        sys.stderr.write("raw %s\n" % x)
+    return x
+
+
+def helper(v):
+    print("helper sees", v)
+    warnings.warn("from the helper")
+    return v + 1
+
+
+def calls_helper(x):
+    if x > 0:
+        x = helper(x)
+    return x
+
+
+def counter_repr(n):
+    count = 0
+    while count < n:
+        count += 1
+    print(count, "%d" % count, f"{count:>4}|{count + 0.5:.1f}")
+    return count
+
+
+def no_effects(x):
+    y = x
+    while y < 100:
+        y = y * 2
+    return y
+
+
+def top_level_print(x):
+    print("called")
+    return x + 1
+
+
+def deferred_methods(x):
+    print(f"{x:.2f}".rjust(10), ("%d" % x).zfill(5))
+    return x
+
+
+def vector_print(v):
+    if v.sum() > 0:
+        print("v =", v)
+    return v
+
+
+PROGRAMS = [
+    (branch_prints, [(2.0,), (0.5,), (-1.0,)]),
+    (loop_prints, [(3,), (1,), (0,)]),
+    (for_prints, [(1.0, 6), (20.0, 3)]),
+    (formats, [(1.5, 3), (-2.25, 12)]),
+    (warns, [(2.5, 4), (-1.0, 2)]),
+    (logs, [(1.0,), (-2.0,)]),
+    (to_stderr, [(1.5,), (-1.0,)]),
+    (calls_helper, [(1.0,), (-1.0,)]),
+    (counter_repr, [(3,), (5,)]),
+    (top_level_print, [(1.0,), (2.0,)]),
+    (deferred_methods, [(3.0,), (41.0,)]),
+    (vector_print, [(np.array([1.0, 2.0], np.float32),), (np.array([-1.0, 0.5], np.float32),)]),
+]
+
+
+# ---- observing ---------------------------------------------------------------------------------
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.seen = []
+
+    def emit(self, record):
+        self.seen.append((record.name, record.levelname, record.getMessage(),
+                          record.filename, record.lineno, record.funcName))
+
+
+def observe(fn, calls, capsys):
+    """Run ``fn`` on each argument tuple of ``calls``; what it returned and did."""
+    handler = _Records()
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    out = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            for args in calls:
+                try:
+                    out.append(np.asarray(fn(*args)).tolist())
+                except Exception as e:  # noqa: BLE001 - compared with Python's
+                    out.append((type(e).__name__, str(e).splitlines()[0]))
+                jax.effects_barrier()
+    finally:
+        log.removeHandler(handler)
+    text = capsys.readouterr()
+    return dict(values=out, stdout=text.out, stderr=text.err,
+                warnings=[(w.category.__name__, str(w.message), w.filename, w.lineno)
+                          for w in caught],
+                logs=handler.seen)
+
+
+@pytest.mark.parametrize("fn, calls", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
+def test_effects_match_python(fn, calls, capsys):
+    capsys.readouterr()
+    # Each way runs from a fresh warnings registry, so "once per line" restarts.
+    sys.modules[__name__].__dict__.pop("__warningregistry__", None)
+    eager = observe(fn, calls, capsys)
+    sys.modules[__name__].__dict__.pop("__warningregistry__", None)
+    concrete = observe(autoflow.convert(fn), calls, capsys)
+    sys.modules[__name__].__dict__.pop("__warningregistry__", None)
+    jitted = observe(autoflow.jit(fn), calls, capsys)
+    assert concrete == eager
+    for key in eager:
+        assert jitted[key] == eager[key], key
+
+
+@pytest.mark.parametrize("fn, calls", PROGRAMS[:4], ids=[p[0].__name__ for p in PROGRAMS[:4]])
+def test_effects_repeat_at_every_call(fn, calls, capsys):
+    """The second round of calls runs compiled code only, and does it all again."""
+    capsys.readouterr()
+    f = autoflow.jit(fn)
+    first = observe(f, calls, capsys)
+    second = observe(f, calls, capsys)
+    assert first == second
+    assert first["stdout"]
+
+
+def test_code_without_effects_stages_no_callback():
+    jaxpr = str(jax.make_jaxpr(autoflow.convert(no_effects))(1.0))
+    assert "callback" not in jaxpr
+    jaxpr = str(jax.make_jaxpr(autoflow.convert(top_level_print))(1.0))
+    assert "callback" in jaxpr
+
+
+def test_peeled_iteration_prints_once(capsys):
+    # The first iteration runs as Python before the loop is staged (the carry
+    # `total` becomes traced in it); its print must not come back in the loop.
+    def f(x):
+        total = 0
+        for k in range(4):
+            print("iteration", k)
+            total = total + x * k
+        return total
+
+    capsys.readouterr()
+    g = autoflow.jit(f)
+    for _ in range(2):
+        g(1.0)
+        jax.effects_barrier()
+    out = capsys.readouterr().out
+    f(1.0), f(1.0)
+    assert out == capsys.readouterr().out
+    assert out.count("iteration 0") == 2
+
+
+def test_vmap_prints_where_each_element_goes(capsys):
+    """Under vmap each element prints on its own path (the order is per
+    statement, element after element, as JAX batches a callback)."""
+    xs = jnp.array([2.0, 0.5, -1.0, 3.0])
+    capsys.readouterr()
+    jax.block_until_ready(jax.jit(jax.vmap(autoflow.convert(branch_prints)))(xs))
+    jax.effects_barrier()
+    staged = capsys.readouterr().out
+    for x in xs:
+        branch_prints(x)
+    eager = capsys.readouterr().out
+    assert sorted(staged.splitlines()) == sorted(eager.splitlines())
+
+
+def test_grad_without_jit_prints_as_python(capsys):
+    def f(x):
+        if x > 0:
+            print("positive")
+        return x * x
+
+    capsys.readouterr()
+    g = jax.grad(autoflow.convert(f))(3.0)
+    jax.effects_barrier()
+    assert g == 6.0
+    assert capsys.readouterr().out == "positive\n"
+
+
+def test_warnings_as_errors_raise_the_users_warning():
+    def f(x):
+        if x > 0:
+            warnings.warn("careful", RuntimeWarning)
+        return x
+
+    g = autoflow.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="careful"):
+            f(1.0)
+        with pytest.raises(RuntimeWarning, match="careful"):
+            jax.block_until_ready(g(1.0))
+            jax.effects_barrier()
+        assert g(-1.0) == -1.0
+
+
+def test_print_to_a_stream_argument():
+    def f(x, stream):
+        if x > 0:
+            print("x is", x, file=stream)
+        return x
+
+    eager, staged = io.StringIO(), io.StringIO()
+    for x in (1.0, -1.0, 2.0):
+        f(x, eager)
+        autoflow.jit(f, static_argnums=1)(x, staged)
+        jax.effects_barrier()
+    assert staged.getvalue() == eager.getvalue()
+
+
+def test_trace_print_prints_while_tracing(capsys):
+    def f(x):
+        autoflow.trace_print("tracing with", x.shape)
+        return x + 1
+
+    capsys.readouterr()
+    g = autoflow.jit(f)
+    g(jnp.ones(3))
+    g(jnp.ones(3))
+    jax.effects_barrier()
+    assert capsys.readouterr().out == "tracing with (3,)\n"
