@@ -492,7 +492,8 @@ def _teaching(fn):
 
 def _may_raise(fn) -> bool:
     """Can a staged check fire in ``fn`` or the helpers it calls in its file (a
-    ``raise``, ``assert`` or ``warn(...)`` in ``fn``, or in a function or class of the same file
+    ``raise``, ``assert`` or ``warn(...)`` in ``fn``, a read after a loop of a
+    variable only the loop binds, or in a function or class of the same file
     that ``fn`` names, directly or through others it names), or, on a JAX without
     checkpointed loops, does the file have a ``while`` or ``for ... range(`` loop
     (which ``jax.grad`` may then fail to differentiate)? When in doubt, yes."""
@@ -510,7 +511,7 @@ def _may_raise(fn) -> bool:
         if any(line.lstrip().startswith("while ") or line.lstrip().startswith("for ")
                and "range(" in line for line in lines):
             return True
-    if not any(line.lstrip().startswith(("raise", "assert")) or "warn(" in line
+    if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ")) or "warn(" in line
                for line in lines):
         return False
     try:
@@ -552,6 +553,8 @@ def _reaches_a_raise(code, lines) -> bool:
         if id(n) in seen:
             continue
         seen.add(id(n))
+        if _zero_trip_read(n):
+            return True
         for sub in ast.walk(n):
             if _raises(sub):
                 return True
@@ -561,6 +564,30 @@ def _reaches_a_raise(code, lines) -> bool:
                 if raises:
                     return True
                 todo.append(other)
+    return False
+
+
+def _zero_trip_read(fn) -> bool:
+    """Does a loop in ``fn`` bind a variable that code after the loop reads, and
+    that nothing binds before it? (A staged loop that runs no iteration then
+    raises Python's ``UnboundLocalError`` when the compiled code runs.)"""
+    def names(node, ctx):
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.While, ast.For))]
+    if not loops:
+        return False
+    args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    for loop in loops:
+        inside = set().union(*(names(s, ast.Store) for s in loop.body))
+        if isinstance(loop, ast.For):
+            inside |= names(loop.target, ast.Store)
+        before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                         and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
+        after = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load) and n.lineno > (loop.end_lineno or loop.lineno)}
+        if (inside - before) & after:
+            return True
     return False
 
 

@@ -308,3 +308,109 @@ def test_trace_print_prints_while_tracing(capsys):
     g(jnp.ones(3))
     jax.effects_barrier()
     assert capsys.readouterr().out == "tracing with (3,)\n"
+
+
+def halving_prints(x):
+    err = 1.0
+    k = 0
+    while err > 1e-3:  # concrete at first: the first iteration runs as Python
+        k += 1
+        print("loop", k)
+        err = err * 0.5 + 0.0 * x  # traced from the first iteration on
+    return k
+
+
+def test_while_first_iteration_as_python_prints_once(capsys):
+    capsys.readouterr()
+    g = autoflow.jit(halving_prints)
+    assert int(g(1.0)) == halving_prints(1.0)
+    jax.effects_barrier()
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"loop {k}" for k in range(1, 11)] * 2  # (the eager run printed too)
+    g(1.0)
+    jax.effects_barrier()
+    assert capsys.readouterr().out.splitlines() == [f"loop {k}" for k in range(1, 11)]
+
+
+def test_grad_under_jit_prints_each_iteration_once(capsys):
+    def f(x, n):
+        i = 0
+        while i < n:
+            print("i =", i)
+            x = x * 1.5
+            i += 1
+        return x
+
+    capsys.readouterr()
+    g = jax.jit(jax.grad(autoflow.convert(f)))(1.0, 3)
+    jax.effects_barrier()
+    assert abs(float(g) - 1.5 ** 3) < 1e-5
+    assert capsys.readouterr().out.splitlines() == ["i = 0", "i = 1", "i = 2"]
+
+
+# ---- a variable only a loop binds -------------------------------------------------------------
+
+def zero_trip_while(x, n):
+    i = 0
+    while i < n:
+        y = x * i
+        i += 1
+    return y + 1
+
+
+def zero_trip_for(x, n):
+    for i in range(n):
+        last = x * i
+    return last, i
+
+
+def zero_trip_branch(x, n):
+    for i in range(n):
+        last = x * i
+    if x > 0:
+        return last
+    return -x
+
+
+@pytest.mark.parametrize("fn", [zero_trip_while, zero_trip_for, zero_trip_branch])
+def test_zero_trip_loop_raises_pythons_unboundlocalerror(fn):
+    g = autoflow.jit(fn)
+    for n in (3, 0, 2, 0):  # the same compiled code: the check is at run time
+        try:
+            want = fn(2.0, n)
+        except UnboundLocalError as e:
+            with pytest.raises(UnboundLocalError) as info:
+                jax.block_until_ready(g(2.0, n))
+                jax.effects_barrier()
+            assert str(info.value) == str(e)
+        else:
+            got = g(2.0, n)
+            assert np.allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float))
+
+
+def test_zero_trip_check_is_not_called_when_the_loop_runs():
+    # The check sits in a `cond` of its own: a loop that runs never calls the host.
+    jaxpr = str(jax.make_jaxpr(autoflow.convert(zero_trip_while))(2.0, 3))
+    assert jaxpr.count("debug_callback[") == 1 and "cond[" in jaxpr
+    assert "callback" not in str(jax.make_jaxpr(autoflow.convert(no_effects))(2.0))
+
+
+def test_logging_location_and_levels_at_run_time():
+    handler = _Records()
+    log.addHandler(handler)
+    try:
+        g = autoflow.jit(logs)
+        log.setLevel(logging.INFO)
+        g(1.0)
+        jax.effects_barrier()
+        log.setLevel(logging.ERROR)  # checked when the compiled code runs, as in Python
+        g(1.0)
+        g(-1.0)
+        jax.effects_barrier()
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(logging.NOTSET)
+    assert [r[1:3] for r in handler.seen] == [("INFO", "start 1.0"), ("WARNING", "positive 1.00"),
+                                               ("ERROR", "not positive: -1.0")]
+    assert {r[3:] for r in handler.seen} >= {("test_python_effects.py", logs.__code__.co_firstlineno + 1,
+                                             "logs")}

@@ -24,12 +24,12 @@ from .jax_internals import hide_frames_of as _hide_frames_of
 from .calls import bound, call, converted
 from .cond import if_chain, if_exp, if_stmt
 from .effects import append, assert_, print, setitem  # noqa: A004
-from .later import fstring, percent, repr, str  # noqa: A004
+from .later import fstring, ld, percent, repr, str  # noqa: A004
 from .logical import and_, compare, not_, or_, python_condition, python_operand
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
 from .raising import exception, passthrough as _passthrough
 from .state import mutates, state
-from .values import Undefined, ld
+from .values import Undefined
 from .vocabulary import (all, any, bool, float, getitem, int, match_is, match_subject, max,  # noqa: A004
                          min, sum)
 

@@ -15,7 +15,7 @@ Staged, it is one ``jax.debug.callback(..., ordered=True)`` whose operands
 are the traced values among ``args`` (nested in lists, tuples, dicts, and
 in ``Deferred`` strings); the rest are kept as they are. When the compiled
 code runs, the callback rebuilds ``args`` from the run-time values (see
-``host_value``: Python numbers where Python would have had them), and calls
+``host_value``: scalars as Python numbers), and calls
 ``fn`` only where the *path condition* holds: the conjunction of the traced
 conditions of the staged branches around the statement (``on_path``), and,
 in a loop body under ``vmap``, whether this element's loop still runs.
@@ -41,13 +41,16 @@ import logging
 import operator
 import threading
 import types
+import weakref
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
+from ..core.origin import message, user_site
 from .jax_internals import DEBUGGING_LOGGER
-from .values import Tracer, as_pred, is_traced
+from .values import Tracer, UnboundVariableError, Undefined, as_pred, is_traced
 
 _local = threading.local()
 
@@ -86,18 +89,18 @@ def path_condition():
 # Values seen at run time
 # ---------------------------------------------------------------------------
 
-def host_value(value, weak):
+def host_value(value):
     """A run-time value as Python would have held it.
 
-    A weakly typed scalar stands for a Python number (a loop counter, a
-    Python ``float`` carried through a loop): it comes back as ``int``,
-    ``float``, ``bool`` or ``complex``, so ``%d``, ``{:.3f}`` and ``repr``
-    format it as Python would. A float32 one comes back as the Python float
-    that prints the same (``0.1``, not ``0.10000000149011612``). Any other
-    value is the JAX array the callback receives, which prints as the same
-    array would in eager JAX.
+    A scalar comes back as the Python number it holds (``int``, ``float``,
+    ``bool``, ``complex``): most traced scalars stand for Python numbers (a
+    loop counter, a Python ``float`` carried through a loop), so ``%d``,
+    ``{:.3f}`` and ``repr`` format them as Python would. A float32 comes back
+    as the Python float that prints the same (``0.1``, not
+    ``0.10000000149011612``). An array is the JAX array the callback
+    receives, which prints as the same array does in eager JAX.
     """
-    if not weak or np.ndim(value) != 0:
+    if np.ndim(value) != 0:
         return value
     v = np.asarray(value)
     kind = v.dtype.kind
@@ -110,10 +113,6 @@ def host_value(value, weak):
     if kind == "c":
         return builtins.complex(v)
     return value
-
-
-def _weak(x):
-    return builtins.bool(getattr(getattr(x, "aval", None), "weak_type", False))
 
 
 # ---------------------------------------------------------------------------
@@ -319,25 +318,26 @@ class _Count:
 count = _Count()  # how many effects were staged so far (see `loops._rerunnable`)
 
 
-def later(fn, args=(), kwargs=None, site=None):
+def later(fn, args=(), kwargs=None, site=None, when=None):
     """``fn(*args, **kwargs)`` when the compiled code runs, where the path
-    condition holds, in program order (see the module's docstring). An
-    exception it raises then is the user's, from their line ``site``."""
+    condition (and ``when``, a traced boolean, if given) holds, in program
+    order (see the module's docstring). An exception it raises then is the
+    user's, from their line ``site``."""
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
-    weak = [_weak(leaves[i]) for i in where]
     pred = path_condition()
-    gated = pred is not True
+    if when is not None:
+        pred = as_pred(when) if pred is True else jnp.logical_and(pred, as_pred(when))
 
-    def run(*values):
+    def run(*values, gated=pred is not True):
         if gated:
             ok, values = values[0], values[1:]
             if not np.asarray(ok):
                 return
         full = list(leaves)
-        for i, w, v in builtins.zip(where, weak, values):
-            full[i] = host_value(v, w)
+        for i, v in builtins.zip(where, values):
+            full[i] = host_value(v)
         a, kw = resolve(jax.tree_util.tree_unflatten(tree, full))
         try:
             fn(*a, **kw)
@@ -348,4 +348,61 @@ def later(fn, args=(), kwargs=None, site=None):
 
     operands = [leaves[i] for i in where]
     count.staged += 1
-    jax.debug.callback(run, *([pred] if gated else []), *operands, ordered=True)
+    if pred is True:
+        jax.debug.callback(run, *operands, ordered=True)
+        return
+    # Where the path is not taken the host is not called at all (a cheap `if` is
+    # a select, so the callback is in a `cond` of its own); under `vmap` that
+    # `cond` runs for every element, and `run` checks each element's `ok`.
+    lax.cond(pred, lambda ok, ops: jax.debug.callback(run, ok, *ops, ordered=True),
+             lambda ok, ops: None, pred, operands)
+
+
+# ---------------------------------------------------------------------------
+# Variables a staged loop may leave unbound
+# ---------------------------------------------------------------------------
+
+# id(a value a staged loop gave a variable first bound in its body) ->
+# (a weak reference to it, the variable's name, whether the loop ran: a
+# traced boolean). Read through `ld`, which checks at run time.
+_loop_bound = {}
+
+
+def bound_if(value, name, ran):
+    """``value`` is the variable ``name`` after a staged loop that binds it in
+    its body, and is bound only where ``ran`` (the loop ran at least once)."""
+    for leaf in jax.tree_util.tree_leaves(value)[:1]:
+        if isinstance(leaf, Tracer):
+            if len(_loop_bound) > 512:
+                for k in [k for k, v in _loop_bound.items() if v[0]() is None]:
+                    del _loop_bound[k]
+            _loop_bound[id(leaf)] = (weakref.ref(leaf), name, ran)
+
+
+def _unbound(ran, name):
+    if not ran:
+        raise UnboundVariableError(f"cannot access local variable '{name}' where it is not "
+                                   "associated with a value")
+
+
+def ld(value):
+    """A read of a variable that a converted statement may have left unbound.
+
+    Plain Python: ``value`` itself, where Python would have read the variable;
+    where Python would raise ``UnboundLocalError`` (the variable was never
+    assigned on this path) so does ``ld``. After a staged loop that binds it
+    in its body (zeros if it runs no iteration), that is checked when the
+    compiled code runs, and raised at the user's line.
+    """
+    if type(value) is Undefined:
+        raise UnboundVariableError(message(
+            user_site(2), f"cannot access local variable `{value.name}` where it is not "
+            "associated with a value", f"Assign `{value.name}` on every path that reaches "
+            "this line."))
+    if _loop_bound:
+        for leaf in jax.tree_util.tree_leaves(value)[:1]:
+            entry = _loop_bound.get(id(leaf))
+            if entry is not None and entry[0]() is leaf:
+                _, name, ran = entry
+                later(_unbound, (ran, name), site=user_site(2), when=jnp.logical_not(ran))
+    return value

@@ -458,6 +458,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
 
         uses_while = False
         extras = ()
+        ran_to = None  # a while form's iteration counter after the loop
         try:
             with logging_fills(fills):
                 if scan_form:
@@ -479,7 +480,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                                    start, None if length is None else start + length, steps, site)
                 elif length is None:
                     uses_while = True
-                    (_, dyn), extras = while_loop(
+                    (ran_to, dyn), extras = while_loop(
                         lambda c: test(c[1]),
                         lambda c: (c[0] + 1, body(c[0], c[1], lambda: test(c[1]))),
                         (jnp.int32(start), init))
@@ -490,7 +491,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                     def full_test(c):
                         more = c[0] < stop
                         return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
-                    (_, dyn), extras = while_loop(
+                    (ran_to, dyn), extras = while_loop(
                         full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
                         (jnp.asarray(start, jnp.int32), init))
         except (ConversionError, Restart) as r:
@@ -550,6 +551,13 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             result = join_parts(parts, names)
             log_fills(names[j] for j, _, _, _ in grown)
         log_fills([LOOP])  # (for the loops around this one)
+        if ran_to is not None:
+            # A variable first bound in the body holds zeros if the loop ran no
+            # iteration; a read of it after the loop checks that (`later.ld`).
+            parts = parts_of(result, names)
+            for j, before in enumerate(parts_of(entry_state, names)):
+                if isinstance(before, Undefined) and not before.exit:
+                    later.bound_if(parts[j], names[j], ran_to > start)
         if key is not None and defined:
             if len(_DEFINED) >= _DEFINED_LIMIT:
                 _DEFINED.clear()

@@ -228,19 +228,3 @@ def structure(x) -> str:
     if isinstance(x, dict):
         return f"a dict with keys {sorted(map(str, x))}"
     return describe(x)
-
-
-def ld(value):
-    """A read of a variable that a converted statement may have left unbound.
-
-    Plain Python: ``value`` itself, where Python would have read the variable;
-    where Python would raise ``UnboundLocalError`` (the variable was never
-    assigned on this path) so does ``ld``.
-    """
-    if type(value) is Undefined:
-        raise UnboundVariableError(message(
-            user_site(2), f"cannot access local variable `{value.name}` where it is not "
-            "associated with a value", f"Assign `{value.name}` on every path that reaches "
-            "this line."))
-    return value
-

@@ -95,6 +95,11 @@ class ControlFlow:
         # Variables some statement may leave unbound (`af.Undefined`): user
         # reads of them go through `af.ld`, which raises Python's error.
         self.maybe_unbound = set()
+        # Those a loop may leave unbound (first bound in its body): a staged loop
+        # gives them zeros, so every read goes through `af.ld`, which checks
+        # when the compiled code runs that the loop ran (arithmetic on them
+        # would not fail by itself).
+        self.loop_unbound = set()
         # What the analysis needs from each statement's subtree, computed once
         # (not once per level of nesting): see analysis.summaries.
         inv = getattr(ctx, "inventory", None)  # pipeline.Inventory of the user's code
@@ -105,10 +110,10 @@ class ControlFlow:
         params = _params_of(fn)
         user = getattr(fn, "af_user", False)
         saved = (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-                 self.user_local)
+                 self.user_local, self.loop_unbound)
         self.generated = not user
         if user:
-            self.maybe_unbound = set()
+            self.maybe_unbound, self.loop_unbound = set(), set()
         inv = getattr(self.ctx, "inventory", None)  # pipeline.Inventory of the user's code
         declarations = inv is None or inv.has(gast.Global, gast.Nonlocal)
         scopes = inv is None or inv.nested_scopes()
@@ -133,7 +138,7 @@ class ControlFlow:
         fn.body = self._block(fn.body, local) or [gast.Pass()]
         if user:
             (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-             self.user_local) = saved
+             self.user_local, self.loop_unbound) = saved
         else:
             self.generated = saved[3]
 
@@ -157,7 +162,8 @@ class ControlFlow:
                 items = value if isinstance(value, list) else [value]
                 for i, v in enumerate(items):
                     if isinstance(v, gast.Name):
-                        if self._guardable(v, names) and not self._fails_anyway(n, field):
+                        if self._guardable(v, names) and (
+                                v.id in self.loop_unbound or not self._fails_anyway(n, field)):
                             if isinstance(value, list):
                                 value[i] = self._ld(v)
                             else:
@@ -231,6 +237,8 @@ class ControlFlow:
         for n in names:
             if n not in stmt.af_maybe_before:
                 self.maybe_unbound.add(n)
+                if isinstance(stmt, (gast.While, gast.For)):
+                    self.loop_unbound.add(n)
                 template = ("NAME = AF.Undefined(TEXT, guarded=True)"
                             if guard is True or n in guard else "NAME = AF.Undefined(TEXT)")
                 out += replace(template, NAME=n, AF=self.ctx.af,

@@ -58,7 +58,7 @@ def bisect(a, lo, hi, tol=1e-6, max_iter=100):
     def loop_test(i, hi, lo, f_lo, broke):
         return af.not_(broke)
     i, hi, lo, f_lo, broke = af.for_stmt(af.range(max_iter), loop_body, (i, hi, lo, f_lo, broke), ("i", "hi", "lo", "f_lo", "broke"), test=loop_test)
-    return 0.5 * (lo + hi), i + 1
+    return 0.5 * (lo + hi), af.ld(i) + 1
 
 
 bisect_jit = autoflow.jit(bisect)
@@ -92,7 +92,7 @@ def bisect_reference(a, lo, hi, tol=1e-6, max_iter=100):
     def loop_test(i, hi, lo, f_lo, broke):
         return af.not_(broke)
     i, hi, lo, f_lo, broke = af.for_stmt(af.range(max_iter), loop_body, (i, hi, lo, f_lo, broke), ("i", "hi", "lo", "f_lo", "broke"), test=loop_test)
-    return 0.5 * (lo + hi), i + 1
+    return 0.5 * (lo + hi), af.ld(i) + 1
 
 
 def bench(fn, *args, repeats=20):
