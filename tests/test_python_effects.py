@@ -133,6 +133,46 @@ def vector_print(v):
     return v
 
 
+def policy_iteration(v, beta):
+    # QuantEcon's loop: `error` is a JAX scalar, formatted without a spec
+    i = 0
+    error = 1.0
+    while error > 1e-4 and i < 500:
+        v_new = 1.0 + beta * v
+        error = jnp.max(jnp.abs(v_new - v))
+        v = v_new
+        i += 1
+        if i % 25 == 0:
+            print(f"Error at iteration {i} is {error}.")
+    if error > 1e-4:
+        print("Failed to converge!")
+    else:
+        print(f"\nConverged in {i} iterations.")
+    return v
+
+
+def sinkhorn(a, b, m, reg, iterations=40, tol=1e-9):
+    # POT's Sinkhorn: a warning in the `for` loop's `else`
+    k = jnp.exp(-m / reg)
+    u = jnp.ones_like(a) / a.shape[0]
+    v = jnp.ones_like(b) / b.shape[0]
+    for ii in range(iterations):
+        v = b / (k.T @ u)
+        u = a / (k @ v)
+        if ii % 10 == 0:
+            err = jnp.linalg.norm(jnp.sum(u[:, None] * k * v[None, :], axis=0) - b)
+            if err < tol:
+                break
+    else:
+        warnings.warn("Sinkhorn did not converge. You might want to increase the number "
+                      "of iterations `iterations` or the regularization parameter `reg`.")
+    return u[:, None] * k * v[None, :]
+
+
+_M = np.abs(np.arange(9.0, dtype=np.float32).reshape(3, 3) - 4.0)
+_P = np.ones(3, np.float32) / 3
+
+
 PROGRAMS = [
     (branch_prints, [(2.0,), (0.5,), (-1.0,)]),
     (loop_prints, [(3,), (1,), (0,)]),
@@ -146,6 +186,8 @@ PROGRAMS = [
     (top_level_print, [(1.0,), (2.0,)]),
     (deferred_methods, [(3.0,), (41.0,)]),
     (vector_print, [(np.array([1.0, 2.0], np.float32),), (np.array([-1.0, 0.5], np.float32),)]),
+    (policy_iteration, [(jnp.zeros(3), 0.9), (jnp.zeros(3), 0.5)]),
+    (sinkhorn, [(_P, _P, _M, 1.0), (_P, _P, _M, 0.05)]),
 ]
 
 

@@ -387,17 +387,20 @@ def printing(x, n):
 
 
 def test_print_formats_traced_values_every_run(capfd):
-    printing(1.0, 3)
+    # (`x` a float32 array: eager `loss` is one too, so `!r` shows `Array(...)`
+    # in both; a Python float carried through a traced loop becomes a float32)
+    x = jnp.float32(1.0)
+    printing(x, 3)
     eager = capfd.readouterr().out
     assert eager.count("step") == 3 and "loss=0.1250" in eager
-    autoflow.convert(printing)(1.0, 3)
+    autoflow.convert(printing)(x, 3)
     assert capfd.readouterr().out == eager
     f = autoflow.jit(printing)
     for _ in range(2):  # printed on every call, not once at trace time
-        f(1.0, 3)
+        f(x, 3)
         jax.effects_barrier()
         assert capfd.readouterr().out == eager
-    autoflow.jit(printing, static_argnums=1)(1.0, 3)
+    autoflow.jit(printing, static_argnums=1)(x, 3)
     jax.effects_barrier()
     assert capfd.readouterr().out == eager
 

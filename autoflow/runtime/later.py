@@ -15,7 +15,7 @@ Staged, it is one ``jax.debug.callback(..., ordered=True)`` whose operands
 are the traced values among ``args`` (nested in lists, tuples, dicts, and
 in ``Deferred`` strings); the rest are kept as they are. When the compiled
 code runs, the callback rebuilds ``args`` from the run-time values (see
-``host_value``: scalars as Python numbers), and calls
+``host_value``: counters as Python ints), and calls
 ``fn`` only where the *path condition* holds: the conjunction of the traced
 conditions of the staged branches around the statement (``on_path``), and,
 in a loop body under ``vmap``, whether this element's loop still runs.
@@ -89,16 +89,16 @@ def path_condition():
 # Values seen at run time
 # ---------------------------------------------------------------------------
 
-def host_value(value):
-    """A run-time value as Python would have held it.
+def host_value(value, weak):
+    """A run-time value as the user's code would hold it in eager Python.
 
-    A scalar comes back as the Python number it holds (``int``, ``float``,
-    ``bool``, ``complex``): most traced scalars stand for Python numbers (a
-    loop counter, a Python ``float`` carried through a loop), so ``%d``,
-    ``{:.3f}`` and ``repr`` format them as Python would. A float32 comes back
-    as the Python float that prints the same (``0.1``, not
-    ``0.10000000149011612``). An array is the JAX array the callback
-    receives, which prints as the same array does in eager JAX.
+    An integer or boolean scalar comes back as a Python ``int``/``bool``
+    (mostly a loop counter, which Python holds as an ``int``). A weakly typed
+    float scalar stands for a Python ``float`` (an argument passed as one): it
+    comes back as the Python float that prints as its float32 does (``0.1``,
+    not ``0.10000000149011612``). Anything else is the JAX array the callback
+    receives, which ``str``, ``repr`` and format specs show as eager JAX would
+    (``f"{err}"`` of a float32 scalar shows all its digits, as there).
     """
     if np.ndim(value) != 0:
         return value
@@ -108,11 +108,17 @@ def host_value(value):
         return builtins.bool(v)
     if kind in "iu":
         return builtins.int(v)
+    if not weak:
+        return value
     if kind == "f":
         return builtins.float(v) if v.dtype == np.float64 else builtins.float(builtins.str(v))
     if kind == "c":
         return builtins.complex(v)
     return value
+
+
+def _weak(x):
+    return builtins.bool(getattr(getattr(x, "aval", None), "weak_type", False))
 
 
 # ---------------------------------------------------------------------------
@@ -326,6 +332,7 @@ def later(fn, args=(), kwargs=None, site=None, when=None):
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
+    weak = [_weak(leaves[i]) for i in where]
     pred = path_condition()
     if when is not None:
         pred = as_pred(when) if pred is True else jnp.logical_and(pred, as_pred(when))
@@ -336,8 +343,8 @@ def later(fn, args=(), kwargs=None, site=None, when=None):
             if not np.asarray(ok):
                 return
         full = list(leaves)
-        for i, v in builtins.zip(where, values):
-            full[i] = host_value(v)
+        for i, w, v in builtins.zip(where, weak, values):
+            full[i] = host_value(v, w)
         a, kw = resolve(jax.tree_util.tree_unflatten(tree, full))
         try:
             fn(*a, **kw)
