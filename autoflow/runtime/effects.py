@@ -224,7 +224,7 @@ def log(logger, method, *args, **kwargs):
                                     stack_info=kwargs.get("stack_info", False)), (msg, args))
 
 
-_LOGGING_FUNCTIONS = {id(getattr(logging, m)): m for m in _LEVELS if hasattr(logging, m)}
+_LOGGING_FUNCTIONS = {id(getattr(logging, m)): m for m in (*_LEVELS, "log") if hasattr(logging, m)}
 
 
 def effect_call(f, args, kwargs):

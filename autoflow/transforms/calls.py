@@ -15,8 +15,12 @@
 * ``max``/``min``/``sum``/``any``/``all``/``int``/``float``/``bool`` become
   ``af.max(...)``...: the builtin on concrete arguments, ``jnp`` on traced
   ones (see ``runtime.vocabulary``).
-* ``print(...)`` becomes ``af.print(...)``: an ordinary print for concrete
-  arguments, ``jax.debug.print`` (printed on every run) for traced ones.
+* ``print(...)`` becomes ``af.print(...)``, and ``warnings.warn(...)``,
+  ``logger.info(...)``, ``logging.warning(...)``, ``sys.stderr.write(...)``
+  go through ``af.call``: Python's own on concrete code, and under a trace
+  run when the compiled code runs (``runtime.effects``). Their string
+  arguments made from values (``f"..."``, ``"%d" % k``, ``.format``,
+  ``str(x)``) become ``af.fstring``/``af.percent``/``af.str``, made then.
 * ``assert test, msg`` becomes ``af.assert_(test, msg)``: an ordinary assert
   when ``test`` is concrete, a check at run time when it is traced.
 """
