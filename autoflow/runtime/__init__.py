@@ -29,8 +29,8 @@ from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stm
 from .raising import exception, passthrough as _passthrough
 from .state import mutates, state
 from .values import Undefined, ld
-from .vocabulary import (all, any, bool, float, fstring, getitem, int, match_is, match_subject, max,  # noqa: A004
-                         min, sum)
+from .vocabulary import (all, any, bool, filtered, float, fstring, getitem, int, len, match_is,  # noqa: A004
+                         match_subject, max, min, sum, truth)
 
 internal_errors = _passthrough()
 
@@ -39,6 +39,6 @@ internal_errors = _passthrough()
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
-           "enumerate", "exception", "fstring", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
-           "int", "float", "bool", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
+           "enumerate", "exception", "filtered", "fstring", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
+           "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]

@@ -213,10 +213,18 @@ class TracedRange:
 
     def parts(self):
         """``(start, step, length)`` as arrays of one integer dtype."""
+        traced_step = isinstance(self.step, Tracer) and is_traced(self.step)
         start, stop, step = (jnp.asarray(v) for v in (self.start, self.stop, self.step))
         dtype = jnp.result_type(start, stop, step)
         start, stop, step = (v.astype(dtype) for v in (start, stop, step))
-        return start, step, jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+        if not traced_step:
+            return start, step, jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+        # A step of 0 raises ValueError when the compiled code runs (see `range`);
+        # until then the loop runs no iteration (no division by zero).
+        zero = step == 0
+        safe = jnp.where(zero, jnp.ones_like(step), step)
+        length = jnp.maximum(0, (stop - start + safe - jnp.sign(safe)) // safe)
+        return start, step, jnp.where(zero, jnp.zeros_like(length), length)
 
 
 def range(*args):  # noqa: A001 - mirrors the builtin
@@ -236,7 +244,29 @@ def range(*args):  # noqa: A001 - mirrors the builtin
     for a in (start, stop, step):
         if np.shape(a) != () or not jnp.issubdtype(jnp.result_type(a), jnp.integer):
             raise TypeError(f"range() bounds must be integer scalars, got {a!r}")
+    if not (isinstance(step, Tracer) and is_traced(step)):
+        if step == 0:
+            builtins.range(0, 0, step)  # Python's ValueError: range() arg 3 must not be zero
+    else:
+        _check_step(step)
     return TracedRange(start, stop, step)
+
+
+def _check_step(step):
+    """A traced step: Python's ValueError, raised when the compiled code runs
+    with a step of 0 on a path that reaches this ``range``, at the user's line
+    (``autoflow.jit`` re-raises it as itself, like a traced ``raise``)."""
+    from .raising import fail, path_condition
+
+    site = user_site(2)
+
+    def check(zero):
+        if bool(np.asarray(zero)):
+            raise fail(ValueError("range() arg 3 must not be zero"), site,
+                       f"(the traced step of the `range` at {site} was 0 when the compiled "
+                       "code ran)")
+
+    jax.debug.callback(check, jnp.logical_and(path_condition(), step == 0))
 
 
 class Enumerate:
