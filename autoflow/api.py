@@ -494,7 +494,8 @@ def _may_raise(fn) -> bool:
     """Can a staged check fire in ``fn`` or the helpers it calls in its file (a
     ``raise``, ``assert`` or ``warn(...)`` in ``fn``, a read after a loop of a
     variable only the loop binds, or in a function or class of the same file
-    that ``fn`` names, directly or through others it names), or, on a JAX without
+    that ``fn`` names, directly or through others it names; a ``range`` with a
+    step anywhere in the file), or, on a JAX without
     checkpointed loops, does the file have a ``while`` or ``for ... range(`` loop
     (which ``jax.grad`` may then fail to differentiate)? When in doubt, yes."""
     import linecache
@@ -511,6 +512,8 @@ def _may_raise(fn) -> bool:
         if any(line.lstrip().startswith("while ") or line.lstrip().startswith("for ")
                and "range(" in line for line in lines):
             return True
+    if any("range(" in line and line.count(",", line.index("range(")) >= 2 for line in lines):
+        return True  # a `range` with a step: a traced step of 0 raises ValueError at run time
     if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ")) or "warn(" in line
                for line in lines):
         return False

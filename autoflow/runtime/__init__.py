@@ -30,8 +30,8 @@ from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stm
 from .raising import exception, passthrough as _passthrough
 from .state import mutates, state
 from .values import Undefined
-from .vocabulary import (all, any, bool, float, getitem, int, match_is, match_subject, max,  # noqa: A004
-                         min, sum)
+from .vocabulary import (all, any, bool, filtered, float, getitem, int, len, match_is,  # noqa: A004
+                         match_subject, max, min, sum, truth)
 
 internal_errors = _passthrough()
 
@@ -40,6 +40,6 @@ internal_errors = _passthrough()
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
-           "enumerate", "exception", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
-           "int", "float", "bool", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
+           "enumerate", "exception", "filtered", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
+           "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]

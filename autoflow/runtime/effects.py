@@ -17,6 +17,7 @@ import sys
 import warnings
 
 import jax
+import numpy as np
 
 from ..core.origin import message, user_frames, user_site
 from ..errors import ConversionError
@@ -74,6 +75,9 @@ def setitem(x, index, value, op=None):
         from .vocabulary import setitem_list
         mutates(x)
         return setitem_list(x, index, value, op, _BINOPS)
+    if isinstance(x, np.ndarray):  # a traced value cannot go in: autoflow's error, not NumPy's
+        from .vocabulary import check_numpy_write
+        check_numpy_write(x, index, value, op)
     if isinstance(x, (list, dict)):
         # Changed in place, as Python does; the innermost enclosing staged
         # statement is told (and then restores it for each branch and carries

@@ -36,6 +36,7 @@ from jax import lax
 from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import events, later
+from .later import fail
 from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
 from .jax_internals import is_symbolic_dim
@@ -216,10 +217,18 @@ class TracedRange:
 
     def parts(self):
         """``(start, step, length)`` as arrays of one integer dtype."""
+        traced_step = isinstance(self.step, Tracer) and is_traced(self.step)
         start, stop, step = (jnp.asarray(v) for v in (self.start, self.stop, self.step))
         dtype = jnp.result_type(start, stop, step)
         start, stop, step = (v.astype(dtype) for v in (start, stop, step))
-        return start, step, jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+        if not traced_step:
+            return start, step, jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+        # A step of 0 raises ValueError when the compiled code runs (see `range`);
+        # until then the loop runs no iteration (no division by zero).
+        zero = step == 0
+        safe = jnp.where(zero, jnp.ones_like(step), step)
+        length = jnp.maximum(0, (stop - start + safe - jnp.sign(safe)) // safe)
+        return start, step, jnp.where(zero, jnp.zeros_like(length), length)
 
 
 def range(*args):  # noqa: A001 - mirrors the builtin
@@ -239,7 +248,26 @@ def range(*args):  # noqa: A001 - mirrors the builtin
     for a in (start, stop, step):
         if np.shape(a) != () or not jnp.issubdtype(jnp.result_type(a), jnp.integer):
             raise TypeError(f"range() bounds must be integer scalars, got {a!r}")
+    if not (isinstance(step, Tracer) and is_traced(step)):
+        if step == 0:
+            builtins.range(0, 0, step)  # Python's ValueError: range() arg 3 must not be zero
+    else:
+        _check_step(step)
     return TracedRange(start, stop, step)
+
+
+def _zero_step(site):
+    raise fail(ValueError("range() arg 3 must not be zero"), site,
+               f"(the traced step of the `range` at {site} was 0 when the compiled code ran)")
+
+
+def _check_step(step):
+    """A traced step: Python's ValueError, raised when the compiled code runs
+    with a step of 0 on a path that reaches this ``range``, at the user's line
+    (``autoflow.jit`` re-raises it as itself, like a traced ``raise``). The
+    host is called only then (``later``'s ``when``)."""
+    site = user_site(2)
+    later.later(_zero_step, (site,), site=site, when=step == 0)
 
 
 class Enumerate:

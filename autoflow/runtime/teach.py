@@ -162,6 +162,37 @@ def _params(frame):
     return list(code.co_varnames[:n])
 
 
+# JAX describes every traced value as "traced array with shape float32[3]": that
+# phrase says nothing about the value being used as a shape.
+_VALUE_SHAPE = re.compile(r"with shape \w+\[[^\]]*\]")
+
+
+def _mentions_shape(text):
+    """Does JAX's ``text`` say that a shape or size was needed (``jnp.arange(n)``:
+    "It arose in the jnp.arange argument 'stop'"), not a truth value or a
+    Python number (``float(x)``: "The problem arose with the `float` function")?"""
+    head = text.split("See https")[0].split("The error occurred while tracing")[0]
+    head = _VALUE_SHAPE.sub("", head)
+    if "shape" in head.lower() or "must be static" in head:
+        return True
+    return "argument" in head and re.search(r"\b(jnp|jax\.numpy|numpy|np)\.\w", head) is not None
+
+
+def _truth_advice(v, static):
+    """A traced value converted to a Python bool (``bool(x)``, ``if``, ``and``...
+    in code autoflow did not convert, or a library's)."""
+    what = (f"{v} is traced, but Python needs its truth value here (`bool()` of it, or an "
+            "`if`/`while`/`and`/`or`/`not` that autoflow did not convert): the truth value of "
+            "a traced array is known only when the compiled code runs")
+    todo = ("Choose between values with `jnp.where(cond, a, b)` or between computations with "
+            "`lax.cond(cond, f, g, x)`, use `jnp.logical_and/or/not` for `and`/`or`/`not`, "
+            "or make sure the function doing this is converted (not marked "
+            "`do_not_convert`)")
+    todo += f"; or {static[0].lower()}{static[1:]}." if static else \
+        "; or make the value static (`static_argnames`)."
+    return what, todo
+
+
 _MATH = re.compile(r"\b(math|np|numpy|onp)\.(\w+)\s*\(")
 
 
@@ -174,9 +205,11 @@ def _advice(exc, expr, line, var, param, fn_name):
         v += f" (computed from the argument `{param}`)"
     static = (f"Make it static: `autoflow.jit({fn_name}, static_argnames=(\"{param}\",))` "
               f"(each new value of `{param}` compiles once)" if param else None)
+    if isinstance(exc, jax.errors.TracerBoolConversionError):
+        # (before the shape test: JAX's text says "traced array with shape bool[]")
+        return _truth_advice(v, static)
     if _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
-                                and "shape" in str(exc).lower().split("see https")[0]
-                                and "shape float" not in str(exc)):
+                                and _mentions_shape(str(exc))):
         what = f"{v} is used as a shape here, but it is traced: its value is known only when " \
                "the compiled code runs, and shapes must be known when compiling"
         todo = (static + ", or compute the shape from static values (`x.shape`)." if static else
@@ -225,11 +258,6 @@ def _advice(exc, expr, line, var, param, fn_name):
                 if static else "Index an array (`jnp.asarray(items)[i]`) instead of a Python "
                 "list, or make the value static.")
         return what, todo
-    if isinstance(exc, jax.errors.TracerBoolConversionError):
-        what = f"{v} is traced, but Python needs its truth value here"
-        return what, ("Use `jnp.where(cond, a, b)`, `jnp.logical_and/or` for `and`/`or`, or "
-                      "make sure the function doing this is converted (not marked "
-                      "`do_not_convert`).")
     what = f"this needs a concrete value, but {v} is traced"
     todo = (static + "." if static else
             "Keep the value as a `jnp` array, or mark the argument it comes from with "
@@ -263,7 +291,9 @@ def reissue(exc):
             if m and m.group(1) in params:
                 param = m.group(1)
     what, todo = _advice(exc, expr, line, var, param, fn_name)
-    base = next((t for t in _TYPES if isinstance(exc, t)), TypeError)
+    # (the most derived: a TracerBoolConversionError is a ConcretizationTypeError too)
+    base = type(exc) if type(exc) in _TYPES else next(
+        (t for t in _TYPES if isinstance(exc, t)), TypeError)
     new = _class_for(base)(message(site, what, todo))
     new.jax_error = exc
     new.variable, new.argument = var, param

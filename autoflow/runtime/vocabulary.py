@@ -11,8 +11,12 @@ concrete (the same result, of the same type, as without autoflow), and the
 * ``any``/``all``: concrete items decide as Python does (and stop the
   iteration where Python stops it); the traced ones are reduced with
   ``jnp.any``/``jnp.all``;
+* the same reductions, and ``len``, of a comprehension with an ``if``
+  (``sum(x for x in xs if x > t)``, see ``filtered``): an item whose test is
+  traced is masked (``jnp.where``) instead of dropped;
 * ``int``/``float``/``bool`` of a traced scalar: a cast (``int`` truncates
-  toward zero, as Python does; ``bool`` is ``x != 0``);
+  toward zero, as Python does; ``bool`` is ``x != 0``); so is
+  ``operator.truth`` (``truth``);
 * ``getitem(table, i)``: a Python list or tuple of numbers or of same-shape
   arrays, or a NumPy array, indexed by a traced integer is indexed as one
   stacked ``jnp`` array (so a loop over ``i`` stays rolled);
@@ -25,6 +29,7 @@ implement them.
 from __future__ import annotations
 
 import builtins as _b
+import operator
 
 import numpy as np
 
@@ -33,7 +38,7 @@ import jax.numpy as jnp
 
 from ..core.origin import Site, message, user_site
 from ..errors import ConversionError
-from .values import Tracer, as_pred, is_traced, structure
+from .values import Tracer, as_pred, describe, is_array_like, is_traced, structure, truth as _truth
 
 
 def _traced(x):
@@ -55,7 +60,7 @@ def _extreme(name, args, kwargs, better, reduce):
     py = getattr(_b, name)
     if kwargs:
         return py(*args, **kwargs)
-    if len(args) == 1:
+    if _b.len(args) == 1:
         (it,) = args
         if _traced(it) and np.ndim(it) == 1:
             if np.shape(it)[0] == 0:
@@ -72,16 +77,28 @@ def _extreme(name, args, kwargs, better, reduce):
 
 def max(*args, **kwargs):  # noqa: A001 - mirrors the builtin
     """``max``; traced scalars: the first largest, as Python picks it."""
+    if _b.len(args) == 1 and isinstance(args[0], Filtered):
+        return _filtered_extreme("max", args[0], kwargs, operator.gt)
     return _extreme("max", args, kwargs, lambda v, best: v > best, jnp.max)
 
 
 def min(*args, **kwargs):  # noqa: A001
     """``min``; traced scalars: the first smallest, as Python picks it."""
+    if _b.len(args) == 1 and isinstance(args[0], Filtered):
+        return _filtered_extreme("min", args[0], kwargs, operator.lt)
     return _extreme("min", args, kwargs, lambda v, best: v < best, jnp.min)
 
 
 def sum(iterable, /, start=0):  # noqa: A001
     """``sum``; a traced array is summed over its leading axis in one op."""
+    if isinstance(iterable, Filtered):
+        mapped = iterable.mapped()
+        if mapped is None:
+            return _b.sum(iterable.values(jnp.zeros_like), start)
+        masks, items = mapped
+        total = jnp.sum(jnp.where(_lanes(masks, items), items, jnp.zeros_like(items)), axis=0)
+        return total if isinstance(start, _b.int) and start == 0 and not isinstance(start, _b.bool) \
+            else start + total
     if _traced(iterable) and np.ndim(iterable) >= 1:
         total = jnp.sum(iterable, axis=0)
         return total if isinstance(start, _b.int) and start == 0 and not isinstance(start, _b.bool) \
@@ -114,12 +131,257 @@ def as_pred_vec(x):
 
 def any(iterable, /):  # noqa: A001
     """``any``; traced items are reduced with ``jnp.any``."""
+    if isinstance(iterable, Filtered):  # a masked item counts as False
+        mapped = iterable.mapped()
+        if mapped is not None:
+            return jnp.any(mapped[0] & _item_preds(mapped[1]))
+        iterable = iterable.values(lambda v: False, as_pred)
     return _truth_reduce(iterable, True, jnp.any)
 
 
 def all(iterable, /):  # noqa: A001
     """``all``; traced items are reduced with ``jnp.all``."""
+    if isinstance(iterable, Filtered):  # a masked item counts as True
+        mapped = iterable.mapped()
+        if mapped is not None:
+            return jnp.all(~mapped[0] | _item_preds(mapped[1]))
+        iterable = iterable.values(lambda v: True, as_pred)
     return _truth_reduce(iterable, False, jnp.all)
+
+
+def _lanes(masks, items):
+    """``masks`` (one per item) shaped to broadcast against the stacked ``items``."""
+    return masks.reshape(masks.shape + (1,) * (items.ndim - masks.ndim))
+
+
+def _item_preds(items):
+    """The truth value of each stacked item (each must have one, as in Python)."""
+    if items[0].size != 1:
+        _truth(items[0], user_site, what="item of `any`/`all`")  # its error
+    return as_pred_vec(items.reshape(items.shape[0]))
+
+
+# ---------------------------------------------------------------------------
+# reductions over a comprehension with an `if`
+# ---------------------------------------------------------------------------
+
+class Filtered:
+    """The items of ``(ELT for T in XS if TEST)`` as ``(TEST, lambda: ELT)``
+    pairs, for a reduction (see ``filtered``)."""
+
+    __slots__ = ("pairs", "fn", "iterable", "listed", "static")
+
+    def __init__(self, items, iterable, listed):
+        if iterable is None:
+            self.pairs, self.fn, self.iterable = items, None, None
+        else:
+            self.pairs, self.fn, self.iterable = None, items, iterable
+        self.listed = listed
+
+    def items(self):
+        """``(mask, item)`` for each item kept, in order: ``mask`` is None for a
+        concrete test (Python's own decision: a dropped item is never made),
+        the test as a traced boolean otherwise. A list comprehension's items
+        are all made first, as Python makes the list."""
+        out = self._items()
+        return iter(list(out)) if self.listed else out
+
+    def _items(self):
+        pairs = self.pairs if self.fn is None else map(self.fn, self.iterable)
+        for test, thunk in pairs:
+            c = _truth(test, user_site, what="test of a comprehension's `if`")
+            if c is None:
+                yield as_pred(test), thunk()
+            elif c:
+                yield None, thunk()
+
+    def mapped(self):
+        """``(masks, items)``, each test and item of a ``for`` over a traced
+        array made at once (``jax.vmap`` over its leading axis; a concrete test
+        is a mask too); None where the items are not those of a traced array."""
+        xs = self.iterable
+        if self.fn is None or not _traced(xs) or np.ndim(xs) == 0:
+            return None
+        fn = self.fn
+        self.static = None
+
+        def one(x):
+            test, thunk = fn(x)
+            # (a test that does not depend on the item: kept or dropped for all)
+            self.static = _truth(test, user_site, what="test of a comprehension's `if`")
+            value = thunk()
+            _check_maskable(value)
+            return as_pred(test), jnp.asarray(value)
+
+        return jax.vmap(one)(xs)
+
+    def values(self, dropped, pred=None):
+        """The items Python's reduction sees: a masked item ``v`` becomes
+        ``jnp.where(mask, v, dropped(v))`` (``pred(v)`` in place of ``v`` when
+        given), a value that leaves the reduction unchanged where dropped."""
+        for mask, v in self.items():
+            if mask is None:
+                yield v
+            elif pred is not None and (not is_array_like(v) or np.size(v) != 1):
+                yield v  # no single truth value: the reduction raises Python's error
+            else:
+                _check_maskable(v)
+                w = pred(v) if pred is not None else v
+                yield jnp.where(mask, w, dropped(w))
+
+    def __iter__(self):  # pragma: no cover - the rewriter hands it to a reduction only
+        return (v for _, v in self.items())
+
+
+def _check_maskable(v):
+    if not is_array_like(v):
+        raise ConversionError(message(
+            user_site(), f"this comprehension's `if` is traced, so its items are kept or "
+            f"dropped when the compiled code runs, but an item is {describe(v)}, not a "
+            "number or array",
+            "Make the items numbers or arrays, or make the test static."))
+
+
+def filtered(items, iterable=None, listed=False, /):
+    """The items of a comprehension with an ``if``, for a reduction.
+
+    The rewriter makes ``sum(x for x in xs if x > t)`` into
+    ``af.sum(af.filtered(lambda x: (x > t, lambda: x), xs))`` (a generator of
+    ``(test, thunk)`` pairs and no ``iterable`` for other comprehensions).
+    Plain Python::
+
+        def filtered(items, iterable=None, listed=False):
+            pairs = items if iterable is None else map(items, iterable)
+            kept = (thunk() for test, thunk in pairs if test)
+            return list(kept) if listed else kept
+
+    ``sum``, ``any``, ``all``, ``max``, ``min`` and ``len`` reduce it: with
+    concrete tests as Python reduces the comprehension; an item whose test
+    is traced is masked instead of dropped (``sum`` adds ``jnp.where(test,
+    x, 0)``, ``any`` reads ``test & bool(x)``...). ``max``/``min`` of items
+    that may all be dropped at run time need ``default=``. Over a traced
+    array (``for x in xs``) the tests and items are made at once, mapped over
+    its leading axis (``jax.vmap``), and reduced with ``jnp``; over a list,
+    item by item.
+    """
+    return Filtered(items, iterable, listed)
+
+
+def len(obj, /):  # noqa: A001
+    """``len``; of a list comprehension with a traced ``if``, the number of
+    items kept (a traced integer)."""
+    if not isinstance(obj, Filtered):
+        return _b.len(obj)
+    mapped = obj.mapped()
+    if mapped is not None:
+        return jnp.sum(mapped[0].astype(jnp.int32))
+    count, masked = 0, []
+    for mask, _ in obj.items():
+        if mask is None:
+            count += 1
+        else:
+            masked.append(mask)
+    if not masked:
+        return count
+    return count + jnp.sum(jnp.stack(masked).astype(jnp.int32))
+
+
+_EMPTY = object()
+
+
+def _filtered_extreme(name, f, kwargs, better):
+    """``max``/``min`` of a ``Filtered``: Python's algorithm (the first item is
+    the best so far; a later one replaces it only if ``better``), as Python
+    runs it while everything is concrete; from the first traced test or item
+    on, the rest is reduced at once (``_masked_extreme``)."""
+    extra = set(kwargs) - {"key", "default"}
+    if extra:
+        return getattr(_b, name)(f, **kwargs)  # Python's TypeError
+    key = kwargs.get("key")
+    mapped = f.mapped()
+    if mapped is not None:
+        masks, items = mapped
+        if items.shape[0] == 0 or f.static is False:  # no item is kept, on every path
+            return getattr(_b, name)((), **kwargs)  # Python's ValueError, or the default
+        keys = items if key is None else jax.vmap(key)(items)
+        best, have = _masked_extreme(name, masks, keys, items)
+        return _or_default(name, best, True if f.static else have, kwargs)
+    best = best_key = _EMPTY
+    items = f.items()
+    staged = None
+    for mask, v in items:
+        k = v if key is None else key(v)
+        if mask is not None or _traced(k) or best is not _EMPTY and _traced(best_key):
+            staged = [] if best is _EMPTY else [(None, best, best_key)]
+            staged.append((mask, v, k))
+            break
+        if best is _EMPTY or better(k, best_key):  # Python's own comparison
+            best, best_key = v, k
+    if staged is None:
+        if best is _EMPTY:
+            return getattr(_b, name)((), **kwargs)  # Python's ValueError, or the default
+        return best
+    for mask, v in items:  # (Python's max reads every item too)
+        staged.append((mask, v, v if key is None else key(v)))
+    for _, v, k in staged:
+        _check_maskable(v)
+        _check_maskable(k)
+    masks = [m for m, _, _ in staged if m is not None]
+    have = True if _b.len(masks) < _b.len(staged) else jnp.any(jnp.stack(masks))
+    kept = jnp.stack([jnp.asarray(True) if m is None else m for m, _, _ in staged])
+    keys = jnp.stack(jnp.broadcast_arrays(*[jnp.asarray(k) for _, _, k in staged]))
+    values = jnp.stack(jnp.broadcast_arrays(*[jnp.asarray(v) for _, v, _ in staged]))
+    best, have_any = _masked_extreme(name, kept, keys, values)
+    return _or_default(name, best, have if have is True else have_any, kwargs)
+
+
+def _or_default(name, best, have, kwargs):
+    """``best``, or where no item is kept, the default (``have``: True or traced)."""
+    if have is True:
+        return best
+    if "default" not in kwargs:
+        raise ConversionError(message(
+            user_site(), f"`{name}()` of a comprehension whose `if` is traced: whether any "
+            f"item is kept is known only when the compiled code runs, and Python's `{name}()` "
+            "of an empty sequence raises ValueError",
+            f"Give a default for the empty case, `{name}(..., default=...)` (a number), or "
+            f"use `jnp.{name}(jnp.where(mask, xs, {'-' if name == 'max' else ''}jnp.inf))`."))
+    default = kwargs["default"]
+    if not is_array_like(default):
+        raise ConversionError(message(
+            user_site(), f"`{name}()` of a comprehension whose `if` is traced returns its "
+            f"default, {describe(default)}, when no item is kept, which is known only when "
+            "the compiled code runs; a traced choice can only be between arrays",
+            "Give a number as the default (and test for it after the call)."))
+    return jnp.where(have, best, default)
+
+
+def _masked_extreme(name, kept, keys, values):
+    """``(best, have)`` over stacked items, as Python's fold picks it: the first
+    kept item if its key is NaN (nothing compares greater than NaN), else the
+    first kept item with the largest (smallest) key, NaN keys never chosen.
+    ``have``: whether any item is kept (a traced boolean)."""
+    if keys.ndim != 1:
+        raise ConversionError(message(
+            user_site(), f"`{name}()` compares items of shape {keys.shape[1:]}, which "
+            "have no single truth value",
+            f"Reduce elementwise with `jnp.{name}imum` or `jnp.{name}`."))
+    first = jnp.argmax(kept)  # the first kept item
+    inexact = jnp.issubdtype(keys.dtype, jnp.inexact)
+    usable = kept & ~jnp.isnan(keys) if inexact else kept
+    if keys.dtype == jnp.bool_:
+        keys = keys.astype(jnp.int32)
+    if inexact:
+        fill = -jnp.inf if name == "max" else jnp.inf
+    else:
+        info = jnp.iinfo(keys.dtype)
+        fill = info.min if name == "max" else info.max
+    reduce = jnp.max if name == "max" else jnp.min
+    extreme = reduce(jnp.where(usable, keys, fill))
+    index = jnp.argmax(usable & (keys == extreme))  # the first one with that key
+    if inexact:
+        index = jnp.where(jnp.isnan(keys[first]), first, index)
+    return values[index], jnp.any(kept)
 
 
 def _cast(name, x, dtype):
@@ -154,6 +416,25 @@ def bool(x=False, /):  # noqa: A001
     return _b.bool(x) if out is None else out
 
 
+def truth(fn, x, /):
+    """``fn(x)``, where ``fn`` may be ``operator.truth`` (then ``bool(x)``).
+
+    Plain Python::
+
+        def truth(fn, x):
+            return fn(x)
+
+    The rewriter makes ``operator.truth(x)`` and ``truth(x)`` into ``af.truth(
+    operator.truth, x)``; ``operator.truth`` of a traced scalar is then a
+    traced boolean, so ``while operator.truth(p):`` stages like ``while p:``.
+    Any other ``fn`` (a method called ``truth``) is called as written.
+    """
+    if fn is operator.truth:
+        return bool(x)
+    from .calls import call
+    return call(fn, x)  # (as `calls` would have called it: converted if it is the user's)
+
+
 # ---------------------------------------------------------------------------
 # Python tables indexed by traced integers
 # ---------------------------------------------------------------------------
@@ -177,7 +458,7 @@ def stacked(table, what):
             for v in items)
         if ok:
             shapes = {np.shape(v) for v in items}
-            if len(shapes) == 1:
+            if _b.len(shapes) == 1:
                 return jnp.stack([jnp.asarray(v) for v in items])
     site = user_site(3)
     kind = type(table).__name__
@@ -211,8 +492,46 @@ def setitem_list(x, index, value, op, binops):
         arr = arr.at[index].set(value)
     else:
         arr = arr.at[index].set(binops[op](arr[index], value))
-    x[:] = [arr[k] for k in _b.range(len(x))]
+    x[:] = [arr[k] for k in _b.range(_b.len(x))]
     return x
+
+
+def check_numpy_write(buf, index, value, op=None):
+    """``buf[index] = value`` on a NumPy array: a traced ``value`` (or ``index``)
+    cannot go into it (NumPy would say "setting an array element with a
+    sequence"); autoflow's error names the buffer and the ``jnp`` way."""
+    if buf.dtype == object or not _any_traced((index, value)):
+        return
+    site = user_site(2)
+    name, index_src, value_src = _write_parts(site)
+    what = "value" if _any_traced(value) else "index"
+    target = f"`{name}`" if name else "this NumPy array"
+    at = {None: "set", "+": "add", "*": "multiply", "/": "divide", "**": "power"}.get(op)
+    new = (f"`{name} = {name}.at[{index_src}].{at}({value_src})`" if name and index_src
+           and value_src and at else "`buf = buf.at[i].set(v)`")
+    raise ConversionError(message(
+        site, f"this line writes a traced {what} into {target}, a NumPy array "
+        f"({buf.dtype}{list(buf.shape)}); a NumPy array holds only concrete numbers, and "
+        "this value is known only when the compiled code runs",
+        f"Make {target} a JAX array (`jnp.zeros(...)` instead of `np.zeros(...)`) and write "
+        f"with {new}: a JAX array is updated functionally, and autoflow carries it through "
+        "loops and branches."))
+
+
+def _write_parts(site):
+    """``(buffer name, index source, value source)`` of the item assignment on
+    ``site``'s line (Nones where the line says otherwise)."""
+    import ast
+
+    try:
+        stmt = ast.parse(site.source_line().strip()).body[0]
+    except (AttributeError, SyntaxError, IndexError, ValueError):
+        return None, None, None
+    target = stmt.targets[0] if isinstance(stmt, ast.Assign) and _b.len(stmt.targets) == 1 \
+        else stmt.target if isinstance(stmt, ast.AugAssign) else None
+    if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
+        return None, None, None
+    return target.value.id, ast.unparse(target.slice), ast.unparse(stmt.value)
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,11 @@ Order matters, and each step relies on the ones before it:
    i, v)`` (so the analysis sees ``x`` modified and carries it), user calls
    become ``af.call(f, ...)``, ``print``/``assert`` become operators. They
    only rewrite simple statements and expressions, so they go first.
+   ``reductions`` (after ``calls``, which made ``sum`` into ``af.sum``; before
+   ``logical``, which would make a comprehension's ``if`` a concrete-only
+   test): ``sum(x for x in xs if p)`` and its kin hand the reduction each
+   test with its item (a mask when the test is traced);
+   ``operator.truth(x)`` -> ``af.truth(operator.truth, x)``.
    ``tables``: ``table[i]`` with ``i`` a loop's variable ->
    ``af.getitem(table, i)`` (a Python table indexed by a traced ``i`` is
    stacked, so the loop can stay rolled).
@@ -66,6 +71,7 @@ from .index_assign import IndexAssign
 from .logical import Logical
 from .matching import Matching
 from .raises import Raises
+from .reductions import Reductions
 from .returns import Returns
 from .tables import Tables
 from .util import is_generator
@@ -93,15 +99,18 @@ class Inventory:
         defs = []
         ifs = 0
         attrs = set()
-        item_writes = attr_writes = set_attr = False
+        item_writes = attr_writes = set_attr = truth = False
         FunctionDef, If, Subscript, Attribute, Name, Load = (
             gast.FunctionDef, gast.If, gast.Subscript, gast.Attribute, gast.Name, gast.Load)
         for n in nodes:
             cls = n.__class__
             classes.add(cls)
             if cls is Name:
-                if n.id in ("setattr", "delattr"):
-                    set_attr = True
+                if n.id in ("setattr", "delattr", "truth"):
+                    if n.id == "truth":
+                        truth = True
+                    else:
+                        set_attr = True
             elif cls is Attribute:
                 attrs.add(n.attr)
                 if n.ctx.__class__ is not Load:
@@ -120,6 +129,8 @@ class Inventory:
             generators = {id(n) for n in nodes if isinstance(n, gast.FunctionDef)
                           and is_generator(n)}
         self.ifs = ifs
+        # `operator.truth(x)` / `truth(x)` (reductions.py)
+        self.truth = truth or "truth" in attrs
         self.item_writes = item_writes
         self.attrs = attrs
         self.attr_writes = attr_writes
@@ -188,6 +199,12 @@ def _calls(tree, ctx, inv):
     inv.unchanged = False
 
 
+def _reductions(tree, ctx, inv):
+    # filtered comprehensions reduced at once, `operator.truth(x)`
+    if inv.has(gast.GeneratorExp, gast.ListComp) or inv.truth:
+        Reductions(ctx).visit(tree)
+
+
 def _writes(tree, ctx, inv):
     # writes to attributes and items, mutating method calls, by statements
     if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS:
@@ -246,6 +263,7 @@ PASSES = [
     ("chains", _chains),
     ("index_assign", _index_assign),
     ("calls", _calls),
+    ("reductions", _reductions),
     ("tables", _tables),
     ("writes", _writes),
     ("early_exits", _lower_exits),

@@ -27,4 +27,7 @@ def global_write_under_traced_if(x):
 
 
 def filter_in_comprehension(xs):
-    return sum([x * 2 for x in xs if x > 0])  # ERROR
+    # (a list kept as a list: its length would be traced; `sum([...])` of it
+    # is a masked reduction, tests/test_vocabulary_tail.py)
+    doubled = [x * 2 for x in xs if x > 0]  # ERROR
+    return doubled
