@@ -25,7 +25,7 @@ import numpy as np
 from ..core.origin import message, user_site
 from ..errors import ConversionError
 from .carries import caller_site
-from .values import Tracer, as_pred, is_traced, truth
+from .values import Mixed, Tracer, as_pred, is_array_like, is_traced, truth
 
 
 def _logical(kind, a, thunks):
@@ -37,6 +37,15 @@ def _logical(kind, a, thunks):
             a = thunk()
             continue
         b = thunk()
+        if not is_array_like(b) or a.__class__ is Mixed:
+            # `x or None`, `x > 0 and name`: Python's truth of the result is known
+            # (a condition), its value is not (`values.Mixed`)
+            c_b = truth(b, caller_site, what=f"operand of `{kind}`")
+            pb = as_pred(b) if c_b is None else c_b
+            pa = as_pred(a)
+            pred = jnp.logical_and(pa, pb) if kind == "and" else jnp.logical_or(pa, pb)
+            a = Mixed(pred, kind, b if not is_array_like(b) else a.other, user_site(3))
+            continue
         if np.shape(b) != () and np.size(b) != 1:
             raise ConversionError(message(
                 user_site(3), f"the right operand of `{kind}` is an array of shape "

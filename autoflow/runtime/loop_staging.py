@@ -36,7 +36,7 @@ from .carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_lab
 from .cond_cost import loop_gate
 from .jax_internals import current_trace_kind
 from .teach import value_advice
-from .values import (Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like,
+from .values import (Mixed, Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like,
                      is_extended, promote, same_static, staged_block, structure, unflatten)
 from .while_prim import DEFAULT_CHECKPOINTS
 
@@ -450,7 +450,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
 
         def test(dyn):
             c = cond_fn(merge(dyn))
-            if np.shape(c) != () and np.size(c) != 1:
+            if c.__class__ is not Mixed and np.shape(c) != () and np.size(c) != 1:
                 raise ConversionError(message(
                     site(), f"the loop condition is an array of shape {tuple(np.shape(c))}, "
                     "not a scalar", "Reduce it with `.any()` or `.all()`."))

@@ -115,6 +115,40 @@ def is_array_like(x) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic) + _ARRAY_SCALARS)
 
 
+class Mixed:
+    """``a or b`` / ``a and b`` with a traced ``a`` and a ``b`` that is no array
+    (``None``, a string, a list): Python's value is ``a`` on some runs and ``b``
+    on others, which no array can hold; its truth is known (a traced boolean),
+    so it serves as a condition (``if x or None:``). Any other use is
+    autoflow's error, naming the expression."""
+
+    __slots__ = ("pred", "kind", "other", "site")
+
+    def __init__(self, pred, kind, other, site):
+        self.pred, self.kind, self.other, self.site = pred, kind, other, site
+
+    def fail(self, *args, **kwargs):
+        raise ConversionError(message(
+            self.site, f"this `{self.kind}` has a traced operand and one that is "
+            f"{describe(self.other)}: its value is the one or the other only when the "
+            "compiled code runs, which no array can hold, so it can only be a condition",
+            "Test and choose separately (`a if a is not None else b`, "
+            "`jnp.where(a != 0, a, b)` for numbers), or make the operand static."))
+
+    __index__ = __int__ = __float__ = __iter__ = __len__ = __getitem__ = __call__ = fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = fail
+    __rtruediv__ = __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __array__ = fail
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self.fail()
+
+
+# (Staged as a carry or returned from a jitted function, it says what it is.)
+jax.tree_util.register_pytree_node(Mixed, lambda m: m.fail(), lambda aux, children: None)
+
+
 def truth(x, site_fn, what="condition"):
     """``bool(x)`` when ``x`` is concrete; ``None`` when it is traced.
 
@@ -123,6 +157,8 @@ def truth(x, site_fn, what="condition"):
     """
     if x.__class__ in _PLAIN:
         return bool(x)
+    if x.__class__ is Mixed:
+        return None
     if isinstance(x, Tracer) and is_traced(x):
         if np.shape(x) != () and np.size(x) != 1:
             site = site_fn()
@@ -137,6 +173,8 @@ def truth(x, site_fn, what="condition"):
 
 def as_pred(x):
     """A traced scalar as a boolean predicate (Python's truth rule)."""
+    if x.__class__ is Mixed:
+        return x.pred
     x = jnp.asarray(x)
     if x.ndim and x.size == 1:  # a size-1 array is a valid condition, as in NumPy
         x = x.reshape(())
