@@ -6,6 +6,8 @@ an array, autoflow's own error at the user's line.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -66,3 +68,69 @@ def test_and_or_value_that_no_array_can_hold_is_autoflows_error():
     text = str(info.value)
     assert "return x or None" in text and "`or`" in text and "None" in text
     assert "test_long_tail.py" in text
+
+
+# ---- `range` objects with traced bounds ----------------------------------------------------
+
+def range_facts(n, x):
+    r = range(2, n, 3)
+    return len(r) + sum(r) + r.start + r.step + x
+
+
+def range_reversed_facts(n):
+    r = range(n, 0, -2)
+    return len(r), sum(r, 10), max(r), min(r), r[0], r[-1]
+
+
+def range_to_helper(n, x):
+    return _count_up(range(n), x)
+
+
+def _count_up(r, x):
+    for i in r:
+        x = x + i
+    return x, len(r)
+
+
+def range_max(n):
+    return max(range(n))
+
+
+@pytest.mark.parametrize("fn, args", [
+    (range_facts, (10, 1.0)), (range_facts, (2, 1.0)), (range_facts, (0, 1.0)),
+    (range_reversed_facts, (7,)), (range_reversed_facts, (8,)),
+    (range_to_helper, (5, 1.0)), (range_to_helper, (0, 1.0)),
+    (range_max, (4,)),
+])
+def test_range_objects_with_traced_bounds(fn, args):
+    want = fn(*args)
+    got = autoflow.jit(fn)(*args)
+    assert np.allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float))
+
+
+def test_max_of_an_empty_traced_range_raises_pythons_valueerror():
+    with pytest.raises(ValueError) as eager:
+        range_max(0)
+    g = autoflow.jit(range_max)
+    assert g(3) == 2
+    with pytest.raises(ValueError) as info:
+        np.asarray(g(0))
+    assert str(info.value).splitlines()[0] == str(eager.value)
+
+
+# ---- math on traced scalars ----------------------------------------------------------------
+
+def math_mix(x):
+    y = math.exp(x) + math.log(x + 3.0) + math.log(x + 3.0, 2) + math.sqrt(abs(x))
+    k = math.floor(x) + math.ceil(x) + math.trunc(x)
+    return y + math.fabs(x) + math.atan2(x, 2.0) + math.hypot(x, 1.0) + k * 1.0, \
+        math.isclose(x, 1.5), math.isfinite(x)
+
+
+@pytest.mark.parametrize("x", [1.5, -2.25, 0.0])
+def test_math_functions_of_traced_scalars(x):
+    want = math_mix(x)
+    got = autoflow.jit(math_mix)(x)
+    for w, g in zip(want, got):
+        assert np.allclose(np.asarray(g, dtype=float), float(w), rtol=1e-5)
+    assert autoflow.convert(math_mix)(x) == want  # concrete: Python's own math

@@ -21,7 +21,7 @@ import os as _os
 
 from .jax_internals import hide_frames_of as _hide_frames_of
 
-from .calls import bound, call, converted
+from .calls import bound, call, converted, truth
 from .cond import if_chain, if_exp, if_stmt
 from .effects import append, assert_, print, setitem  # noqa: A004
 from .later import fstring, ld, percent, repr, str  # noqa: A004
@@ -31,7 +31,7 @@ from .raising import exception, passthrough as _passthrough
 from .state import mutates, state
 from .values import Undefined
 from .vocabulary import (all, any, bool, filtered, float, getitem, int, len, match_is,  # noqa: A004
-                         match_subject, max, min, sum, truth)
+                         match_subject, max, min, sum)
 
 internal_errors = _passthrough()
 

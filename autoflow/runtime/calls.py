@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import types
 
 import builtins
@@ -22,6 +23,7 @@ from .. import _registry
 from ..core.libraries import is_library_file
 from ..core.origin import message, user_site
 from ..errors import ConversionError
+from . import vocabulary
 from .effects import effect_call
 from .values import in_staged_block
 
@@ -142,6 +144,8 @@ class Runtime(types.ModuleType):
         if target is not None and target[0] is f:  # `r = range; for i in r(n)`
             return getattr(self._base, target[1])(*args, **kwargs)
         done = effect_call(f, args, kwargs)  # `warnings.warn`, `logger.info`...
+        if done is NotImplemented:
+            done = vocabulary.math_call(f, args, kwargs)  # `math.exp(x)` of a traced `x`
         if done is not NotImplemented:
             return done
         target = self._target(f)
@@ -185,3 +189,20 @@ def call(f, *args, **kwargs):
 def converted(f):
     """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like)."""
     return bound(())._target(f)
+
+def truth(fn, x, /):
+    """``fn(x)``, where ``fn`` may be ``operator.truth`` (then ``bool(x)``).
+
+    Plain Python::
+
+        def truth(fn, x):
+            return fn(x)
+
+    The rewriter makes ``operator.truth(x)`` and ``truth(x)`` into ``af.truth(
+    operator.truth, x)``; ``operator.truth`` of a traced scalar is then a
+    traced boolean, so ``while operator.truth(p):`` stages like ``while p:``.
+    Any other ``fn`` (a method called ``truth``) is called as written.
+    """
+    if fn is operator.truth:
+        return vocabulary.bool(x)
+    return call(fn, x)  # (as `calls` would have called it: converted if it is the user's)

@@ -33,14 +33,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..core.origin import message, user_site
+from ..core.origin import message
 from ..errors import ConversionError
 from . import events, later
-from .later import fail
 from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
-from .jax_internals import is_symbolic_dim
 from .loop_staging import stage_loop
+from .ranges import TracedRange, range  # noqa: A004
 from .state import (MoreState, Shared, contents, entry_values, journal, kept, names_of,
                     reachable, recording)
 from .teach import reissuing, traced_shape_error
@@ -203,71 +202,6 @@ class LoopOptions:
     def __iter__(self):
         return iter(self.iterable)
 
-
-class TracedRange:
-    """``range(start, stop, step)`` where a bound is traced."""
-
-    def __init__(self, start, stop, step):
-        self.start, self.stop, self.step = start, stop, step
-
-    def __iter__(self):
-        raise ConversionError(message(
-            user_site(2), "this `range` has a traced bound and cannot be iterated as Python",
-            "Use it directly as a `for` loop's iterable in converted code."))
-
-    def parts(self):
-        """``(start, step, length)`` as arrays of one integer dtype."""
-        traced_step = isinstance(self.step, Tracer) and is_traced(self.step)
-        start, stop, step = (jnp.asarray(v) for v in (self.start, self.stop, self.step))
-        dtype = jnp.result_type(start, stop, step)
-        start, stop, step = (v.astype(dtype) for v in (start, stop, step))
-        if not traced_step:
-            return start, step, jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
-        # A step of 0 raises ValueError when the compiled code runs (see `range`);
-        # until then the loop runs no iteration (no division by zero).
-        zero = step == 0
-        safe = jnp.where(zero, jnp.ones_like(step), step)
-        length = jnp.maximum(0, (stop - start + safe - jnp.sign(safe)) // safe)
-        return start, step, jnp.where(zero, jnp.zeros_like(length), length)
-
-
-def range(*args):  # noqa: A001 - mirrors the builtin
-    """``range`` that also accepts traced bounds (for staged ``for`` loops),
-    and symbolic ones (``range(x.shape[0])`` under ``jax.export`` with a
-    symbolic dimension: a loop with a symbolic trip count)."""
-    if not any(isinstance(a, Tracer) and is_traced(a) for a in args):
-        if not any(is_symbolic_dim(a) for a in args):
-            return builtins.range(*args)
-        args = tuple(jnp.asarray(a) if is_symbolic_dim(a) else a for a in args)
-    if len(args) == 1:
-        start, stop, step = 0, args[0], 1
-    elif len(args) == 2:
-        (start, stop), step = args, 1
-    else:
-        start, stop, step = args
-    for a in (start, stop, step):
-        if np.shape(a) != () or not jnp.issubdtype(jnp.result_type(a), jnp.integer):
-            raise TypeError(f"range() bounds must be integer scalars, got {a!r}")
-    if not (isinstance(step, Tracer) and is_traced(step)):
-        if step == 0:
-            builtins.range(0, 0, step)  # Python's ValueError: range() arg 3 must not be zero
-    else:
-        _check_step(step)
-    return TracedRange(start, stop, step)
-
-
-def _zero_step(site):
-    raise fail(ValueError("range() arg 3 must not be zero"), site,
-               f"(the traced step of the `range` at {site} was 0 when the compiled code ran)")
-
-
-def _check_step(step):
-    """A traced step: Python's ValueError, raised when the compiled code runs
-    with a step of 0 on a path that reaches this ``range``, at the user's line
-    (``autoflow.jit`` re-raises it as itself, like a traced ``raise``). The
-    host is called only then (``later``'s ``when``)."""
-    site = user_site(2)
-    later.later(_zero_step, (site,), site=site, when=step == 0)
 
 
 class Enumerate:

@@ -38,6 +38,7 @@ import jax.numpy as jnp
 
 from ..core.origin import Site, message, user_site
 from ..errors import ConversionError
+from .ranges import TracedRange
 from .values import Tracer, as_pred, describe, is_array_like, is_traced, structure, truth as _truth
 
 
@@ -62,6 +63,8 @@ def _extreme(name, args, kwargs, better, reduce):
         return py(*args, **kwargs)
     if _b.len(args) == 1:
         (it,) = args
+        if it.__class__ is TracedRange:
+            return it.extreme(name == "max", user_site(3))
         if _traced(it) and np.ndim(it) == 1:
             if np.shape(it)[0] == 0:
                 return py(())  # Python's ValueError for an empty sequence
@@ -91,6 +94,8 @@ def min(*args, **kwargs):  # noqa: A001
 
 def sum(iterable, /, start=0):  # noqa: A001
     """``sum``; a traced array is summed over its leading axis in one op."""
+    if iterable.__class__ is TracedRange:
+        return iterable.total(start)
     if isinstance(iterable, Filtered):
         mapped = iterable.mapped()
         if mapped is None:
@@ -270,6 +275,8 @@ def filtered(items, iterable=None, listed=False, /):
 def len(obj, /):  # noqa: A001
     """``len``; of a list comprehension with a traced ``if``, the number of
     items kept (a traced integer)."""
+    if obj.__class__ is TracedRange:
+        return obj.length()
     if not isinstance(obj, Filtered):
         return _b.len(obj)
     mapped = obj.mapped()
@@ -416,24 +423,6 @@ def bool(x=False, /):  # noqa: A001
     return _b.bool(x) if out is None else out
 
 
-def truth(fn, x, /):
-    """``fn(x)``, where ``fn`` may be ``operator.truth`` (then ``bool(x)``).
-
-    Plain Python::
-
-        def truth(fn, x):
-            return fn(x)
-
-    The rewriter makes ``operator.truth(x)`` and ``truth(x)`` into ``af.truth(
-    operator.truth, x)``; ``operator.truth`` of a traced scalar is then a
-    traced boolean, so ``while operator.truth(p):`` stages like ``while p:``.
-    Any other ``fn`` (a method called ``truth``) is called as written.
-    """
-    if fn is operator.truth:
-        return bool(x)
-    from .calls import call
-    return call(fn, x)  # (as `calls` would have called it: converted if it is the user's)
-
 
 # ---------------------------------------------------------------------------
 # Python tables indexed by traced integers
@@ -562,3 +551,62 @@ def match_subject(subject, line, col):
             "On a traced value use only value patterns (`case 0 | 1:`, `case Mode.FAST:`), "
             "guards, and a final `case _:` or `case name:`; or make the subject static."))
     return subject
+
+
+# ---------------------------------------------------------------------------
+# math on traced scalars
+# ---------------------------------------------------------------------------
+
+def _floats(f):
+    return lambda *xs: f(*(jnp.asarray(x, dtype=jnp.result_type(_b.float)) for x in xs))
+
+
+def _log(x, base=None):
+    x = jnp.asarray(x, dtype=jnp.result_type(_b.float))
+    return jnp.log(x) if base is None else jnp.log(x) / jnp.log(jnp.asarray(base, x.dtype))
+
+
+def _to_int(f):
+    return lambda x: f(jnp.asarray(x, dtype=jnp.result_type(_b.float))).astype(jnp.result_type(_b.int))
+
+
+def _isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
+    a, b = (jnp.asarray(v, dtype=jnp.result_type(_b.float)) for v in (a, b))
+    tol = jnp.maximum(rel_tol * jnp.maximum(jnp.abs(a), jnp.abs(b)), abs_tol)
+    return (a == b) | (jnp.abs(a - b) <= tol)
+
+
+def _math_table():
+    import math
+
+    from jax.scipy import special
+
+    same = {n: getattr(jnp, n) for n in (
+        "exp", "expm1", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
+        "tanh", "hypot", "copysign", "degrees", "radians", "fmod", "isnan", "isinf",
+        "isfinite", "cbrt", "exp2")}
+    same.update(asin=jnp.arcsin, acos=jnp.arccos, atan=jnp.arctan, atan2=jnp.arctan2,
+                asinh=jnp.arcsinh, acosh=jnp.arccosh, atanh=jnp.arctanh, fabs=jnp.abs,
+                pow=jnp.power, erf=special.erf, erfc=special.erfc, lgamma=special.gammaln,
+                gamma=lambda x: jnp.exp(special.gammaln(x)) * jnp.where(
+                    (x < 0) & (jnp.floor(x) % 2 == 0), -1.0, 1.0))
+    table = {n: _floats(f) for n, f in same.items() if not n.startswith("is")}
+    table.update({n: f for n, f in same.items() if n.startswith("is")})
+    table.update(log=_log, floor=_to_int(jnp.floor), ceil=_to_int(jnp.ceil),
+                 trunc=_to_int(jnp.trunc), isclose=_isclose)
+    return {id(getattr(math, n)): (getattr(math, n), f) for n, f in table.items()
+            if hasattr(math, n)}
+
+
+MATH = _math_table()
+
+
+def math_call(f, args, kwargs):
+    """``math.exp(x)``... with a traced argument: the ``jnp`` function that gives the
+    same value (``math.floor``/``ceil``/``trunc`` an integer, as Python's; a domain
+    error such as ``math.sqrt(-1.0)`` is NaN, as in ``jnp``); ``NotImplemented``
+    for any other call (the caller calls ``f``)."""
+    hit = MATH.get(id(f))
+    if hit is None or hit[0] is not f or not _any_traced((args, kwargs)):
+        return NotImplemented
+    return hit[1](*args, **kwargs)

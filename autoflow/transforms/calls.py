@@ -12,9 +12,10 @@
 * A function handed to a JAX transformation or ``lax`` loop,
   ``jax.vmap(step)``, ``lax.scan(body, ...)``, is wrapped as
   ``af.converted(step)``, so its own control flow is converted too.
-* ``max``/``min``/``sum``/``any``/``all``/``int``/``float``/``bool`` become
-  ``af.max(...)``...: the builtin on concrete arguments, ``jnp`` on traced
-  ones (see ``runtime.vocabulary``).
+* ``max``/``min``/``sum``/``any``/``all``/``int``/``float``/``bool``/``len``/
+  ``range`` become ``af.max(...)``...: the builtin on concrete arguments,
+  ``jnp`` on traced ones (see ``runtime.vocabulary``; a ``range`` with a
+  traced bound is ``runtime.ranges.TracedRange``).
 * ``print(...)`` becomes ``af.print(...)``, and ``warnings.warn(...)``,
   ``logger.info(...)``, ``logging.warning(...)``, ``sys.stderr.write(...)``
   go through ``af.call``: Python's own on concrete code, and under a trace
@@ -56,7 +57,8 @@ _STREAMS = frozenset({"stdout", "stderr"})
 
 # Builtins that take traced values through autoflow's versions (runtime.vocabulary):
 # Python's own for concrete arguments, `jnp` for traced ones.
-STAGED_BUILTINS = frozenset({"max", "min", "sum", "any", "all", "int", "float", "bool"})
+STAGED_BUILTINS = frozenset({"max", "min", "sum", "any", "all", "int", "float", "bool", "len",
+                             "range"})
 
 
 _CONVERSIONS = {-1: "", 115: "!s", 114: "!r", 97: "!a"}
@@ -301,6 +303,12 @@ class Calls(Transformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
+        if self.recursive and isinstance(func, gast.Attribute) and isinstance(
+                func.value, gast.Name) and func.value.id == "math" and "math" not in self.local_defs:
+            # `math.exp(x)`: `jnp.exp` where `x` is traced (`runtime.vocabulary.math_call`)
+            node.args = [func] + node.args
+            node.func = self._runtime_attr("call", func)
+            return node
         if self.recursive and self._effect(func):
             node.args = [func] + [self._formatted(a) for a in node.args]
             for k in node.keywords:

@@ -49,7 +49,7 @@ class Reductions(Transformer):
         """``'sum'``... for ``af.sum`` (what ``calls`` made of the builtin), ``'len'``
         for the builtin ``len``; else None."""
         if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and func.value.id == self.ctx.af and func.attr in REDUCERS:
+                and func.value.id == self.ctx.af and (func.attr in REDUCERS or func.attr == "len"):
             return func.attr
         if isinstance(func, gast.Name) and func.id == "len" \
                 and self.ctx.builtin_available("len"):

@@ -27,7 +27,7 @@ def mask_index(x):
 
 
 def sqrt_in_while_test(x):
-    while math.sqrt(x) > 1.0:  # ERROR
+    while math.sqrt(x) > 1.0:  # (jnp.sqrt when x is traced)
         x = x / 2
     return x
 

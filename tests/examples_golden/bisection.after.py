@@ -65,8 +65,9 @@ bisect_jit = autoflow.jit(bisect)
 
 
 def bisect_reference(a, lo, hi, tol=1e-6, max_iter=100):
+
     def g(x):
-        return math.cos(x) - a * x
+        return af.call(math.cos, x) - a * x
 
     f_lo = af.call(g, lo)
     broke = False

@@ -99,7 +99,7 @@ def main():
 
     ns = jnp.arange(1, 1001, dtype=jnp.int32)
     steps, first, median = af.call(bench, collatz_batch, ns)
-    ref = np.array([af.call(collatz_reference, af.int(n)) for n in range(1, 1001)])
+    ref = np.array([af.call(collatz_reference, af.int(n)) for n in af.range(1, 1001)])
     af.print(af.fstring("n=1..1000 (vmap): autoflow max {0} steps at n={1}, reference max {2} steps at n={3}", af.int(steps.max()), af.int(steps.argmax()) + 1, ref.max(), ref.argmax() + 1))
     af.print(af.fstring("    first call {0:.1f} ms, median later call {1:.1f} us", first * 1e3, median * 1e6))
     np.testing.assert_allclose(np.asarray(steps), ref)

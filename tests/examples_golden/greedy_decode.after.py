@@ -123,7 +123,7 @@ def main():
         out = np.asarray(tokens)[:af.int(length)]
         ref = af.call(greedy_decode_reference, params, start, max_len=20)
         af.print(af.fstring("start={0}: autoflow  {1} ({2} tokens)", start, out.tolist(), af.int(length)))
-        af.print(af.fstring("         reference {0} ({1} tokens)", ref.tolist(), len(ref)))
+        af.print(af.fstring("         reference {0} ({1} tokens)", ref.tolist(), af.len(ref)))
         note = af.if_exp(k == 0, lambda: "trace + compile", lambda: "already compiled")
         af.print(af.fstring("    first call {0:.1f} ms ({1}), median later call {2:.1f} us", first * 1e3, note, median * 1e6))
         np.testing.assert_array_equal(out, ref)

@@ -78,7 +78,7 @@ def kmeans_reference(points, centroids, max_iter=100):
                 return centroids
             centroids = af.if_stmt((assign == j).any(), if_true, if_false, (centroids,), ("centroids",))
             return centroids
-        centroids = af.for_stmt(af.range(len(centroids)), loop_body, (centroids,), ("centroids",))
+        centroids = af.for_stmt(af.range(af.len(centroids)), loop_body, (centroids,), ("centroids",))
         new_assign = ((points[:, None] - centroids[None]) ** 2).sum(-1).argmin(1)
         changed = (new_assign != assign).any()
         assign = new_assign

@@ -70,7 +70,7 @@ def fit_reference(X, y, lam, n_steps=100, beta=0.5, c=1e-4):
     w = np.zeros(X.shape[1])
 
     def loop_body(_, w):
-        g = X.T @ (1 / (1 + np.exp(-(X @ w))) - y) / len(y) + lam * w
+        g = X.T @ (1 / (1 + np.exp(-(X @ w))) - y) / af.len(y) + lam * w
         f0, t = af.call(f, w), 4.0
 
         def loop_test(t):
@@ -90,7 +90,7 @@ def dw_dlam_reference(X, w, lam):
     # At the optimum grad L(w) + lam * w = 0, so (H + lam I) dw/dlam = -w.
     X = np.asarray(X, np.float64)
     p = 1 / (1 + np.exp(-(X @ w)))
-    H = X.T @ (X * (p * (1 - p))[:, None]) / len(X) + lam * np.eye(len(w))
+    H = X.T @ (X * (p * (1 - p))[:, None]) / af.len(X) + lam * np.eye(af.len(w))
     return -np.linalg.solve(H, w)
 
 
