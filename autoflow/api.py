@@ -460,6 +460,8 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
                                  checkpoints=checkpoints, **jit_kwargs)
     import jax
 
+    if inspect.isgeneratorfunction(inspect.unwrap(fn)) or inspect.isasyncgenfunction(fn):
+        return _generator_error(fn)
     converted = convert(fn, strict=strict, recursive=recursive, include=include,
                         asserts=asserts, max_loop_iterations=max_loop_iterations,
                         checkpoints=checkpoints)
@@ -471,6 +473,27 @@ def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
     # `_may_raise`) gets it.
     return _Jitted(jitted, converted) if max_loop_iterations is not None or _may_raise(fn) \
         or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
+
+
+def _generator_error(fn):
+    """What ``autoflow.jit`` of a generator function gives: calling it raises
+    autoflow's error at the ``def`` (a generator is no value ``jax.jit`` can return)."""
+    from .core.origin import Site, message
+
+    code = inspect.unwrap(fn).__code__
+    name = getattr(fn, "__qualname__", code.co_name)
+
+    @functools.wraps(fn)
+    def refuse(*args, **kwargs):
+        raise ConversionError(message(
+            Site(code.co_filename, code.co_firstlineno, None),
+            f"`{name}` is a generator function (it has `yield`): calling it makes a "
+            "generator, which a jitted function cannot return",
+            f"Jit the code that consumes it instead (`autoflow.jit` of a function that runs "
+            f"`for v in {code.co_name}(...)` or `list({code.co_name}(...))`), or make "
+            f"`{name}` return an array (`jnp.stack([...])`)."))
+
+    return refuse
 
 
 # id(converted function) -> its `teach.teaching` wrapper, held weakly: the wrapper

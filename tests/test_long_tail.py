@@ -134,3 +134,60 @@ def test_math_functions_of_traced_scalars(x):
     for w, g in zip(want, got):
         assert np.allclose(np.asarray(g, dtype=float), float(w), rtol=1e-5)
     assert autoflow.convert(math_mix)(x) == want  # concrete: Python's own math
+
+
+# ---- shape-[1] predicates with early exits -------------------------------------------------
+
+def break_on_size_one(x):
+    while x < 10:
+        x = x + 1
+        if x > 5:
+            break
+    return x
+
+
+def while_true_size_one(x):
+    i = 0
+    while True:
+        i += 1
+        x = x * 2
+        if x > 50:
+            break
+    return x, i
+
+
+def return_in_loop_size_one(x, n):
+    for i in range(n):
+        if x[0] > 3:
+            return x * i
+        x = x + 1
+    return x
+
+
+@pytest.mark.parametrize("fn, args", [
+    (break_on_size_one, (np.array([1], np.int32),)), (break_on_size_one, (np.array([12], np.int32),)),
+    (while_true_size_one, (np.array([1.0], np.float32),)),
+    (return_in_loop_size_one, (np.array([1.0], np.float32), 5)),
+    (return_in_loop_size_one, (np.array([1.0], np.float32), 2)),
+])
+def test_shape_one_predicates_with_early_exits(fn, args):
+    want = fn(*args)
+    got = autoflow.jit(fn)(*args)
+    for w, g in zip(want if isinstance(want, tuple) else (want,),
+                    got if isinstance(got, tuple) else (got,)):
+        assert np.shape(g) == np.shape(w) and np.allclose(np.asarray(g), np.asarray(w))
+
+
+# ---- generators ----------------------------------------------------------------------------
+
+def counting(x):
+    yield x
+    yield x + 1
+
+
+def test_jit_of_a_generator_function_is_autoflows_error():
+    assert list(counting(1.0)) == [1.0, 2.0]
+    with pytest.raises(ConversionError) as info:
+        autoflow.jit(counting)(1.0)
+    text = str(info.value)
+    assert "`counting` is a generator function" in text and "def counting(x):" in text

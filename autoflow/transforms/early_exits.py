@@ -494,8 +494,10 @@ class EarlyExits:
                 return out + self._unless(flag, stmts[i + 1:], kind, s)
             if (isinstance(s, gast.If) and len(s.body) == 1 and isinstance(s.body[0], kind)
                     and not s.orelse and _is_boolean(s.test)):
-                # `if c: break` -> `broke = c`: a flag needs no branch of its own.
-                out += replace("FLAG = TEST", FLAG=flag, TEST=s.test, at=s)
+                # `if c: break` -> `broke = bool(c)`: a flag needs no branch of its own
+                # (`bool`: a size-1 array's comparison is an array of shape [1]).
+                out += replace("FLAG = AF.bool(TEST)", FLAG=flag, AF=self.ctx.af, TEST=s.test,
+                               at=s)
                 return out + self._unless(flag, stmts[i + 1:], kind, s)
             if isinstance(s, kind):
                 if not _flagged(s, flag):  # a lowered `return` set the flag already

@@ -52,7 +52,7 @@ def bisect(a, lo, hi, tol=1e-6, max_iter=100):
             f_lo = f_mid
             return (hi, lo, f_lo)
         hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ("hi", "lo", "f_lo"))
-        broke = hi - lo < tol
+        broke = af.bool(hi - lo < tol)
         return (i, hi, lo, f_lo, broke)
 
     def loop_test(i, hi, lo, f_lo, broke):
@@ -87,7 +87,7 @@ def bisect_reference(a, lo, hi, tol=1e-6, max_iter=100):
             f_lo = f_mid
             return (hi, lo, f_lo)
         hi, lo, f_lo = af.if_stmt(f_mid * f_lo <= 0, if_true, if_false, (hi, lo, f_lo), ("hi", "lo", "f_lo"))
-        broke = hi - lo < tol
+        broke = af.bool(hi - lo < tol)
         return (i, hi, lo, f_lo, broke)
 
     def loop_test(i, hi, lo, f_lo, broke):

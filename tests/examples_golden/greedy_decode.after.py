@@ -89,7 +89,7 @@ def greedy_decode_reference(params, start_token, max_len=20):
         h = np.tanh(params["emb"][tok] + h @ params["U"])
         tok = af.int(np.argmax(h @ params["W"]))
         tokens = af.append(tokens, tok)
-        broke = tok == END_TOKEN
+        broke = af.bool(tok == END_TOKEN)
         return (h, tok, tokens, broke)
 
     def loop_test(h, tok, tokens, broke):

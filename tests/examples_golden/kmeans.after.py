@@ -82,7 +82,7 @@ def kmeans_reference(points, centroids, max_iter=100):
         new_assign = ((points[:, None] - centroids[None]) ** 2).sum(-1).argmin(1)
         changed = (new_assign != assign).any()
         assign = new_assign
-        broke = af.not_(changed)
+        broke = af.bool(af.not_(changed))
         return (it, centroids, assign, broke)
 
     def loop_test(it, centroids, assign, broke):

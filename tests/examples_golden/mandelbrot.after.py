@@ -40,7 +40,7 @@ def escape_time(c, max_iter=MAX_ITER):
 
     def loop_body(z, broke, n):
         z = z * z + c
-        broke = abs(z) > 2.0
+        broke = af.bool(abs(z) > 2.0)
 
         def if_true(n):
             n += 1
@@ -67,7 +67,7 @@ def escape_time_reference(c, max_iter=MAX_ITER):
 
     def loop_body(z, broke, n):
         z = z * z + c
-        broke = abs(z) > 2.0
+        broke = af.bool(abs(z) > 2.0)
 
         def if_true(n):
             n += 1
