@@ -191,3 +191,26 @@ def test_jit_of_a_generator_function_is_autoflows_error():
         autoflow.jit(counting)(1.0)
     text = str(info.value)
     assert "`counting` is a generator function" in text and "def counting(x):" in text
+
+
+# ---- tracebacks name the user's function -----------------------------------------------------
+
+def fails_in_a_branch(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = n * undefined_name  # noqa: F821 - the error under test
+        steps += 1
+    return steps
+
+
+def test_traceback_frames_are_named_after_the_users_function():
+    import traceback
+
+    with pytest.raises(NameError) as info:
+        autoflow.jit(fails_in_a_branch)(6)
+    names = [f.name for f in traceback.extract_tb(info.value.__traceback__)
+             if f.filename == __file__]
+    assert names and set(names) == {"fails_in_a_branch"}

@@ -16,6 +16,7 @@ exactly the state the original sees.
 from __future__ import annotations
 
 import ast
+import re
 import types
 
 FACTORY = "__autoflow_factory__"
@@ -75,17 +76,42 @@ def compile_function(fn_node, filename, freevars, alias):
     return _renamed(inner, INNER, name)
 
 
-def _renamed(code, old, new):
-    """``code`` (and the code nested in it) with the function name ``old`` -> ``new``."""
-    consts = tuple(_renamed(c, old, new) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
-    changes = {"co_consts": consts}
+# The functions the rewriter makes for branches and loop bodies (`if_true`,
+# `loop_body_2`...). Compiled, they take the name of the user's function that
+# holds them, so a traceback reads `in collatz`, not `in loop_body`; their
+# code objects are kept here, so autoflow still tells them apart (`generated`).
+_GENERATED_NAME = re.compile(r"^(if_true|if_false|loop_test|loop_body)(_\d+)?$")
+_generated_codes = set()
+
+
+def generated(code) -> bool:
+    """Is ``code`` a function the rewriter made for a branch or a loop body?"""
+    return code in _generated_codes
+
+
+def _renamed(code, old, new, outer=None):
+    """``code`` (and the code nested in it) with the function name ``old`` -> ``new``,
+    and the functions made for branches and loop bodies named after the user's
+    function that holds them (``outer``: its ``(name, qualname)``)."""
+    qualname = getattr(code, "co_qualname", None)
+    changes = {}
     if code.co_name == old:
         changes["co_name"] = new
-    qualname = getattr(code, "co_qualname", None)
     if qualname is not None:
-        changes["co_qualname"] = qualname.replace(f"{FACTORY}.<locals>.{old}", new, 1)
-    return code.replace(**changes)
+        changes["co_qualname"] = qualname = qualname.replace(f"{FACTORY}.<locals>.{old}", new, 1)
+    made = outer is not None and _GENERATED_NAME.match(code.co_name)
+    if made:
+        changes["co_name"] = outer[0]
+        if qualname is not None:
+            changes["co_qualname"] = outer[1]
+    else:
+        outer = (changes.get("co_name", code.co_name), qualname)
+    changes["co_consts"] = tuple(_renamed(c, old, new, outer) if isinstance(c, types.CodeType)
+                                 else c for c in code.co_consts)
+    out = code.replace(**changes)
+    if made:
+        _generated_codes.add(out)
+    return out
 
 
 def make_function(code, original, runtime, alias):

@@ -23,7 +23,7 @@ from ..core.origin import message, user_frames, user_site
 from ..errors import ConversionError
 from .later import Thunk, fail, later
 from .state import derived, is_original, mutates
-from .teach import GENERATED
+from .teach import is_generated
 from .values import Tracer, as_pred, in_staged_block, is_traced, staging as under_trace, truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -141,7 +141,7 @@ def _frames(stacklevel):
     level = 0
     inner = None  # a generated frame whose enclosing function comes next
     for frame in user_frames(1):
-        if GENERATED.match(frame.f_code.co_name):
+        if is_generated(frame.f_code):
             inner = inner or frame
             continue
         level += 1

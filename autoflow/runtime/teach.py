@@ -29,12 +29,20 @@ import types
 
 import jax
 
+from ..core.loading import generated
 from ..core.origin import PACKAGE_DIR, Site, message
 from ..errors import TracingError
 
 # Functions the rewriter generates: never shown to the user as "their" function.
-GENERATED = re.compile(r"^(if_true|if_false|loop_test|loop_body|__autoflow_factory__|<lambda>)"
-                       r"(_\d+)?$")
+# (Compiled branches and loop bodies carry the user function's name: `loading`
+# knows them; the thunks of `and`/`or` are lambdas.)
+_GENERATED = re.compile(r"^(if_true|if_false|loop_test|loop_body|__autoflow_factory__|<lambda>)"
+                        r"(_\d+)?$")
+
+
+def is_generated(code) -> bool:
+    """Is ``code`` a function the rewriter made (a branch, a loop body, a thunk)?"""
+    return generated(code) or _GENERATED.match(code.co_name) is not None
 _JAX_PARTS = ("/jax/", "/jaxlib/", "/contextlib.py", "/functools.py")
 
 _TYPES = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
@@ -144,13 +152,13 @@ def _traced_names(frame, names):
 def _user_function(frames):
     """The innermost user frame that is not a generated function: the user's function."""
     for frame, _, _ in reversed(frames):
-        if not GENERATED.match(frame.f_code.co_name):
+        if not is_generated(frame.f_code):
             return frame
     # Re-issued by a runtime operator: the user's function is further up the stack.
     frame = frames[-1][0] if frames else None
     while frame is not None:
         code = frame.f_code
-        if not _internal(code.co_filename) and not GENERATED.match(code.co_name):
+        if not _internal(code.co_filename) and not is_generated(code):
             return frame
         frame = frame.f_back
     return None
@@ -305,7 +313,7 @@ def _user_traceback(frames):
     """A traceback through the user's own frames, generated functions left out."""
     tb = None
     for frame, lineno, lasti in reversed(frames):
-        if GENERATED.match(frame.f_code.co_name):
+        if is_generated(frame.f_code):
             continue
         tb = types.TracebackType(tb, frame, lasti, lineno)
     return tb
