@@ -214,3 +214,19 @@ def test_traceback_frames_are_named_after_the_users_function():
     names = [f.name for f in traceback.extract_tb(info.value.__traceback__)
              if f.filename == __file__][1:]  # (after this test's own frame)
     assert names and set(names) == {"fails_in_a_branch"}
+
+
+def loop_over_scalar(x, n):
+    for i in n:
+        x = x + i
+    return x
+
+
+def test_iterating_a_traced_scalar_names_it_and_suggests_range():
+    with pytest.raises(TypeError):
+        loop_over_scalar(1.0, 3)  # Python
+    with pytest.raises(TypeError) as info:
+        autoflow.jit(loop_over_scalar)(1.0, 3)
+    assert isinstance(info.value, ConversionError)
+    text = str(info.value)
+    assert "`n`" in text and "range(n)" in text and "for i in n:" in text

@@ -378,6 +378,8 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
             caller_site(), "`autoflow.unroll` needs a range with concrete bounds; this one is traced",
             "Remove `autoflow.unroll`, or make the bound static."))
     if seq is None:
+        if isinstance(iterable, Tracer) and np.ndim(iterable) == 0:
+            _scalar_iterable(iterable, caller_site())
         events.note("for", "python")
         return _python_for(iterable, body, test, state, n, names, shared)
 
@@ -451,6 +453,28 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     for _ in builtins.range(start):
         next(rest)
     return _python_for(rest, body, test, state, n, names, shared)
+
+
+class ScalarIterationError(ConversionError, TypeError):
+    """``for i in n`` with ``n`` a scalar: Python's ``TypeError``, in autoflow's words."""
+
+
+def _scalar_iterable(value, site):
+    """``for i in n:`` over a scalar (Python: ``TypeError``): say so, naming ``n``
+    and suggesting ``range(n)``, which is what such a loop usually means."""
+    import ast
+
+    name = "n"
+    try:
+        stmt = ast.parse(site.source_line().strip() + "\n    pass").body[0]
+        name = ast.unparse(stmt.iter)
+    except (AttributeError, SyntaxError, IndexError, ValueError):
+        pass
+    raise ScalarIterationError(message(
+        site, f"this `for` loop iterates over `{name}`, a scalar ({value.dtype}[]), which "
+        "is not iterable (Python raises `TypeError` here too)",
+        f"To loop `{name}` times, write `for ... in range({name}):` (a traced bound is "
+        "staged as a `lax.while_loop`)."))
 
 
 def _unroll_reason(e):
