@@ -131,7 +131,7 @@ def _transform_uncached(fn, options, kinds) -> _Converted:
                               or n in fn.__code__.co_varnames))
     ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename,
                   options=dict(options), library_names=kinds[1], user_names=kinds[2],
-                  module_names=kinds[3])
+                  module_names=kinds[3], free_names=frozenset(fn.__code__.co_freevars))
     pipeline.run(node, ctx)
     return _Converted(fn.__code__, alias, pipeline.to_ast(node), filename)
 

@@ -55,9 +55,10 @@ def user_frames(depth: int = 1):
         frame = frame.f_back
 
 
-def user_site(depth: int = 1) -> Site | None:
-    """The innermost calling frame that is not autoflow's or JAX's own."""
-    frame = sys._getframe(depth)
+def user_site(depth: int = 1, frame=None) -> Site | None:
+    """The innermost calling frame that is not autoflow's or JAX's own (from
+    ``frame`` outwards, when given)."""
+    frame = sys._getframe(depth) if frame is None else frame
     while frame is not None:
         code = frame.f_code
         if not _is_internal(code.co_filename):

@@ -17,6 +17,7 @@ an iteration just rebinds its variables. Here:
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 
 import jax
@@ -69,7 +70,7 @@ def free_names(*fns):
     return out
 
 
-def with_state(names, shared):
+def with_state(names, shared, fns=()):
     """``(names, wrap, split)`` for a staged statement that also changes ``shared`` state.
 
     The state's values travel as extra outputs after the variables: ``wrap``
@@ -80,9 +81,10 @@ def with_state(names, shared):
     if not shared:  # no state named: only watch for state a call changes
         def watch(fn):
             entry = entry_values([fn], ())
+            frame = sys._getframe(1)  # (the statement's operator: its site, for errors)
 
             def run(*args):
-                with recording() as rec:
+                with recording(shared, names, [fn], entry + list(args), frame) as rec:
                     out = fn(*args)
                 more = rec.missing(shared, rec.found and reachable(entry + list(args)))
                 if more is not None:
@@ -99,12 +101,16 @@ def with_state(names, shared):
     def join(ps):
         return ps[0] if nb == 1 else (tuple(ps) if nb else None)
 
+    fns = list(fns)
+
     def wrap(fn):
         entry = entry_values([fn], ())
+        frame = sys._getframe(1)
+        fns.append(fn)
 
         def run(*args):
             shared.reset()
-            with recording() as rec:
+            with recording(shared, names, [fn], entry + list(args), frame) as rec:
                 out = fn(*args)
             more = rec.missing(shared, rec.found and reachable(entry + list(args)))
             if more is not None:  # a call changed state this statement does not carry
@@ -114,7 +120,7 @@ def with_state(names, shared):
 
     def split(result):
         shared.reset()
-        shared.check_escapes(result[nb:], caller_site)
+        shared.check_escapes(result[nb:], caller_site, fns, sys._getframe())
         shared.assign(result[nb:])
         shared.record_writes()
         return join(list(result[:nb]))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import logging
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -93,6 +94,7 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
                                 for i, v in enumerate(pack(s, n))))
     step = keep.wrap(step, lambda args: pack(args[1], n), lambda out: pack(out, n),
                      originals)
+    frame = sys._getframe()  # (for the loop's site in errors)
     for _ in range(8):
         entry = entry_values(fns, (state,))
         active = bool(shared)
@@ -100,7 +102,7 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
             shared.snapshot()
 
         def checked(k, s):
-            with recording() as rec:
+            with recording(shared, names, fns, entry, frame) as rec:
                 out = step(k, s)
             # (Carries come fresh from `lax` each trace: what existed before the
             # loop is what the initial state and the functions' closures reach.)
@@ -114,7 +116,7 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
                 out = stage_loop(kind, state, names, caller_site, step=checked, cond_fn=cond_fn,
                                    **kwargs)
                 return unpack(keep.write_back(pack(out, n))) if keep.same else out
-            all_names, _, split = with_state(names, shared)
+            all_names, _, split = with_state(names, shared, fns)
             init = pack(state, n) + shared.values()
 
             def step2(k, s):

@@ -23,16 +23,35 @@ it stages the statement:
 
 On concrete values the operators run the branch or loop as Python, which
 changes the state in place as Python does; ``Shared`` is then unused.
+
+Writes through calls. A function called in a staged branch or loop body runs
+once, at trace time, for every path and iteration. Its writes are marked
+(``transforms.writes``: ``af.mutates``, ``af.mutates_global``,
+``af.rebinds_global``, ``af.rebinds_nonlocal``, and ``af.setitem`` itself), and
+each staged statement being traced is a ``_Scope`` that judges them:
+
+* state the statement carries already (its ``state=``, its variables): fine;
+* state that existed before the statement and that its variables or its
+  functions' closures reach: carried too (``recording.missing`` retraces the
+  statement with it);
+* module state (a global, what a global holds, a closure cell of a
+  module-level function): it outlives every call, and the compiled code cannot
+  change it as Python would at each call and iteration. autoflow raises
+  ``ConversionError`` naming it and the writing line, before the write;
+* a closure cell (``nonlocal``) the statement does not carry: the same error;
+* anything else was made inside the statement (new at every run): plain.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import types
 
 import jax
 
-from ..core.origin import message
+from ..core.libraries import is_library_file
+from ..core.origin import _is_internal, message, user_site
 from ..errors import ConversionError
 from .raising import Signal
 from .values import Tracer, Undefined, in_staged_block, is_traced
@@ -76,6 +95,18 @@ def _snap(value, memo):
 
 def _restore(value, done):
     return value.restore(done) if isinstance(value, _Snap) else value
+
+
+def _new_tracer(value, snap):
+    """Does ``value`` hold a traced value that the snapshot ``snap`` did not?"""
+    old = None
+    for leaf in jax.tree_util.tree_leaves(value):
+        if isinstance(leaf, Tracer) and is_traced(leaf):
+            if old is None:
+                old = {id(x) for x in jax.tree_util.tree_leaves(_restore_copy(snap))}
+            if id(leaf) not in old:
+                return True
+    return False
 
 
 def _restore_copy(value):
@@ -183,8 +214,11 @@ class Shared:
         self.objects = self.objects + tuple(new_objects)
 
     def record_writes(self):
-        """Tell the staged statement being traced around this one what it changed."""
+        """Tell the staged statement being traced around this one what it changed
+        (and where this statement is, for an error if that one cannot carry it)."""
         if self.attrs or self.objects:
+            if _recorders():
+                self.site, self.function = _writer()
             _note_write(*(o for o, _ in self.attrs), *self.objects)
             recorders = _recorders()
             if recorders:
@@ -202,22 +236,34 @@ class Shared:
         self._snap = ([_snap(v, memo) for v in attrs], [_snap(o, memo) for o in self.objects])
         return self
 
-    def check_escapes(self, values, site):
-        """State that outlives the function must not be left holding a traced value."""
-        if in_staged_block() or not self.escapes:
+    def check_escapes(self, values, site, fns=(), frame=None):
+        """State that outlives the function must not be left holding a traced value:
+        what the rewriter saw outlives it (``escapes``), and module state that the
+        statement's functions ``fns`` or the code running from ``frame`` outwards
+        reach (an object a caller passed in)."""
+        if in_staged_block() or not (self.escapes or fns):
             return
         before = self._snap[0] + self._snap[1]
-        for i in self.escapes:
-            old = {id(x) for x in jax.tree_util.tree_leaves(_restore_copy(before[i]))}
-            for leaf in jax.tree_util.tree_leaves(values[i]):
-                if isinstance(leaf, Tracer) and is_traced(leaf) and id(leaf) not in old:
-                    label = self.names()[i]
-                    raise ConversionError(message(
-                        site(), f"`{label}` outlives this function (module-level or "
-                        "closure state), and this traced statement would leave a traced "
-                        "value in it, which is not valid once the compiled function returns",
-                        f"Return the value instead of storing it in `{label}`, or make the "
-                        "condition or loop bound static."))
+        k = len(self.attrs)
+        module = None
+        for i in range(len(before)):
+            if not (i in self.escapes or fns) or not _new_tracer(values[i], before[i]):
+                continue
+            label = self.names()[i]
+            if i not in self.escapes:  # module state the rewriter could not see?
+                if module is None:
+                    module = module_state(fns, frame)
+                obj = self.attrs[i][0] if i < k else self.objects[i - k]
+                where = module.get(id(obj))
+                if where is None:
+                    continue
+                label = where if i >= k else f"{where}.{self.attrs[i][1]}"
+            raise ConversionError(message(
+                site(), f"`{label}` outlives this function (module-level or "
+                "closure state), and this traced statement would leave a traced "
+                "value in it, which is not valid once the compiled function returns",
+                f"Return the value instead of storing it in `{label}`, or make the "
+                "condition or loop bound static."))
 
     def reset(self):
         """Put every attribute and container back as it was at ``snapshot``."""
@@ -263,13 +309,14 @@ class _Write:
             self._snap.restore(set())
 
 
-def mutates(obj, name=None):
+def mutates(obj, name=None, *, _label=None, _module=False):
     """Marker before a write to ``obj.name`` (or, without ``name``, to container
     ``obj`` in place) that may outlive the call.
 
     Plain Python: nothing (but a ``journal`` notes it). While a staged branch
     or loop body is traced, the enclosing staged statement is told, so that it
-    carries that state too.
+    carries that state too; module state it cannot carry is an error (see the
+    module docstring).
     """
     _note_write(obj)
     if not in_staged_block():
@@ -277,9 +324,277 @@ def mutates(obj, name=None):
     recorders = _recorders()
     if name is None and _is_variable(obj):  # `v[...] = x` on an NNX Variable
         name = "value"
-    if recorders and (name is not None or type(obj) in _CONTAINERS):
-        recorders[-1].append(_Write(obj, name))
-        unlock(obj)
+    if name is not None or type(obj) in _CONTAINERS:
+        _judge(obj, name, _label, _module)
+        if recorders:
+            recorders[-1].append(_Write(obj, name))
+            unlock(obj)
+
+
+def mutates_global(label, obj, name=None):
+    """``mutates(obj, name)`` for ``obj`` a module global (``label``: how the
+    source names it, ``cfg.items``): in a staged branch or loop body that does
+    not carry it, an error (see the module docstring)."""
+    mutates(obj, name, _label=label, _module=True)
+
+
+def rebinds_global(name):
+    """Marker before a statement that rebinds module global ``name`` (declared
+    ``global``). Plain Python: nothing. In a staged branch or loop body: an
+    error (a staged statement cannot rebind a global at each call, path and
+    iteration as Python does)."""
+    _note_write(sys._getframe(1).f_globals)
+    if in_staged_block():
+        _refuse(name, None, "module global", rebinding=True)
+
+
+def rebinds_nonlocal(name, reader):
+    """Marker before a statement that rebinds ``name``, declared ``nonlocal``;
+    ``reader`` is ``lambda: name`` (its closure holds the cell). Plain Python:
+    nothing. In a staged branch or loop body: fine where the statements being
+    traced carry that variable (a function nested in the converted one, called
+    in the body) or the cell was made inside them; otherwise an error."""
+    if not in_staged_block():
+        return
+    cells = getattr(reader, "__closure__", None) or ()
+    if len(cells) != 1:
+        return
+    cell = cells[0]
+    _note_write(cell)
+    for scope in reversed(_scopes()):
+        if name in scope.names and id(cell) in scope.cells():
+            continue  # the statement carries it (the rewriter saw the call)
+        if id(cell) in scope.cells() or id(cell) in scope.module():
+            _refuse(name, None, "closure variable", rebinding=True, scope=scope)
+        return  # a cell made inside the statement
+
+
+def _judge(obj, name, label, module):
+    """A write about to happen in a staged block to ``obj`` (``.name``): an
+    error when it is module state that an enclosing staged statement does not
+    carry (and cannot: see the module docstring)."""
+    scopes = _scopes()
+    if not scopes:
+        if module:  # (a staged block that records nothing: `a if c else f()`)
+            _refuse(label, name, "module global")
+        return
+    for scope in reversed(scopes):
+        if scope.carries(obj, name) or id(obj) in scope.reach():
+            continue  # carried, or carried once the statement traces again
+        where = scope.module().get(id(obj))
+        if module or where is not None:
+            _refuse(label or where, name, "module global" if module else "module state",
+                    scope=scope)
+        return  # made inside the statement
+
+
+def _function_name(code):
+    """The user's function that ``code`` is (or is a branch or loop body of: those
+    carry its name, see ``core.loading``)."""
+    return getattr(code, "co_qualname", code.co_name).split(".<locals>.")[-1]
+
+
+def _writer():
+    """``(site, function name)`` of the innermost user code running."""
+    frame = sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None, None
+    return user_site(frame=frame), _function_name(frame.f_code)
+
+
+def _refuse(label, name, kind, rebinding=False, scope=None, site=None, fn=None):
+    """Raise the error for a write that the staged statements cannot carry."""
+    if site is None:
+        site, fn = _writer()
+    what = f"{label}.{name}" if name is not None and label else (label or "this object")
+    if scope is None and _scopes():
+        scope = _scopes()[-1]
+    stmt = scope.site() if scope is not None else None
+    where = f" (the traced statement at {stmt})" if stmt is not None else ""
+    who = f"`{fn}`" if fn and not fn.startswith("<") else "this code"
+    if kind == "closure variable":
+        owner = ("a variable of an enclosing function (a closure cell) that the traced "
+                 "statement does not carry")
+        todo = (f"Return the new value of `{what}` from the function and assign it at the "
+                "call instead of assigning it `nonlocal`, or make the condition or loop "
+                "bound static.")
+    else:
+        owner = ("a module global" if kind == "module global"
+                 else "module state (a module global holds it)")
+        todo = (f"Pass `{what}` in and return the new value instead (a traced statement "
+                "carries its variables), or make the condition or loop bound static. A "
+                "write that is the same on every path and iteration (a cache, a lazy "
+                "initialisation) can be made before the traced statement.")
+    verb = "rebinds" if rebinding else "changes"
+    raise ConversionError(message(
+        site, f"`{what}` is {owner}, and {who} {verb} it here inside a staged branch or loop "
+        f"body{where}. That code runs once, at trace time, for every path and iteration: "
+        f"Python would {'rebind' if rebinding else 'change'} `{what}` on the path taken, at "
+        "each iteration and at every call, and the compiled code cannot.", todo))
+
+
+class _Scope:
+    """A staged branch or loop body being traced: what its statement carries
+    (``shared``, the variables ``names``) and what existed before it (what its
+    ``entry`` values and the closures of its functions ``fns`` reach).
+    ``frame``: a frame of the statement's operator (for its site)."""
+
+    __slots__ = ("shared", "names", "fns", "entry", "frame", "_reach", "_cells", "_module")
+
+    def __init__(self, shared, names, fns, entry, frame):
+        self.shared, self.names, self.fns, self.entry = shared, tuple(names or ()), fns, entry
+        self.frame = frame
+        self._reach = self._cells = self._module = None
+
+    def carries(self, obj, name):
+        shared = self.shared
+        if not shared:
+            return False
+        if name is None:
+            return any(o is obj for o in shared.objects)
+        return any(o is obj and n == name for o, n in shared.attrs)
+
+    def reach(self):
+        if self._reach is None:
+            self._reach = reachable(list(self.entry)) if self.entry is not None else set()
+        return self._reach
+
+    def cells(self):
+        """Ids of the closure cells of the functions, three closures down."""
+        if self._cells is None:
+            self._cells = set()
+            fns, seen = list(self.fns), set()
+            for _ in range(4):
+                more = []
+                for fn in fns:
+                    if id(fn) in seen:
+                        continue
+                    seen.add(id(fn))
+                    for cell in getattr(fn, "__closure__", None) or ():
+                        self._cells.add(id(cell))
+                        try:
+                            value = cell.cell_contents
+                        except ValueError:
+                            continue
+                        if callable(value) and getattr(value, "__closure__", None):
+                            more.append(value)
+                fns = more
+        return self._cells
+
+    def module(self):
+        if self._module is None:
+            self._module = module_state(self.fns, self.frame)
+        return self._module
+
+    def site(self):
+        return user_site(frame=self.frame) if self.frame is not None else None
+
+
+def _scopes():
+    return _local.__dict__.setdefault("scopes", [])
+
+
+_ATOMS = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
+_ABSENT = object()
+_code_names = {}
+
+
+def _names_of(code):
+    """The global names ``code`` (and the code nested in it) reads."""
+    hit = _code_names.get(code)
+    if hit is None:
+        hit = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                hit |= _names_of(const)
+        hit = _code_names[code] = frozenset(hit)
+    return hit
+
+
+def _user_class(cls):
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    filename = getattr(module, "__file__", None)
+    return filename is not None and not is_library_file(filename)
+
+
+def module_state(fns, frame=None, limit=20_000):
+    """``{id: label}`` of the module state that functions ``fns`` and the user
+    code running from ``frame`` outwards can reach: the globals their code
+    reads (and the code of the user functions and classes found there,
+    transitively), what those hold (three levels of items and attributes down),
+    and the closure cells (and contents) of the functions found there. The
+    closures of ``fns`` themselves are not module state."""
+    out = {}
+    funcs = [(f, False) for f in fns]  # (function, found in module state?)
+    seen_fns = set()
+    values = []
+    while frame is not None:
+        code = frame.f_code
+        if not _is_internal(code.co_filename) and not is_library_file(code.co_filename):
+            namespace = frame.f_globals
+            for name in _names_of(code):
+                value = namespace.get(name, _ABSENT)
+                if value is not _ABSENT:
+                    values.append((value, name, 0))
+        frame = frame.f_back
+    while funcs or values:
+        while funcs:
+            fn, owned = funcs.pop()
+            fn = getattr(fn, "__func__", fn)
+            code = getattr(fn, "__code__", None)
+            if not isinstance(code, types.CodeType) or id(fn) in seen_fns \
+                    or len(seen_fns) > 2000:
+                continue
+            seen_fns.add(id(fn))
+            for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+                if owned:
+                    out[id(cell)] = name
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                if owned:
+                    values.append((value, name, 0))
+                elif callable(value):
+                    funcs.append((value, False))
+            if is_library_file(code.co_filename):
+                continue
+            namespace = getattr(fn, "__globals__", None) or {}
+            for name in _names_of(code):
+                value = namespace.get(name, _ABSENT)
+                if value is not _ABSENT:
+                    values.append((value, name, 0))
+            wrapped = getattr(fn, "__wrapped__", None)
+            if wrapped is not None:
+                funcs.append((wrapped, owned))
+        while values and len(out) < limit:
+            value, label, depth = values.pop()
+            if isinstance(value, _ATOMS) or id(value) in out:
+                continue
+            if isinstance(value, type):
+                if _user_class(value):
+                    funcs.extend((getattr(v, "__func__", v), True) for v in vars(value).values()
+                                 if isinstance(v, (types.FunctionType, staticmethod,
+                                                   classmethod)))
+                continue
+            out[id(value)] = label
+            if isinstance(value, (types.FunctionType, types.MethodType)):
+                funcs.append((value, True))
+                continue
+            if depth >= 3:
+                continue
+            if type(value) in (list, tuple):
+                values.extend((v, f"{label}[{i}]", depth + 1) for i, v in enumerate(value))
+            elif type(value) is dict:
+                values.extend((v, f"{label}[{k!r}]", depth + 1) for k, v in value.items())
+            elif type(value) is types.SimpleNamespace or _user_class(type(value)):
+                d = getattr(value, "__dict__", None)
+                if isinstance(d, dict):
+                    values.extend((v, f"{label}.{k}", depth + 1) for k, v in d.items())
+                values.append((type(value), label, depth + 1))
+    return out
 
 
 def _recorders():
@@ -320,14 +635,19 @@ class recording:
     keep a value of the inner trace. ``found`` lists ``(attrs, objects)``.
     """
 
+    def __init__(self, shared=None, names=(), fns=(), entry=None, frame=None):
+        self.scope = _Scope(shared, names, fns, entry, frame)
+
     def __enter__(self):
         self.found = []
         _recorders().append(self.found)
+        _scopes().append(self.scope)
         _local.__dict__.setdefault("unlocked", []).append([])
         return self
 
     def __exit__(self, *exc):
         _recorders().pop()
+        _scopes().pop()
         for obj, old in reversed(_local.unlocked.pop()):
             object.__setattr__(obj, "_trace_state", old)
 
@@ -345,9 +665,30 @@ class recording:
                       and (outside is None or id(o) in outside)]
             objects += [o for o in inner.objects if id(o) not in have_objects
                         and (outside is None or id(o) in outside)]
+            if outside is not None and isinstance(inner, Shared):
+                self._check_module(inner, have_attrs, have_objects, outside)
         if not attrs and not objects:
             return None
         return MoreState(attrs, objects, self.found)
+
+    def _check_module(self, inner, have_attrs, have_objects, outside):
+        """State that a staged statement inside this one (in a called function)
+        carried and this one cannot: module state is an error."""
+        labels = inner.names()
+        items = [((o, n), lb) for (o, n), lb in zip(inner.attrs, labels)
+                 if (id(o), n) not in have_attrs and id(o) not in outside]
+        items += [((o, None), lb) for o, lb in zip(inner.objects, labels[len(inner.attrs):])
+                  if id(o) not in have_objects and id(o) not in outside]
+        if not items:
+            return
+        module = self.scope.module()
+        for (o, n), _ in items:
+            where = module.get(id(o))
+            if where is not None:
+                for w in reversed(self.found):  # put back what the trace wrote
+                    w.reset()
+                _refuse(where, n, "module state", scope=self.scope,
+                        site=getattr(inner, "site", None), fn=getattr(inner, "function", None))
 
 
 class MoreState(Signal):

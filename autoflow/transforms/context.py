@@ -23,6 +23,9 @@ class Context:
     # `jnp.sort(x)` does not change `jnp`, while `LOG.append(v)` changes LOG.
     # None: not known (the command line), then `library_names` stands in.
     module_names: frozenset | None = None
+    # The converted function's closure variables (its code's free names): a
+    # name the function reads and neither binds nor takes from them is a global.
+    free_names: frozenset = frozenset()
     # pipeline.Inventory of the function being converted (while the passes run)
     inventory: object = None
 

@@ -75,7 +75,7 @@ from .reductions import Reductions
 from .returns import Returns
 from .tables import Tables
 from .util import is_generator
-from .writes import Writes
+from .writes import Writes, enclosing_names
 
 
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
@@ -206,10 +206,13 @@ def _reductions(tree, ctx, inv):
 
 
 def _writes(tree, ctx, inv):
-    # writes to attributes and items, mutating method calls, by statements
-    if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS:
+    # writes to attributes and items, mutating method calls, by statements;
+    # rebindings of names declared global or nonlocal
+    if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS \
+            or inv.has(gast.Global, gast.Nonlocal):
+        enclosing = enclosing_names(tree)
         for fn in inv.functions:
-            Writes(ctx).run(fn)
+            Writes(ctx).run(fn, enclosing.get(id(fn), frozenset()))
 
 
 def _raises(tree, ctx, inv):

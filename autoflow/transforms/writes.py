@@ -20,13 +20,27 @@ enclosing staged statement, which then carries that state and traces again
 (see ``runtime.state``). Only writes whose root is a parameter, a global or a
 closure variable are marked: an object the function makes itself is new on
 every call.
+
+A write whose root is a module global, and a rebinding of a name the function
+declares ``global`` or ``nonlocal``, get markers that say so::
+
+    af.mutates_global('u', u)           # `u[0] += 1`, `u.append(v)` (u a module global)
+    af.mutates_global('cfg', cfg, 'a')  # `cfg.a = v`
+    af.rebinds_global('counter')        # `counter += 1` after `global counter`
+    af.rebinds_nonlocal('n', lambda: n) # `n += 1` after `nonlocal n` (the lambda
+                                        # holds the cell)
+
+Module state outlives every call: a staged branch or loop body (traced once,
+for every path and iteration) cannot change it as Python would at each call,
+so there the runtime raises an error naming it and this line, unless the
+statement carries it (``runtime.state``).
 """
 
 from __future__ import annotations
 
 import gast
 
-from ..analysis.activity import MUTATING_METHODS, SCOPES, bound_names, chain_text
+from ..analysis.activity import MUTATING_METHODS, SCOPES, bound_names, chain_text, target_names
 from ..core.nodes import children
 from ..core.templates import replace
 
@@ -51,13 +65,19 @@ class Writes:
     def __init__(self, ctx):
         self.ctx = ctx
 
-    def run(self, fn):
+    def run(self, fn, enclosing=frozenset()):
+        """Mark the writes of user function ``fn``; ``enclosing``: the names local
+        to the functions ``fn`` is nested in (within the converted tree)."""
         if not getattr(fn, "af_user", False):
             return
         params = _params(fn)
+        self.globals, self.nonlocals = _declared(fn.body)
         # `x = af.setitem(x, ...)` rebinds a parameter in form only: still outside.
-        rebound = {n for n in bound_names(fn.body) if n not in params}
+        rebound = {n for n in bound_names(fn.body) if n not in params} \
+            - self.globals - self.nonlocals
         self.outside = lambda name: name not in rebound
+        free = set(self.ctx.free_names) | set(enclosing) | self.nonlocals | params | rebound
+        self.is_global = lambda name: name in self.globals or name not in free
         fn.body = self._block(fn.body)
 
     def _block(self, stmts):
@@ -78,8 +98,49 @@ class Writes:
             out.append(s)
         return out
 
+    def _rebinds(self, s):
+        """Markers for the names declared ``global``/``nonlocal`` that ``s`` rebinds."""
+        if not (self.globals or self.nonlocals):
+            return []
+        names = []
+        if isinstance(s, gast.Assign):
+            for t in s.targets:
+                names += target_names(t)
+        elif isinstance(s, (gast.AugAssign, gast.AnnAssign)) and (
+                not isinstance(s, gast.AnnAssign) or s.value is not None):
+            names += target_names(s.target)
+        elif isinstance(s, gast.Delete):
+            for t in s.targets:
+                names += target_names(t)
+        elif isinstance(s, (gast.For, gast.AsyncFor)):
+            names += target_names(s.target)
+        out = []
+        for n in dict.fromkeys(names):
+            name = gast.Constant(value=n, kind=None)
+            if n in self.globals:
+                out += replace("AF.rebinds_global(NAME)", AF=self.ctx.af, NAME=name, at=s)
+            elif n in self.nonlocals:
+                out += replace("AF.rebinds_nonlocal(NAME, lambda: VAR)", AF=self.ctx.af,
+                               NAME=name, VAR=gast.Name(id=n, ctx=gast.Load(), annotation=None,
+                                                        type_comment=None), at=s)
+        return out
+
+    def _mark(self, obj, root, s, name=None):
+        """``af.mutates(obj[, name])``, or ``af.mutates_global(...)`` when the
+        root of ``obj`` is a module global."""
+        extra = {} if name is None else {"NAME": gast.Constant(value=name, kind=None)}
+        tail = ", NAME)" if name is not None else ")"
+        if self.is_global(root.id):
+            label = gast.Constant(value=chain_text(obj), kind=None)
+            return replace("AF.mutates_global(LABEL, OBJ" + tail, AF=self.ctx.af, LABEL=label,
+                           OBJ=_load(obj), at=s, **extra)
+        return replace("AF.mutates(OBJ" + tail, AF=self.ctx.af, OBJ=_load(obj), at=s, **extra)
+
     def _markers(self, s):
         """Markers for the writes ``s`` itself makes (not its nested blocks)."""
+        return self._rebinds(s) + self._writes(s)
+
+    def _writes(self, s):
         targets = []
         if isinstance(s, gast.Assign):
             targets = [t for t in s.targets if isinstance(t, (gast.Attribute, gast.Subscript))]
@@ -100,7 +161,7 @@ class Writes:
                     and isinstance(obj, (gast.Name, gast.Attribute)) \
                     and chain_text(obj) not in seen:
                 seen.add(chain_text(obj))
-                out += replace("AF.mutates(OBJ)", AF=self.ctx.af, OBJ=_load(obj), at=s)
+                out += self._mark(obj, root, s)
         targets = [t for t in targets if isinstance(t, gast.Attribute)]
         for t in targets:
             root = _root_chain(t.value)
@@ -109,20 +170,60 @@ class Writes:
                 if key is None or key in seen:
                     continue
                 seen.add(key)
-                out += replace("AF.mutates(OBJ, NAME)", AF=self.ctx.af,
-                               OBJ=_load(t.value), NAME=gast.Constant(value=t.attr,
-                                                                      kind=None), at=s)
+                out += self._mark(t.value, root, s, t.attr)
         expr = s.value if isinstance(s, gast.Expr) else None
         if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute) \
                 and expr.func.attr in MUTATING_METHODS:
             obj = expr.func.value
             root = _root_chain(obj)
+            # (A global list or dict counts as a library value, being a builtin's
+            # instance: only modules, classes and functions are left out.)
             if root is not None and root.id != self.ctx.af and self.outside(root.id) \
-                    and root.id not in self.ctx.library_names and isinstance(
-                        obj, (gast.Name, gast.Attribute)) \
+                    and isinstance(obj, (gast.Name, gast.Attribute)) \
                     and not self.ctx.is_module_name(root.id):
-                out += replace("AF.mutates(OBJ)", AF=self.ctx.af, OBJ=_load(obj), at=s)
+                out += self._mark(obj, root, s)
         return out
+
+
+def _declared(stmts):
+    """``(global names, nonlocal names)`` declared in this scope (not nested ones)."""
+    glob, nonloc = set(), set()
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, SCOPES):
+            continue
+        if isinstance(n, gast.Global):
+            glob.update(n.names)
+        elif isinstance(n, gast.Nonlocal):
+            nonloc.update(n.names)
+        todo.extend(children(n))
+    return glob, nonloc
+
+
+def enclosing_names(tree):
+    """``{id(def): names local to the functions it is nested in}`` for the
+    ``def``s of ``tree`` (parameters and bound names, less declared ones)."""
+    out = {}
+
+    def visit(node, outer):
+        for child in children(node):
+            if isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef)):
+                out[id(child)] = outer
+                glob, nonloc = _declared(child.body)
+                mine = (set(bound_names(child.body)) | _params(child)) - glob - nonloc
+                visit(child, outer | frozenset(mine))
+            elif isinstance(child, gast.Lambda):
+                visit(child, outer | frozenset(_params(child)))
+            else:
+                visit(child, outer)
+    if isinstance(tree, (gast.FunctionDef, gast.AsyncFunctionDef)):
+        out[id(tree)] = frozenset()
+        glob, nonloc = _declared(tree.body)
+        visit(tree, frozenset((set(bound_names(tree.body)) | _params(tree)) - glob - nonloc))
+    else:
+        visit(tree, frozenset())
+    return out
 
 
 def _load(node):
