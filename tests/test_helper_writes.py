@@ -471,3 +471,27 @@ def test_the_markers_in_the_converted_source():
     assert "af.rebinds_nonlocal('n', lambda: n)" in autoflow.to_source(tick)
     source = autoflow.to_source(push)  # a parameter: judged at run time
     assert "af.mutates(xs)" in source and "mutates_global" not in source
+
+
+def _count_into_u():
+    U[0] += 1
+
+
+def static_range_counting(a):
+    total = 0.0
+    for i in range(a.shape[0]):
+        _count_into_u()
+        total = total + jnp.sin(a[i])
+    return total
+
+
+def test_a_static_range_loop_is_refused_not_unrolled():
+    # (running it as Python would not help: the write would still happen only while
+    # tracing, never when the compiled code runs)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no PerformanceWarning about unrolling either
+        msg = refused(static_range_counting, jnp.linspace(0.0, 1.0, 4), name="U",
+                      helper=_count_into_u, text="U[0] += 1")
+    assert "do_not_convert" in msg

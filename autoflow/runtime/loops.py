@@ -41,7 +41,7 @@ from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
 from .loop_staging import stage_loop
 from .ranges import TracedRange, range  # noqa: A004
-from .state import (MoreState, Shared, contents, entry_values, journal, kept, names_of,
+from .state import (ModuleStateError, MoreState, Shared, contents, entry_values, journal, kept, names_of,
                     reachable, recording)
 from .teach import reissuing, traced_shape_error
 from .values import (Tracer, Undefined, flatten, is_array_like, is_traced, staging as under_trace,
@@ -446,7 +446,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:
-        if mode == "roll":
+        if mode == "roll" or isinstance(e, ModuleStateError):
             raise
         log.debug("autoflow: loop at %s runs as Python (%s: %s)", site(), type(e).__name__, e)
         events.note("for", f"python (unrolled: {type(e).__name__})")

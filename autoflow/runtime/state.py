@@ -404,6 +404,12 @@ def _writer():
     return user_site(frame=frame), _function_name(frame.f_code)
 
 
+class ModuleStateError(ConversionError):
+    """A write through a call, in a staged branch or loop body, to state that
+    outlives the function (see the module docstring). Not a reason to run a
+    loop as Python: unrolled, the write would still happen only while tracing."""
+
+
 def _refuse(label, name, kind, rebinding=False, scope=None, site=None, fn=None):
     """Raise the error for a write that the staged statements cannot carry."""
     if site is None:
@@ -426,9 +432,11 @@ def _refuse(label, name, kind, rebinding=False, scope=None, site=None, fn=None):
         todo = (f"Pass `{what}` in and return the new value instead (a traced statement "
                 "carries its variables), or make the condition or loop bound static. A "
                 "write that is the same on every path and iteration (a cache, a lazy "
-                "initialisation) can be made before the traced statement.")
+                "initialisation) can be made before the traced statement; bookkeeping meant "
+                f"for tracing (counting traces) can stay in {who} marked "
+                "`@autoflow.do_not_convert`.")
     verb = "rebinds" if rebinding else "changes"
-    raise ConversionError(message(
+    raise ModuleStateError(message(
         site, f"`{what}` is {owner}, and {who} {verb} it here inside a staged branch or loop "
         f"body{where}. That code runs once, at trace time, for every path and iteration: "
         f"Python would {'rebind' if rebinding else 'change'} `{what}` on the path taken, at "
