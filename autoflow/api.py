@@ -594,9 +594,10 @@ def _reaches_a_raise(code, lines) -> bool:
 
 
 def _zero_trip_read(fn) -> bool:
-    """Does a loop in ``fn`` bind a variable that code after the loop reads, and
-    that nothing binds before it? (A staged loop that runs no iteration then
-    raises Python's ``UnboundLocalError`` when the compiled code runs.)"""
+    """Does a loop in ``fn`` bind a variable that code after the loop reads (or the
+    body reads above where it binds it: the value of an earlier iteration), and
+    that nothing binds before it? (Such a read raises Python's
+    ``UnboundLocalError`` when the compiled code runs and nothing bound it.)"""
     def names(node, ctx):
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
 
@@ -610,10 +611,17 @@ def _zero_trip_read(fn) -> bool:
             inside |= names(loop.target, ast.Store)
         before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
                          and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
-        after = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load) and n.lineno > (loop.end_lineno or loop.lineno)}
-        if (inside - before) & after:
-            return True
+        end = loop.end_lineno or loop.lineno
+        loads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        for name in inside - before:
+            first = min((n.lineno for s in loop.body for n in ast.walk(s)
+                         if isinstance(n, ast.Name) and n.id == name
+                         and isinstance(n.ctx, ast.Store)), default=end)
+            # read after the loop, or in the body above its first binding (an
+            # earlier iteration's value)
+            if any(n.id == name and (n.lineno > end or loop.lineno < n.lineno < first)
+                   for n in loads):
+                return True
     return False
 
 

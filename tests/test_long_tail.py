@@ -230,3 +230,46 @@ def test_iterating_a_traced_scalar_names_it_and_suggests_range():
     assert isinstance(info.value, ConversionError)
     text = str(info.value)
     assert "`n`" in text and "range(n)" in text and "for i in n:" in text
+
+
+# ---- variables bound in an earlier iteration ---------------------------------------------------
+
+def previous_value(x, n):
+    for i in range(n):
+        if i > 0:
+            x = x + prev  # noqa: F821 - bound in an earlier iteration
+        prev = x * 2  # noqa: F841 - read by the next iteration
+    return x
+
+
+def previous_value_while(x, n):
+    i = 0
+    while i < n:
+        if i > 0:
+            x = x + last  # noqa: F821
+        last = x  # noqa: F841 - read by the next iteration
+        i += 1
+    return x
+
+
+def read_before_any_binding(x, n):
+    for i in range(n):
+        if i >= 0:
+            x = x + prev  # noqa: F821 - Python raises UnboundLocalError here
+        prev = x  # noqa: F841 - read by the next iteration
+    return x
+
+
+@pytest.mark.parametrize("fn", [previous_value, previous_value_while, read_before_any_binding])
+@pytest.mark.parametrize("n", [3, 1, 0])
+def test_variables_bound_in_an_earlier_iteration(fn, n):
+    g = autoflow.jit(fn)
+    try:
+        want = fn(1.0, n)
+    except UnboundLocalError as e:
+        with pytest.raises(UnboundLocalError) as info:
+            np.asarray(g(1.0, n))
+        assert str(info.value).splitlines()[0] == str(e)
+    else:
+        assert float(g(1.0, n)) == want
+        assert float(autoflow.jit(fn, static_argnums=1)(1.0, n)) == want

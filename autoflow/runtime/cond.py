@@ -30,7 +30,7 @@ from .cond_prim import stage_if
 from .raising import Signal, StagedRaise
 from .state import MoreState, Shared, kept, names_of
 from .teach import reissuing, value_advice
-from .values import (Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
+from .values import (UnboundVariableError, Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
                      is_array_like, is_extended, promote, same_static, staged_block, structure,
                      truth, unflatten)
 
@@ -256,7 +256,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         def branch():
             with staged_block(), later.on_path(pred if key == "t" else _negate(pred)):
                 try:
-                    out = fn(*operands)
+                    with _unbound_reads_raise():
+                        out = fn(*operands)
                 except StagedRaise:
                     raise _BranchRaised(key) from None
             other = records.get("f" if key == "t" else "t")
@@ -364,6 +365,25 @@ def _free(record, names, unread):
     return tuple(i for i, label in enumerate(labels) if label in unread)
 
 
+class _unbound_reads_raise:
+    """Context: a read of an unbound variable in a staged branch raises Python's
+    ``UnboundLocalError`` when the compiled code runs and takes that branch (as
+    a ``raise`` there would), not while tracing: Python raises it only on that
+    path (``for i in ...: if i > 0: use(prev)`` then ``prev = ...``)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, UnboundVariableError) and exc.name is not None:
+            # (A loop whose body reads it so is traced again with the variable
+            # carried from the start: see `loop_staging._loop_body`'s `fills`.)
+            log_fills([exc.name])
+            python = exc.python()
+            raise StagedRaise(lambda: python, exc.site) from None
+        return False
+
+
 class _BranchRaised(Signal):
     def __init__(self, key):
         super().__init__("internal: a staged branch raises")
@@ -388,12 +408,14 @@ def _cond_raising(pred, true_fn, false_fn, operands, raiser, site):
     other = "f" if raiser == "t" else "t"
     with staged_block(), later.on_path(paths[raiser]):
         try:
-            fns[raiser](*operands)
+            with _unbound_reads_raise():
+                fns[raiser](*operands)
         except StagedRaise as r:
             r.emit()
     with staged_block(), later.on_path(paths[other]):
         try:
-            return fns[other](*operands)
+            with _unbound_reads_raise():
+                return fns[other](*operands)
         except StagedRaise as r:
             r.emit()
             both = r

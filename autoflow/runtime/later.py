@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..core.origin import message, user_site
+from ..core.origin import user_site
 from .jax_internals import DEBUGGING_LOGGER
 from .values import Tracer, UnboundVariableError, Undefined, as_pred, is_traced
 
@@ -402,10 +402,10 @@ def ld(value):
     compiled code runs, and raised at the user's line.
     """
     if type(value) is Undefined:
-        raise UnboundVariableError(message(
-            user_site(2), f"cannot access local variable `{value.name}` where it is not "
-            "associated with a value", f"Assign `{value.name}` on every path that reaches "
-            "this line."))
+        raise UnboundVariableError.at(
+            value.name, user_site(2), f"cannot access local variable `{value.name}` where it "
+            "is not associated with a value", f"Assign `{value.name}` on every path that "
+            "reaches this line.")
     if _loop_bound:
         for leaf in jax.tree_util.tree_leaves(value)[:1]:
             entry = _loop_bound.get(id(leaf))

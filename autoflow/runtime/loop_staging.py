@@ -101,7 +101,8 @@ def _appended(before, after):
 
 
 def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,
-               can_accumulate, hinted=None, adds=None, fills=(), placeholders=None):
+               can_accumulate, hinted=None, adds=None, fills=(), placeholders=None,
+               first_bound=(), start=0):
     """The staged body of ``loop`` for one choice of carry types, and ``merge``.
 
     ``body(k, dyn)`` returns ``(new carries, appended values)``; ``accum``
@@ -136,6 +137,13 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
 
     def body(k, dyn):
         merged = merge(dyn)
+        if first_bound:
+            # Variables unbound when the loop started, carried from zeros: bound
+            # once an iteration has run; a read before that raises Python's
+            # error when the compiled code runs (`later.ld`).
+            parts = parts_of(merged, names)
+            for j in first_bound:
+                later.bound_if(parts[j], names[j], k > start)
         if placeholders is not None:
             placeholders.begin()
         with staged_block(), placing(placeholders):
@@ -411,9 +419,13 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                   if isinstance(u, Undefined) and u.guarded}
         placeholders = (Placeholders(owners) if grown is not None and use_inputs and owners
                         else None)
+        current = parts_of(state, names)
+        first_bound = [j for j, a in enumerate(parts_of(entry_state, names))
+                       if isinstance(a, Undefined) and not a.exit
+                       and not isinstance(current[j], Undefined)]
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form, hinted, grown, fills,
-                                      placeholders)
+                                      placeholders, first_bound, start)
 
         def while_loop(cond, body, init):
             """``while_prim.while_loop``, with the carries the body adds: ``(out, extras)``.

@@ -26,7 +26,21 @@ _PLAIN = frozenset((bool, int, float, str, type(None), list, tuple, dict))
 
 class UnboundVariableError(AutoflowError, UnboundLocalError):
     """A variable read where Python would raise ``UnboundLocalError`` (a user's
-    ``except UnboundLocalError``/``except NameError`` catches it, as in Python)."""
+    ``except UnboundLocalError``/``except NameError`` catches it, as in Python).
+    ``name`` and ``site``: the variable and the read, where known."""
+
+    name = site = None
+
+    @classmethod
+    def at(cls, name, site, text, todo=None):
+        exc = cls(message(site, text, todo))
+        exc.name, exc.site = name, site
+        return exc
+
+    def python(self):
+        """The same error with Python's own message (raised when compiled code runs)."""
+        return UnboundVariableError(f"cannot access local variable '{self.name}' where it "
+                                    "is not associated with a value")
 
 
 class Undefined:
@@ -54,10 +68,10 @@ class Undefined:
         return f"<undefined {self.name}>"
 
     def _fail(self, *args, **kwargs):
-        raise UnboundVariableError(message(
-            user_site(), f"local variable `{self.name}` is used before it is assigned on this path",
-            f"Assign `{self.name}` before the statement that reads it (or on every path "
-            "that leads to it)."))
+        raise UnboundVariableError.at(
+            self.name, user_site(), f"local variable `{self.name}` is used before it is "
+            "assigned on this path", f"Assign `{self.name}` before the statement that reads "
+            "it (or on every path that leads to it).")
 
     __bool__ = __index__ = __int__ = __float__ = __call__ = __iter__ = __len__ = _fail
     __getitem__ = _fail
