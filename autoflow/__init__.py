@@ -6,6 +6,9 @@
 them as Python when values are concrete.
 """
 
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
 from .api import convert, do_not_convert, jit, to_source
 from .errors import (AutoflowError, ConversionError, ConversionWarning, LoopLimitError,
                      PerformanceWarning, TracingError)
@@ -13,14 +16,17 @@ from .explain import explain
 from .hooks import install_import_hook
 
 
-def unroll(iterable):
+_T = TypeVar("_T")
+
+
+def unroll(iterable: Iterable[_T]) -> Iterable[_T]:
     """Run this ``for`` loop as Python (unrolled under ``jit``): ``for i in autoflow.unroll(range(4)):``."""
     from .runtime import unroll as _unroll
 
     return _unroll(iterable)
 
 
-def trace_print(*args, **kwargs):
+def trace_print(*args: Any, **kwargs: Any) -> None:
     """``print`` while JAX traces the function, not when the compiled code runs.
 
     In converted code ``print`` happens when the compiled code runs, on the
@@ -34,7 +40,7 @@ def trace_print(*args, **kwargs):
     print(*args, **kwargs)
 
 
-def roll(iterable, unroll=1):  # noqa: A002
+def roll(iterable: Iterable[_T], unroll: int = 1) -> Iterable[_T]:  # noqa: A002
     """Always stage this ``for`` loop as a ``lax`` loop; ``unroll`` goes to ``lax.fori_loop``/``lax.scan``."""
     from .runtime import roll as _roll
 

@@ -7,6 +7,8 @@ stands between them, so that neither imports the other's module at import time.
 converted code runs.
 """
 
-convert = None          # api.convert
-converted_as = None     # api._by_function: original function -> {options: (code, converted)}
-is_jax_wrapper = None   # api.is_jax_wrapper
+from typing import Any
+
+convert: Any = None          # api.convert
+converted_as: Any = None     # api._by_function: original function -> {options: (code, converted)}
+is_jax_wrapper: Any = None   # api.is_jax_wrapper

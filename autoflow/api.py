@@ -12,6 +12,8 @@ import threading
 import types
 import warnings
 import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _registry
 from .core.deep import paused_gc, run_deep
@@ -27,10 +29,18 @@ from .transforms.context import Context
 _DO_NOT_CONVERT = "__autoflow_do_not_convert__"
 _CONVERTED = "__autoflow_converted__"
 
+if TYPE_CHECKING:
+    import jax.stages
+
+# Whatever ``convert``/``do_not_convert`` are given (a function, a method, a
+# ``functools.partial``, a callable object, a class) comes back as the same kind.
+F = TypeVar("F", bound=Callable[..., Any])
+
 _lock = threading.RLock()
-_by_function = weakref.WeakKeyDictionary()  # original function -> converted function
-_by_code = {}  # (code object id, options, rebound builtins) -> _Converted
-_warned = set()
+# original function -> {options: (code, converted function)}
+_by_function: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+_by_code: dict[Any, Any] = {}  # (code object id, options, rebound builtins) -> _Converted
+_warned: set[Any] = set()
 
 
 def _strict(strict):
@@ -39,7 +49,7 @@ def _strict(strict):
     return os.environ.get("AUTOFLOW_STRICT", "") not in ("", "0")
 
 
-def do_not_convert(fn):
+def do_not_convert(fn: F) -> F:
     """Mark ``fn`` so that autoflow never converts it (it runs as written).
 
     Example::
@@ -198,8 +208,20 @@ def _transform_options(options):
     return tuple(kv for kv in options if kv[0] in ("asserts", "debug", "recursive"))
 
 
-def convert(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
-            max_loop_iterations=None, checkpoints=None, debug=False):
+@overload
+def convert(fn: F, *, strict: bool | None = None, recursive: bool = True,
+            include: Iterable[str] = (), asserts: bool = True,
+            max_loop_iterations: int | None = None, checkpoints: int | None = None,
+            debug: bool = False) -> F: ...
+@overload
+def convert(fn: None = None, *, strict: bool | None = None, recursive: bool = True,
+            include: Iterable[str] = (), asserts: bool = True,
+            max_loop_iterations: int | None = None, checkpoints: int | None = None,
+            debug: bool = False) -> Callable[[F], F]: ...
+def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = True,
+            include: Iterable[str] = (), asserts: bool = True,
+            max_loop_iterations: int | None = None, checkpoints: int | None = None,
+            debug: bool = False) -> Any:
     """Return ``fn`` with its Python control flow converted (not jitted).
 
     The result runs ``if``/``while``/``for`` as Python on concrete values and
@@ -418,7 +440,8 @@ def _uses_no_runtime(code, alias) -> bool:
                if isinstance(c, types.CodeType))
 
 
-def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
+def to_source(fn: Callable[..., Any], *, recursive: bool = True, asserts: bool = True,
+              debug: bool = False) -> str:
     """The converted source of ``fn`` as a string (what ``convert`` compiles)."""
     if not hasattr(fn, "__code__") or (hasattr(fn, "__wrapped__") and is_library_value(fn)):
         fn = inspect.unwrap(fn)  # a library's wrapper (jax.checkpoint, jaxtyped): the user's code
@@ -433,8 +456,20 @@ def to_source(fn, *, recursive=True, asserts=True, debug=False) -> str:
     return source
 
 
-def jit(fn=None, *, strict=None, recursive=True, include=(), asserts=True,
-        max_loop_iterations=None, checkpoints=None, **jit_kwargs):
+@overload
+def jit(fn: Callable[..., Any], *, strict: bool | None = None, recursive: bool = True,
+        include: Iterable[str] = (), asserts: bool = True,
+        max_loop_iterations: int | None = None, checkpoints: int | None = None,
+        **jit_kwargs: Any) -> jax.stages.Wrapped: ...
+@overload
+def jit(fn: None = None, *, strict: bool | None = None, recursive: bool = True,
+        include: Iterable[str] = (), asserts: bool = True,
+        max_loop_iterations: int | None = None, checkpoints: int | None = None,
+        **jit_kwargs: Any) -> Callable[[Callable[..., Any]], jax.stages.Wrapped]: ...
+def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
+        recursive: bool = True, include: Iterable[str] = (), asserts: bool = True,
+        max_loop_iterations: int | None = None, checkpoints: int | None = None,
+        **jit_kwargs: Any) -> Any:
     """``jax.jit(autoflow.convert(fn), **jit_kwargs)``.
 
     Takes ``convert``'s options (``strict``, ``recursive``, ``include``,
@@ -498,7 +533,7 @@ def _generator_error(fn):
 
 # id(converted function) -> its `teach.teaching` wrapper, held weakly: the wrapper
 # holds the function, so the id cannot be reused while the entry exists.
-_teachers = weakref.WeakValueDictionary()
+_teachers: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def _teaching(fn):
@@ -546,7 +581,7 @@ def _may_raise(fn) -> bool:
         return True
 
 
-_RAISES = {}  # filename -> (its ast, {name: [(top-level def or class, raises?)]})
+_RAISES: dict[str, Any] = {}  # filename -> (its ast, {name: [(top-level def or class, raises?)]})
 
 
 def _reaches_a_raise(code, lines) -> bool:
@@ -559,7 +594,7 @@ def _reaches_a_raise(code, lines) -> bool:
         return True
     hit = _RAISES.get(code.co_filename)
     if hit is None or hit[0] is not tree:
-        tops = {}
+        tops: dict[str, list[Any]] = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 raises = any(_raises(n) for n in ast.walk(stmt))
@@ -586,7 +621,7 @@ def _reaches_a_raise(code, lines) -> bool:
                 return True
             name = sub.id if isinstance(sub, ast.Name) else \
                 sub.attr if isinstance(sub, ast.Attribute) else None
-            for other, raises in tops.get(name, ()):
+            for other, raises in tops.get(name or "", ()):
                 if raises:
                     return True
                 todo.append(other)

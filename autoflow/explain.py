@@ -23,6 +23,8 @@ import dataclasses
 import inspect
 import os
 import re
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["Explanation", "Lowering", "Static", "explain", "parse_spec"]
 
@@ -64,7 +66,7 @@ def _parse_spec_text(text: str):
             raise ValueError(f"bad argument spec {text!r}: unknown dtype {name!r} (use bool, "
                              "f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, c64, "
                              "c128 or a NumPy dtype name)") from None
-    shape = ()
+    shape: tuple[int, ...] = ()
     if dims is not None and dims.strip():
         try:
             shape = tuple(int(d) for d in dims.split(","))
@@ -75,7 +77,7 @@ def _parse_spec_text(text: str):
     return dtype, shape
 
 
-def parse_spec(text: str):
+def parse_spec(text: str) -> Any:
     """``'f32[2,3]'`` -> ``jax.ShapeDtypeStruct((2, 3), float32)``; ``'i32'`` is a scalar.
 
     Dtypes: ``bool``, ``f16``, ``bf16``, ``f32``, ``f64``, ``i8``...``i64``,
@@ -304,7 +306,7 @@ def _lowerings(findings, log, filename, first, last):
     return rows + others
 
 
-def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
+def explain(fn: Callable[..., Any], *args: Any, hlo: bool = False, **kwargs: Any) -> Explanation:
     """Trace ``autoflow.convert(fn)`` on abstract arguments and say what its control flow became.
 
     Each positional or keyword argument is either traced or concrete:
@@ -328,6 +330,8 @@ def explain(fn, *args, hlo: bool = False, **kwargs) -> Explanation:
     from .api import convert
     from .runtime import events
 
+    original: Any
+    converted: Any
     if inspect.ismethod(fn):
         original, converted = fn.__func__, convert(fn, strict=True)
     else:

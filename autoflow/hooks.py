@@ -25,6 +25,8 @@ import importlib.util
 import os
 import sys
 import types
+from collections.abc import Iterable
+from typing import Any
 
 DECORATOR = "__autoflow_convert__"
 
@@ -108,18 +110,19 @@ class ImportHook:
     def __init__(self, finder):
         self.finder = finder
 
-    def uninstall(self):
+    def uninstall(self) -> None:
         if self.finder in sys.meta_path:
             sys.meta_path.remove(self.finder)
 
-    def __enter__(self):
+    def __enter__(self) -> ImportHook:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.uninstall()
 
 
-def install_import_hook(*packages, directories=(), **options) -> ImportHook:
+def install_import_hook(*packages: str, directories: Iterable[str | os.PathLike[str]] = (),
+                        **options: Any) -> ImportHook:
     """Convert every function of the named modules (and their submodules) when
     they are imported; ``directories``: also every module whose file lies there.
 
