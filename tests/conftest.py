@@ -52,10 +52,14 @@ SLOW = {
     "tests/test_benchmarks_quick.py": "the benchmark suite's smoke run",
     "tests/test_jax_internals.py": "fault injection, each fault in a fresh process",
     # single tests (prefixes of test ids: every parameter of a test unless one is named)
-    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions[2]": "depth 2",
-    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions[3]": "depth 3",
-    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions[5]": "depth 5",
-    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions[8]": "depth 8",
+    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions":
+        "depths 1-8, every path traced (30-80 s each); the fixtures return_* are fast",
+    "tests/semantics/test_long_chains.py::test_chain_with_returns[-1.0]": "[0.5] is fast",
+    "tests/semantics/test_long_chains.py::test_chain_with_returns[1.5]": "[0.5] is fast",
+    "tests/semantics/test_long_chains.py::test_chain_with_returns[2.5]": "[0.5] is fast",
+    "tests/semantics/test_long_chains.py::test_chain_with_returns[3.5]": "[0.5] is fast",
+    "tests/semantics/test_long_chains.py::test_chain_with_returns[4.5]": "[0.5] is fast",
+    "tests/test_gradients.py::test_equinox_filter_checkpoint": "an ecosystem library",
     "tests/semantics/test_nested_returns.py::test_every_if_converts_at_depth_20": "depth 20",
     "tests/semantics/test_nested_returns.py::test_return_inside_if_inside_loop": "every placement, traced",
     "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": "long loops, many budgets",
@@ -63,7 +67,8 @@ SLOW = {
     "tests/test_gradients.py::test_reverse_over_reverse": "second-order reverse mode",
     "tests/test_gradients.py::test_checkpointed_scan_body_calling_a_converted_loop": "a scan of checkpointed loops",
     # The gradient compositions: the fast tier runs every composition on one program
-    # (data_while; reverse mode also on range_break), the slow tier on the others.
+    # (data_while), the slow tier on the others.
+    "tests/test_gradients.py::test_reverse_mode_compositions[range_break-": "other programs",
     "tests/test_gradients.py::test_reverse_mode_compositions[nested-": "other programs",
     "tests/test_gradients.py::test_reverse_mode_compositions[range_return-": "other programs",
     "tests/test_gradients.py::test_reverse_mode_compositions[while_in_while-": "other programs",
