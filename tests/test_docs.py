@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)(.*)$")
-MARK = re.compile(r"^<!--\s*(skip|raises|source-of)\s*:\s*(.*?)\s*-->\s*$")
+MARK = re.compile(r"^\s*<!--\s*(skip|raises|source-of)\s*:\s*(.*?)\s*-->\s*$")
 INCLUDE = re.compile(r'^<!--\s*include:\s*(\S+)(?:\s+skip="([^"]*)")?\s*-->\s*$')
 
 
@@ -91,7 +91,7 @@ def blocks_of(path: Path, text: str | None = None, skip: str | None = None) -> l
         if line.startswith("    ") and line.strip() and prev_blank and not _in_list(lines, i):
             out.append(Block(name, i + 1, "<indented>", line))
         if line.strip():
-            marks = {} if not line.startswith("<!--") else marks
+            marks = {} if not line.lstrip().startswith("<!--") else marks
         prev_blank = not line.strip()
         i += 1
     return out

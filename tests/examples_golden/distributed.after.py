@@ -44,7 +44,6 @@ def collatz_steps(n):
 
 def worker(process_id, count, port):
     import jax
-    import jax.numpy as jnp
     import numpy as np
     from jax.experimental import multihost_utils
     from jax.sharding import NamedSharding, PartitionSpec
