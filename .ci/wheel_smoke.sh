@@ -15,7 +15,10 @@ trap 'rm -rf "$work"' EXIT
 "$py" -m pip wheel --quiet --no-deps --wheel-dir "$work/dist" "$repo"
 wheel=$(ls "$work"/dist/autoflow-*.whl)
 echo "built $(basename "$wheel")"
-"$py" -m zipfile -l "$wheel" | grep -q 'autoflow/py.typed' || { echo "error: py.typed missing from the wheel" >&2; exit 1; }
+# (The listing is read whole first: `grep -q` in a pipe would stop reading early, and
+# under `pipefail` the writer's broken pipe would fail the check.)
+listing=$("$py" -m zipfile -l "$wheel")
+grep -q 'autoflow/py.typed' <<<"$listing" || { echo "error: py.typed missing from the wheel" >&2; exit 1; }
 if "$py" -m zipfile -l "$wheel" | grep -E '^(tests|examples|benchmarks)/' ; then
   echo "error: the wheel holds files outside the autoflow package" >&2; exit 1
 fi
@@ -48,7 +51,8 @@ grep -q '^OK$' run.txt
 "$bin/autoflow" convert collatz.py > converted.py
 grep -q 'while_stmt' converted.py
 "$bin/python" -c "import ast; ast.parse(open('converted.py').read())"
-"$bin/python" -m autoflow convert collatz.py --function collatz_steps | grep -q 'if_stmt'
+one=$("$bin/python" -m autoflow convert collatz.py --function collatz_steps)
+grep -q 'if_stmt' <<<"$one"
 echo "autoflow convert: ok"
 
 # The pytest plugin (entry point pytest11), on a tiny project with a golden file.
