@@ -270,8 +270,12 @@ def test_ctrl_c_stops_a_runaway_loop_when_debug_loops_is_set(tmp_path):
     """))
     env = dict(os.environ, AUTOFLOW_DEBUG_LOOPS="200000", JAX_PLATFORMS="cpu",
                PYTHONPATH=os.path.dirname(os.path.dirname(autoflow.__file__)))
+    # SIGINT back to its default in the child, as in a terminal: a process started in
+    # the background of a non-interactive shell (as CI may start this run) inherits
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler at all.
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stderr.readline()  # the first report: the loop is running
         assert line.startswith("autoflow: loop at") and "while x > 0:" in line, line
