@@ -388,8 +388,7 @@ def bound_if(value, name, ran):
 
 def _unbound(ran, name):
     if not ran:
-        raise UnboundVariableError(f"cannot access local variable '{name}' where it is not "
-                                   "associated with a value")
+        raise UnboundVariableError.pythons(name)
 
 
 def ld(value):

@@ -39,7 +39,12 @@ class UnboundVariableError(AutoflowError, UnboundLocalError):
 
     def python(self):
         """The same error with Python's own message (raised when compiled code runs)."""
-        return UnboundVariableError(f"cannot access local variable '{self.name}' where it "
+        return self.pythons(self.name)
+
+    @staticmethod
+    def pythons(name):
+        """The error Python raises reading the unbound variable ``name``."""
+        return UnboundVariableError(f"cannot access local variable '{name}' where it "
                                     "is not associated with a value")
 
 
