@@ -441,6 +441,28 @@ def test_zero_trip_check_is_not_called_when_the_loop_runs():
     assert "callback" not in str(jax.make_jaxpr(autoflow.convert(no_effects))(2.0))
 
 
+def until_positive(key, c):
+    while True:
+        key, sub = jax.random.split(key)
+        x = jax.random.normal(sub)
+        v = 1 + x * c
+        if v > 0:
+            break
+    return v
+
+
+def test_a_loop_whose_first_test_python_ran_stages_no_zero_trip_check():
+    # `while True:` runs its first test as Python: the loop runs at least once, so
+    # what it binds is bound after it, and no check (a host callback, which costs
+    # about 0.2 ms a call on a CPU) is staged.
+    key = jax.random.key(3)
+    jaxpr = str(jax.make_jaxpr(autoflow.convert(until_positive))(key, 2.0))
+    assert "callback" not in jaxpr
+    assert np.allclose(autoflow.jit(until_positive)(key, 2.0), until_positive(key, 2.0))
+    batched = jax.vmap(autoflow.convert(until_positive))(jax.random.split(key, 5), jnp.ones(5))
+    assert np.allclose(batched, [until_positive(k, 1.0) for k in jax.random.split(key, 5)])
+
+
 def test_logging_location_and_levels_at_run_time():
     handler = _Records()
     log.addHandler(handler)

@@ -362,7 +362,7 @@ def _entry_types(state, body):
 
 
 def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
-         max_iterations=None, checkpoints=None, memo=None):
+         max_iterations=None, checkpoints=None, memo=None, runs=False):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
@@ -374,6 +374,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
     differentiated, then checkpointed with ``checkpoints`` saved carries.
     With ``max_iterations`` it is a masked ``lax.scan`` of that many steps.
     ``memo`` (the user's loop body function) identifies the loop for ``_DEFINED``.
+    ``runs``: the loop's first test is known to be true (a ``while`` restaged from
+    before an iteration Python ran), so it binds what its body binds.
     """
     if checkpoints is None:
         checkpoints = DEFAULT_CHECKPOINTS
@@ -563,7 +565,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             result = join_parts(parts, names)
             log_fills(names[j] for j, _, _, _ in grown)
         log_fills([LOOP])  # (for the loops around this one)
-        if ran_to is not None:
+        if ran_to is not None and not runs:
             # A variable first bound in the body holds zeros if the loop ran no
             # iteration; a read of it after the loop checks that (`later.ld`).
             parts = parts_of(result, names)

@@ -189,7 +189,9 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
         # the state before it, so the compiled program holds the body once (see
         # for_stmt). If that fails, stage from the state after it as before.
         try:
-            return _loop_with_state("while", unpack(previous), names, shared, **kwargs)
+            # (its first test was true: what the body binds is bound after it)
+            return _loop_with_state("while", unpack(previous), names, shared, runs=True,
+                                    **kwargs)
         except _NEEDS_CONCRETE as e:
             log.debug("autoflow: loop at %s staged from its peeled state (%s)", caller_site(), e)
     return _loop_with_state("while", unpack(state), names, shared, **kwargs)
