@@ -12,6 +12,7 @@ bfgs            ``jax.scipy.optimize.minimize(method="BFGS")`` (its zoom line se
 odeint          ``jax.experimental.ode.odeint`` (Dormand-Prince, dense output)
 gammainc        ``jax.scipy.special.gammainc`` (series / continued fraction)
 bisection       ``optimistix.root_find(..., optimistix.Bisection(...))``
+gamma_sampler   ``jax.random.gamma`` (Marsaglia-Tsang: a rejection loop holding a loop)
 ==============  ===============================================================
 
 Reported: the results agree to float tolerance; the first call (trace +
@@ -317,6 +318,34 @@ def bisection(f, lo, hi, y, rtol=1e-4, atol=1e-4, max_steps=256):
     return y
 
 
+
+def gamma_sample(key, alpha):
+    """A Gamma(alpha) draw by Marsaglia and Tsang's rejection method, as the paper
+    states it: propose until accepted, each proposal redrawn until ``v > 0``;
+    for ``alpha < 1`` draw Gamma(alpha + 1) and scale by ``U ** (1 / alpha)``.
+    (Keys are split as ``jax.random.gamma`` splits them, so the draws agree.)"""
+    key = jax.random.split(key, 1)[0]
+    key, boost_key = jax.random.split(key)
+    a = alpha if alpha >= 1 else alpha + 1
+    d = a - 1 / 3
+    c = 1 / 3 / jnp.sqrt(d)
+    while True:
+        key, x_key, u_key = jax.random.split(key, 3)
+        while True:
+            x_key, sub = jax.random.split(x_key)
+            x = jax.random.normal(sub)
+            v = 1 + c * x
+            if v > 0:
+                break
+        x2 = x * x
+        v = v * v * v
+        u = jax.random.uniform(u_key)
+        if u < 1 - 0.0331 * x2 * x2 or jnp.log(u) < 0.5 * x2 + d * (1 - v + jnp.log(v)):
+            break
+    if alpha >= 1:
+        return d * v
+    return d * v * (1 - jax.random.uniform(boost_key)) ** (1 / alpha)
+
 # ---------------------------------------------------------------------------
 # the problems, and the libraries' versions on them
 # ---------------------------------------------------------------------------
@@ -399,6 +428,12 @@ def _problems():
             args=(jnp.float32(3.5), jnp.float32(2.0)),
             batch=(jnp.asarray(rng.uniform(0.5, 20, size=256), jnp.float32),
                    jnp.asarray(rng.uniform(0.1, 30, size=256), jnp.float32)),
+            in_axes=(0, 0), tol=1e-5),
+        "gamma_sampler": dict(
+            natural=gamma_sample, library=jax.random.gamma,
+            args=(jax.random.key(7), jnp.float32(2.5)),
+            batch=(jax.random.split(jax.random.key(8), 64),
+                   jnp.asarray(rng.uniform(0.2, 6.0, size=64), jnp.float32)),
             in_axes=(0, 0), tol=1e-5),
         "bisection": dict(
             natural=lambda lo, hi, y: bisection(_cubic, lo, hi, y),

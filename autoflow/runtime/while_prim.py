@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import checkpointing, lanes
+from . import checkpointing, lane_machine, lanes
 from . import jax_internals as jx
 from . import selfcheck
 from .events import GATED_CONDS, plain_now
@@ -295,6 +295,11 @@ class _WhileLoop(jx.HiPrimitive):
                              checkpoints=self.checkpoints)
             return tuple(out), ax(batched)
         needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
+        nest = lane_machine.choose(self)
+        if nest is not None:
+            # a loop holding a loop: one loop whose lanes do not wait (lane_machine)
+            return lane_machine.machine(self, nest, size, cc, bc, carry, batched, needed,
+                                        in_cc, ax(in_bc), while_loop)
         return self._batch_masked(size, cc, bc, carry, batched, vcond, needed,
                                   ax(in_bc), ax(batched))
 
