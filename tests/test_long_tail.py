@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 
+import jax
+import jax.numpy as jnp
+
 import numpy as np
 import pytest
 
@@ -273,3 +276,74 @@ def test_variables_bound_in_an_earlier_iteration(fn, n):
     else:
         assert float(g(1.0, n)) == want
         assert float(autoflow.jit(fn, static_argnums=1)(1.0, n)) == want
+
+
+# ---- class 2: a carry whose shape settles in the first iteration ------------------------------
+
+class _Box:
+    pass
+
+
+def settles_attr(x, n):
+    o = _Box()
+    o.b = 0
+    for i in range(n):
+        o.b = o.b + x * i
+    return o.b
+
+
+def settles_while(x, n):
+    b = 0
+    i = 0
+    while i < n:
+        b = b + x
+        i += 1
+    return b, i
+
+
+def settles_test(x):
+    b = 0
+    while jnp.sum(b) < 10:
+        b = b + x
+    return b
+
+
+def settles_break(x, n):
+    total = 0
+    for i in range(n):
+        total = total + x[None, :] * i
+        if total.sum() > 20:
+            break
+    return total
+
+
+@pytest.mark.parametrize("fn, args", [
+    (settles_attr, (jnp.array([1.5]), 4)),
+    (settles_while, (jnp.array([1.5, 2.0]), 3)),
+    (settles_test, (jnp.array([1.5]),)),
+    (settles_break, (jnp.array([1.0, 2.0, 3.0]), 9)),
+    (settles_break, (jnp.array([1.0, 2.0, 3.0]), 1)),
+])
+def test_a_carry_whose_shape_settles_in_the_first_iteration(fn, args):
+    want = fn(*args)
+    got = autoflow.jit(fn)(*args)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert np.shape(g) == np.shape(w) and np.allclose(g, w)
+
+
+def test_a_settling_carry_under_vmap_and_grad():
+    xs = jnp.array([[1.0], [2.0], [3.0]])
+    ns = jnp.array([1, 2, 3])
+    got = jax.vmap(autoflow.convert(settles_while))(xs, ns)
+    want = [settles_while(x, int(n)) for x, n in zip(xs, ns)]
+    assert np.allclose(got[0], np.stack([w[0] for w in want]))
+    g = jax.grad(lambda x: autoflow.convert(settles_while)(x, 3)[0].sum())(jnp.array([2.0]))
+    assert np.allclose(g, [3.0])
+
+
+def test_a_settling_carry_in_a_loop_that_runs_no_iteration_is_autoflows_error():
+    g = autoflow.jit(settles_while)
+    assert np.allclose(g(jnp.array([1.5]), 2)[0], [3.0])
+    with pytest.raises(autoflow.ConversionError, match="ran no iteration.*`b`"):
+        jax.block_until_ready(g(jnp.array([1.5]), 0))
+        jax.effects_barrier()

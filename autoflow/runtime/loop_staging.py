@@ -66,6 +66,19 @@ def _loop_error(site, kind, label, before, after):
         f"`{label}.at[i].set(...)`), or make the loop bound static so the loop runs as Python."))
 
 
+class CarryShapeError(ConversionError):
+    """Carries that change shape in an iteration of a traced loop (the error
+    ``_loop_error`` words for the first). ``reshaped``: ``(leaf index in the
+    loop's flattened state, label, before, after)`` per carry, where the state
+    is what ``stage_loop`` was given. ``loops._loop_with_state`` peels one
+    iteration under a traced ``if`` when the shapes settle after it."""
+
+    def __init__(self, site, kind, reshaped):
+        _, label, before, after = reshaped[0]
+        super().__init__(*_loop_error(site, kind, label, before, after).args)
+        self.site, self.kind, self.reshaped = site, kind, reshaped
+
+
 class _Appended(list):
     """The list a staged loop appends to, as its body sees it: appending is all
     it can do (the appended values become the scan's stacked outputs, after the
@@ -220,7 +233,7 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                         f"{structure(a)} before an iteration, {structure(b)} after it",
                         f"Keep `{name}` one structure across iterations{hint}, or make the "
                         "loop bound static so the loop runs as Python."))
-        out, changes = [], {}
+        out, changes, reshaped = [], {}, []
         j = 0
         for i, (x, m) in enumerate(zip(new_leaves, mask)):
             if not m:
@@ -231,6 +244,13 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                 raise _loop_error(site(), kind, labels[i], leaves[i], x)
             shape, dtype, weak = aval_of(x)
             if shape != avals[j][0]:
+                # (the loop may be peeled once under a traced `if`: `CarryShapeError`)
+                if not (is_extended(dtype) or is_extended(avals[j][1])):
+                    reshaped.append((i, labels[i], jax.ShapeDtypeStruct(avals[j][0], avals[j][1]),
+                                     x))
+                    out.append(x)
+                    j += 1
+                    continue
                 raise _loop_error(site(), kind, labels[i],
                                   jax.ShapeDtypeStruct(avals[j][0], avals[j][1]), x)
             if dtype != avals[j][1] and (is_extended(dtype) or is_extended(avals[j][1])):
@@ -241,6 +261,8 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                 changes[j] = target
             out.append(cast_to(x, avals[j][1]) if target == avals[j][1] else x)
             j += 1
+        if reshaped:
+            raise CarryShapeError(site(), kind, reshaped)
         if changes:
             raise Restart(("promote", changes))
         return tuple(out), tuple(outs)

@@ -39,12 +39,12 @@ from ..errors import ConversionError
 from . import events, later
 from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
-from .loop_staging import stage_loop
+from .loop_staging import CarryShapeError, stage_loop
 from .ranges import TracedRange, range  # noqa: A004
 from .state import (ModuleStateError, MoreState, Shared, contents, entry_values, journal, kept, names_of,
                     reachable, recording)
 from .teach import reissuing, traced_shape_error
-from .values import (Tracer, Undefined, flatten, is_array_like, is_traced, staging as under_trace,
+from .values import (Tracer, Undefined, describe, flatten, is_array_like, is_traced, staging as under_trace,
                      truth)
 
 
@@ -95,6 +95,7 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
     step = keep.wrap(step, lambda args: pack(args[1], n), lambda out: pack(out, n),
                      originals)
     frame = sys._getframe()  # (for the loop's site in errors)
+    peeled = None  # (the CarryShapeError that made the loop peel an iteration)
     for _ in range(8):
         entry = entry_values(fns, (state,))
         active = bool(shared)
@@ -136,6 +137,23 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
             shared.extend(m.attrs, m.objects,
                           names_of(names, pack(state, n)) | free_names(*fns))
             continue
+        except CarryShapeError as e:
+            if active:
+                shared.reset()
+            if peeled:
+                raise peeled from None  # (the shapes did not settle: the first change)
+            if not _peelable(cond_fn, kwargs):
+                raise
+            # A carry's shape settles in the first iteration (`b = 0`, then
+            # `b = b + x` of shape [1]): that iteration runs under a traced `if`,
+            # the loop from the next one.
+            peeled = e
+            state = _peel(e, state, n, names, shared if active else None, step, cond_fn,
+                          kwargs)
+            kwargs = dict(kwargs, start=kwargs.get("start", 0) + 1, runs=True)
+            if kwargs.get("length") is not None:
+                kwargs["length"] = kwargs["length"] - 1
+            continue
         except BaseException:
             if active:
                 shared.reset()
@@ -143,6 +161,66 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
         out = split(out)
         return unpack(keep.write_back(pack(out, n))) if keep.same else out
     raise ConversionError(message(caller_site(), "the state this loop changes never settles"))
+
+
+def _peelable(cond_fn, kwargs):
+    """Can a loop whose carry changes shape run its first iteration under a traced
+    ``if``? A loop with a traced test or trip count (a static one runs as Python)."""
+    return kwargs.get("max_iterations") is None and (
+        cond_fn is not None or not isinstance(kwargs.get("length"), int))
+
+
+def _peel(e, state, n, names, shared, step, cond_fn, kwargs):
+    """The state after the loop's first iteration, run under a traced ``if``
+    (``e``: the ``CarryShapeError`` naming the carries whose shapes it settles).
+
+    Where the loop runs no iteration, Python's variables keep their shapes from
+    before it, which the compiled loop's results cannot have: that raises
+    autoflow's error when the compiled code runs. (The branch not taken gives
+    the carries broadcast to their new shapes, a value nobody reads.)"""
+    start, length = kwargs.get("start", 0), kwargs.get("length")
+    pred = True
+    if length is not None:
+        pred = jnp.asarray(length) > 0
+    if cond_fn is not None:
+        c = cond_fn(state)
+        pred = c if pred is True else jnp.logical_and(pred, c)
+    if not isinstance(pred, Tracer):
+        raise e  # (a first test known as Python: the iteration runs as Python instead)
+    new = {i: after for i, _, _, after in e.reshaped}
+
+    def ran(*vals):
+        return step(jnp.asarray(start, jnp.int32), unpack(vals))
+
+    def skipped(*vals):
+        full = tuple(vals) + tuple(shared.values() if shared is not None else ())
+        leaves, tree = flatten(full)
+        for i, after in new.items():
+            shape, dtype = np.shape(after), jnp.result_type(after)
+            x = jnp.asarray(leaves[i]).astype(dtype)
+            try:
+                leaves[i] = jnp.broadcast_to(x, shape)
+            except ValueError:
+                leaves[i] = jnp.zeros(shape, dtype)
+        full = jax.tree_util.tree_unflatten(tree, leaves)
+        if shared is not None:
+            shared.assign(full[n:])
+        return unpack(tuple(full[:n]))
+
+    out = traced_if(pred, ran, skipped, pack(state, n), names, shared)
+    what = ", ".join(f"`{label}` ({describe(before)} before it, {describe(after)} after an "
+                     "iteration)" for _, label, before, after in e.reshaped)
+    later.later(_ran_no_iteration, (e.site, what), site=e.site,
+                when=jnp.logical_not(pred))
+    return unpack(pack(out, n))
+
+
+def _ran_no_iteration(site, what):
+    raise ConversionError(message(
+        site, f"this traced loop ran no iteration, so {what} would keep the shape it had "
+        "before the loop, which the compiled loop cannot give",
+        "Give the variable the shape the loop gives it before the loop "
+        "(e.g. `jnp.zeros(shape)`), or make sure the loop runs."))
 
 
 def while_stmt(test, body, init, names, *, max_iterations=None, state=None, checkpoints=None):
