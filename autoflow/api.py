@@ -781,11 +781,14 @@ class _Jitted:
             if user is None and is_runtime_error(e) and "\nKeyboardInterrupt" in str(e):
                 # Ctrl-C, delivered inside a callback (AUTOFLOW_DEBUG_LOOPS reports)
                 raise KeyboardInterrupt("interrupted while the compiled code ran") from None
-            if user is None or not is_runtime_error(e) \
-                    or str(user) not in str(e):
-                e.with_traceback(e.__traceback__.tb_next)  # leave this frame out
-                raise
-            raise at_user_line(user) from None
+            try:
+                if user is None or not is_runtime_error(e) or str(user) not in str(e):
+                    raise
+                raise at_user_line(user) from None
+            finally:  # (the exception in flight has this frame's entry by now)
+                err = sys.exc_info()[1]
+                if err is not None:
+                    err.__traceback__ = without_own_frames(err.__traceback__)
 
     def __getattr__(self, name):
         if name == "_jitted":  # not set yet (unpickling)
@@ -800,6 +803,20 @@ class _Jitted:
 
     def __repr__(self):
         return f"autoflow.jit({self._jitted!r})"
+
+
+def without_own_frames(tb):
+    """Traceback ``tb`` without the entries of autoflow's own files (as JAX leaves
+    its own out): what the user sees of a run-time failure is their own code."""
+    entries = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            entries.append(tb)
+        tb = tb.tb_next
+    out = None
+    for entry in reversed(entries):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
 
 
 def _linearizing() -> bool:

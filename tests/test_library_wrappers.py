@@ -235,7 +235,7 @@ def bear(x: jax.Array) -> jax.Array:
 
 
 @jaxtyping.jaxtyped(typechecker=beartype)
-def typed(x: Float[Array, " n"]) -> Float[Array, " n"]:
+def typed(x: Float[Array, " n"]) -> Float[Array, " n"]:  # noqa: F722 - jaxtyping's shape
     if jnp.sum(x) > 1.0:
         x = x / jnp.sum(x)
     return x
@@ -261,3 +261,34 @@ def test_beartype_checks_still_run():
     with pytest.raises(jaxtyping.TypeCheckError):
         autoflow.jit(typed)(jnp.ones((2, 2)))
     assert "jnp.sum(x) > 1.0" in autoflow.to_source(bear)
+
+
+# ---- pickling a converted function kept under another name ---------------------------------------
+
+_LOAD = """
+import pickle, sys
+import jax, jax.numpy as jnp
+fns = pickle.loads(sys.stdin.buffer.read())
+for x in ([1.0, 2.0], [0.1, 0.2], [4.0, 0.5]):
+    x = jnp.array(x)
+    print(*(float(jax.jit(f)(x).sum()) for f in fns))
+"""
+
+
+def test_converted_functions_under_other_names_pickle_into_a_fresh_process():
+    cloudpickle = pytest.importorskip("cloudpickle")
+    from . import pickled_fns
+
+    fns = [pickled_fns.converted_normalise, pickled_fns.make_nested()]
+    payload = cloudpickle.dumps(fns)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_LOAD)], input=payload,
+                         capture_output=True, cwd=root, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=root, JAX_PLATFORMS="cpu"))
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    rows = [[float(v) for v in line.split()] for line in out.stdout.decode().split("\n") if line]
+    for x, row in zip(([1.0, 2.0], [0.1, 0.2], [4.0, 0.5]), rows):
+        x = jnp.array(x)
+        eager = [float(pickled_fns.normalise(x).sum()), float(pickled_fns.make_nested().__wrapped__(x).sum())]
+        np.testing.assert_allclose(row, eager, rtol=1e-6)
+    # (under jit in the fresh process: the loaded functions are the converted ones)
