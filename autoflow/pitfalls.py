@@ -456,8 +456,8 @@ def find(source: str, filename: str = "<string>", tree=None):
                         "one copy of the body per iteration in the compiled graph",
                         f"keep the shapes fixed instead (`jnp.where(jnp.arange(n) < {i}, x, 0)` "
                         f"for `x[:{i}]`, `lax.dynamic_slice` for a window of fixed size), so the "
-                        "loop stages as one `lax.fori_loop`; or, for a short loop, silence this "
-                        "with `# autoflow: ignore[AF107]`.")
+                        "loop stages as one `lax.fori_loop`; or, for a short loop, say the "
+                        "unrolling is intended: `for ... in autoflow.unroll(range(...))`.")
     # AF104: jit of a lambda or nested function inside a loop (any function)
     for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] \
             + [tree]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -176,6 +177,9 @@ def test_eqx_filter_jit_and_grad_of_a_converted_module(scale):
     converted = autoflow.convert(layer)
     assert isinstance(converted, Normalise)
     close(eqx.filter_jit(converted)(x), layer(x))
+    again = pickle.loads(pickle.dumps(converted))  # pickled as `convert(layer)`
+    assert type(again) is type(converted)
+    close(jax.jit(again)(x), layer(x))
     g = eqx.filter_grad(lambda v, m: m(v).sum())(x, converted)
     close(g, eqx.filter_grad(lambda v, m: m(v).sum())(x, layer))
 

@@ -54,3 +54,10 @@ def silenced(x):
     for i in range(3):  # autoflow: ignore[AF107]
         x = x + jnp.sum(x[:i])
     return x
+
+
+@autoflow.jit
+def marked_unrolled(x):
+    for i in autoflow.unroll(range(3)):  # unrolling said to be intended: fine
+        x = x + jnp.sum(x[:i])
+    return x
