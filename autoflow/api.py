@@ -262,6 +262,8 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
     options = _options(strict, recursive, include, asserts, debug, max_loop_iterations,
                        checkpoints)
     kw = dict(options)
+    if inspect.isfunction(fn):  # a user method made to dispatch (runtime.through): the method
+        fn = getattr(fn, "__autoflow_dispatch__", fn)
     if getattr(fn, _DO_NOT_CONVERT, False) or getattr(fn, _CONVERTED, False):
         return fn
     if isinstance(fn, functools.partial):
@@ -278,6 +280,9 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
     if not inspect.isfunction(fn):
         call = getattr(type(fn), "__call__", None)
         if callable(fn) and inspect.isfunction(call):
+            view = _converted_view(fn, convert(call, **kw), options)
+            if view is not None:
+                return view
             # A bound method: its signature is the call the user makes (no `self`).
             return types.MethodType(convert(call, **kw), fn)
         return _fallback(fn, "it is not a Python function", kw["strict"])
@@ -307,6 +312,54 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
         return new
 
 
+# class -> {options: its subclass whose `__call__` is converted}
+_view_classes: weakref.WeakKeyDictionary[type, dict[Any, type]] = weakref.WeakKeyDictionary()
+
+
+def _converted_view(obj, call, options):
+    """``obj`` as an instance of a subclass of its class whose ``__call__`` is the
+    converted ``call``, sharing ``obj``'s ``__dict__`` (the same attributes, the same
+    NNX Variables): a module still, so ``nnx.jit``, ``nnx.grad``, ``eqx.filter_jit``
+    take it as they take ``obj``, and what it writes lands in ``obj``. ``None`` when
+    ``obj`` keeps no ``__dict__`` (``__slots__``) or its class refuses a subclass."""
+    cls = type(obj)
+    state = getattr(obj, "__dict__", None)
+    if call is getattr(cls, "__call__", None) or not isinstance(state, dict) \
+            or any(getattr(c, "__slots__", ()) not in ((), ("__weakref__",), ("__dict__",))
+                   and c is not object for c in cls.__mro__ if "__slots__" in vars(c)):
+        return None
+    with _lock:
+        sub = _view_classes.setdefault(cls, {}).get(options)
+        if sub is None:
+            try:
+                sub = type(cls)(cls.__name__, (cls,), {
+                    "__call__": call, "__module__": cls.__module__,
+                    "__qualname__": cls.__qualname__, _CONVERTED: True,
+                    "__reduce_ex__": _view_reduce, "__reduce__": _view_reduce})
+            except Exception:  # noqa: BLE001 - a class that refuses subclasses
+                return None
+            sub.__autoflow_options__ = options
+            _view_classes[cls][options] = sub
+    try:
+        view = object.__new__(sub)
+        object.__setattr__(view, "__dict__", state)
+    except (TypeError, AttributeError):
+        return None
+    return view
+
+
+def _view_reduce(self, protocol=2):
+    """Pickle a converted view as ``convert(<the object>, <options>)``."""
+    cls = type(self).__mro__[1]
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", self.__dict__)
+    return (_convert_with_options, (obj, type(self).__autoflow_options__))
+
+
+def _convert_with_options(obj, options):
+    return convert(obj, **dict(options))
+
+
 def _convert_class(cls, kw):
     """Convert the methods a class defines (in place; the class stays the same
     object, so a pytree registration, an Equinox or Flax module stays one)."""
@@ -319,6 +372,7 @@ def _convert_class(cls, kw):
             and not is_library_value(f)
 
     for name, value in list(vars(cls).items()):
+        value = getattr(value, "__autoflow_dispatch__", value)  # (runtime.through)
         if not (isinstance(value, property) or user_code(value)):
             continue
         if isinstance(value, property):
@@ -358,8 +412,11 @@ def _through_wrapper(fn, kw):
             extra = {"optimize_remat": fn.optimize_remat} if hasattr(fn, "optimize_remat") else {}
             new.defvjp(convert(fn.fwd, **kw), convert(fn.bwd, **kw),
                        symbolic_zeros=fn.symbolic_zeros, **extra)
-    elif inspect.isfunction(fn) and hasattr(fn, "__wrapped__") and fn.__closure__ \
-            and is_library_value(fn):
+    elif inspect.isfunction(fn) and hasattr(fn, "__wrapped__") and (fn.__closure__ or fn.__kwdefaults__
+                                                                 or fn.__defaults__) \
+            and (is_library_value(fn) or fn.__code__.co_filename.startswith("<")):
+        # (a wrapper whose code a library generated: `beartype` execs its checking
+        # wrapper, and holds the function in a keyword default)
         inner = inspect.unwrap(fn)
         if inner is fn or not inspect.isfunction(inner):
             return None
@@ -379,9 +436,17 @@ def _swap_in_closure(fn, old, new, depth):
     """A copy of function ``fn`` whose closure holds ``new`` where it held ``old``,
     looking through the closures of the library functions it holds (``jax.checkpoint``
     wraps its remat function in another wrapper). ``None`` if ``old`` is not there."""
-    if depth == 0 or not inspect.isfunction(fn) or not fn.__closure__:
+    if depth == 0 or not inspect.isfunction(fn):
         return None
-    cells, found = list(fn.__closure__), False
+    cells, found = list(fn.__closure__ or ()), False
+    defaults = list(fn.__defaults__ or ())
+    kwdefaults = dict(fn.__kwdefaults__ or {})
+    for i, value in enumerate(defaults):
+        if value is old:
+            defaults[i], found = new, True
+    for k, value in kwdefaults.items():
+        if value is old:
+            kwdefaults[k], found = new, True
     for i, c in enumerate(cells):
         value = _cell_value(c)
         if value is old:
@@ -392,9 +457,10 @@ def _swap_in_closure(fn, old, new, depth):
                 cells[i], found = types.CellType(swapped), True
     if not found:
         return None
-    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                             tuple(cells))
-    out.__kwdefaults__ = fn.__kwdefaults__
+    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__,
+                             tuple(defaults) if fn.__defaults__ is not None else None,
+                             tuple(cells) if fn.__closure__ is not None else None)
+    out.__kwdefaults__ = kwdefaults if fn.__kwdefaults__ is not None else None
     out.__dict__.update(fn.__dict__)
     for attr in ("__qualname__", "__doc__", "__module__"):
         setattr(out, attr, getattr(fn, attr))
@@ -443,7 +509,9 @@ def _uses_no_runtime(code, alias) -> bool:
 def to_source(fn: Callable[..., Any], *, recursive: bool = True, asserts: bool = True,
               debug: bool = False) -> str:
     """The converted source of ``fn`` as a string (what ``convert`` compiles)."""
-    if not hasattr(fn, "__code__") or (hasattr(fn, "__wrapped__") and is_library_value(fn)):
+    fn = getattr(fn, "__autoflow_dispatch__", fn)
+    if not hasattr(fn, "__code__") or (hasattr(fn, "__wrapped__") and (
+            is_library_value(fn) or fn.__code__.co_filename.startswith("<"))):
         fn = inspect.unwrap(fn)  # a library's wrapper (jax.checkpoint, jaxtyped): the user's code
     if inspect.ismethod(fn):
         fn = fn.__func__
@@ -713,11 +781,14 @@ class _Jitted:
             if user is None and is_runtime_error(e) and "\nKeyboardInterrupt" in str(e):
                 # Ctrl-C, delivered inside a callback (AUTOFLOW_DEBUG_LOOPS reports)
                 raise KeyboardInterrupt("interrupted while the compiled code ran") from None
-            if user is None or not is_runtime_error(e) \
-                    or str(user) not in str(e):
-                e.with_traceback(e.__traceback__.tb_next)  # leave this frame out
-                raise
-            raise at_user_line(user) from None
+            try:
+                if user is None or not is_runtime_error(e) or str(user) not in str(e):
+                    raise
+                raise at_user_line(user) from None
+            finally:  # (the exception in flight has this frame's entry by now)
+                err = sys.exc_info()[1]
+                if err is not None:
+                    err.__traceback__ = without_own_frames(err.__traceback__)
 
     def __getattr__(self, name):
         if name == "_jitted":  # not set yet (unpickling)
@@ -732,6 +803,20 @@ class _Jitted:
 
     def __repr__(self):
         return f"autoflow.jit({self._jitted!r})"
+
+
+def without_own_frames(tb):
+    """Traceback ``tb`` without the entries of autoflow's own files (as JAX leaves
+    its own out): what the user sees of a run-time failure is their own code."""
+    entries = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            entries.append(tb)
+        tb = tb.tb_next
+    out = None
+    for entry in reversed(entries):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
 
 
 def _linearizing() -> bool:

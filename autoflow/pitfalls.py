@@ -18,6 +18,9 @@ commas), or ``# autoflow: ignore`` for every code.
 * **AF106** a Python ``for`` loop that will be unrolled with a large trip
   count (in a function jitted without conversion, or marked
   ``autoflow.unroll``): a huge graph and a long compile.
+* **AF107** a static ``range`` loop under ``autoflow.jit`` whose body uses the
+  index where a concrete number is needed (``x[:i]``, ``jnp.zeros(i)``): autoflow
+  unrolls such a loop, one copy of the body per step.
 
 "Jitted" functions are those decorated with something named ``jit`` (or
 ``autoflow.convert``), or passed to a call of such a name in the module.
@@ -41,6 +44,7 @@ CODES = {
     "AF104": "jit of a new function inside a loop",
     "AF105": "print of traced values",
     "AF106": "large Python loop unrolled under jit",
+    "AF107": "loop index used where a concrete number is needed: the loop unrolls",
 }
 
 _SIZED = {"zeros": 0, "ones": 0, "empty": 0, "full": 0, "arange": None, "eye": 0,
@@ -436,6 +440,24 @@ def find(source: str, filename: str = "<string>", tree=None):
                 add(node, "AF106",
                     f"this `for` loop runs {count} times and will be unrolled under jit ({why}): "
                     f"{count} copies of its body in the compiled graph, and a long compile", fix)
+        # AF107: a static loop whose index must be concrete in the body: it unrolls
+        if converted:
+            for node in ast.walk(fn):
+                if not (isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name)
+                        and isinstance(node.iter, ast.Call) and _dotted(node.iter.func) == "range"
+                        and not _mentions(node.iter, derived)):
+                    continue
+                use = _concrete_use(node, node.target.id)
+                if use is not None:
+                    i = node.target.id
+                    add(node, "AF107",
+                        f"the body of this `for` loop uses its index `{i}` where a concrete "
+                        f"number is needed (`{use}`), so autoflow unrolls the loop under jit: "
+                        "one copy of the body per iteration in the compiled graph",
+                        f"keep the shapes fixed instead (`jnp.where(jnp.arange(n) < {i}, x, 0)` "
+                        f"for `x[:{i}]`, `lax.dynamic_slice` for a window of fixed size), so the "
+                        "loop stages as one `lax.fori_loop`; or, for a short loop, say the "
+                        "unrolling is intended: `for ... in autoflow.unroll(range(...))`.")
     # AF104: jit of a lambda or nested function inside a loop (any function)
     for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] \
             + [tree]:
@@ -471,6 +493,34 @@ def find(source: str, filename: str = "<string>", tree=None):
             unique.append(p)
     silenced = _silenced(source)
     return [p for p in unique if not _is_silenced(p, silenced)]
+
+
+def _concrete_use(loop, name):
+    """The first expression in ``loop``'s body that needs ``name`` as a concrete number
+    (a slice bound ``x[:i]``, an array size ``jnp.zeros(i)``), or None. (A ``range(i)``
+    bound does not: autoflow stages the inner loop with a traced bound.)"""
+    for stmt in loop.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Slice) and any(
+                    b is not None and _mentions(b, {name}) for b in (node.lower, node.upper, node.step)):
+                return _enclosing_subscript(stmt, node)
+            if isinstance(node, ast.Call):
+                called = _dotted(node.func)
+                base, _, last = called.rpartition(".")
+                if base in ("jnp", "jax.numpy", "np", "numpy") and last in _SIZED:
+                    pos = _SIZED[last]
+                    args = node.args if pos is None else node.args[pos:pos + 1]
+                    if any(_mentions(a, {name}) for a in args):
+                        return ast.unparse(node)
+    return None
+
+
+def _enclosing_subscript(stmt, slice_node):
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Subscript) and (node.slice is slice_node or (
+                isinstance(node.slice, ast.Tuple) and slice_node in node.slice.elts)):
+            return ast.unparse(node)
+    return ast.unparse(slice_node)
 
 
 def _inside_nested(fn, node):

@@ -128,3 +128,36 @@ def test_function_option_narrows_the_warnings():
     r = cli("--function", "sweep", path)
     lines = [ln for ln in r.stdout.splitlines() if ": warning: " in ln]
     assert [ln.split(": warning: ")[0] for ln in lines] == [f"{path}:20:20"], r.stdout
+
+
+def test_af107_flags_exactly_the_static_loops_that_unroll(tmp_path):
+    """What AF107 says is what autoflow does: the flagged loop's body is copied once
+    per iteration into the jaxpr; the unflagged one (fixed shapes) is one staged loop."""
+    import importlib.util
+
+    import jax
+    import jax.numpy as jnp
+
+    import autoflow
+
+    source = (
+        "import jax.numpy as jnp\nimport autoflow\n\n"
+        "@autoflow.jit\ndef prefix(x):\n    t = 0.0\n    for i in range(1, 6):\n"
+        "        t = t + jnp.sum(x[:i])\n    return t\n\n"
+        "@autoflow.jit\ndef masked(x):\n    t = 0.0\n    for i in range(1, 6):\n"
+        "        t = t + jnp.sum(jnp.where(jnp.arange(x.shape[0]) < i, x, 0.0))\n    return t\n")
+    path = tmp_path / "af107_case.py"
+    path.write_text(source)
+    flagged = {p.line for p in pitfalls.find(source, str(path)) if p.code == "AF107"}
+    assert flagged == {7}
+    spec = importlib.util.spec_from_file_location("af107_case", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = jnp.arange(6.0)
+    with pytest.warns(autoflow.PerformanceWarning, match="unrolled"):  # the same, at run time
+        assert float(mod.prefix(x)) == 20.0
+    assert float(mod.masked(x)) == 20.0
+    unrolled = str(jax.make_jaxpr(mod.prefix.__wrapped__)(x))
+    staged = str(jax.make_jaxpr(mod.masked.__wrapped__)(x))
+    assert unrolled.count("reduce_sum") == 5 and "scan" not in unrolled and "while" not in unrolled
+    assert "scan" in staged or "while" in staged

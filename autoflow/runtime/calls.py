@@ -23,7 +23,7 @@ from .. import _registry
 from ..core.libraries import is_library_file
 from ..core.origin import message, user_site
 from ..errors import ConversionError
-from . import vocabulary
+from . import through, vocabulary
 from .effects import effect_call
 from .values import in_staged_block
 
@@ -85,6 +85,7 @@ class Runtime(types.ModuleType):
         return value
 
     def _target(self, f):
+        f = through.original(f)  # a user method that dispatches (`through`): the method
         if getattr(f, "__autoflow_do_not_convert__", False) or getattr(f, "__autoflow_converted__", False):
             return f
         if isinstance(f, functools.partial):
@@ -107,7 +108,7 @@ class Runtime(types.ModuleType):
             return f
         if _is_jax_wrapper(f):  # custom_jvp/custom_vjp around user code
             return self._convert(f, **dict(self._options))
-        call = getattr(type(f), "__call__", None)
+        call = through.original(getattr(type(f), "__call__", None))
         if inspect.isfunction(call) and not is_library_file(call.__code__.co_filename):
             converted = self._convert(call, **dict(self._options))
             if converted is not call:
@@ -129,8 +130,23 @@ class Runtime(types.ModuleType):
         return self._base.for_stmt(*args, **kwargs)
 
     def converted(self, f):
-        """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like)."""
-        return self._target(f)
+        """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like).
+
+        Library code holding the user's objects (``jax.vmap(eqx.nn.Sequential([...]))``)
+        comes back wrapped, so that the user's methods it calls run converted (``through``).
+        """
+        target = self._target(f)
+        if target is f and callable(f) and not getattr(f, "__autoflow_converted__", False) \
+                and through.reaches_user_objects(f, (), {}):
+            options = self._options
+
+            def through_library(*args, **kwargs):
+                with through.active(options):
+                    return f(*args, **kwargs)
+
+            through_library.__wrapped__ = f
+            return through_library
+        return target
 
     def call(self, f, *args, **kwargs):
         """``f(*args, **kwargs)`` with ``f`` converted (unless it is library code).
@@ -149,6 +165,16 @@ class Runtime(types.ModuleType):
         if done is not NotImplemented:
             return done
         target = self._target(f)
+        if isinstance(f, type):  # a user class built here may be handed to library code
+            through.patch(f)
+        elif target is f and not getattr(f, "__autoflow_converted__", False) \
+                and through.reaches_user_objects(f, args, kwargs):
+            # library code about to call the user's methods (`eqx.nn.Sequential`)
+            with through.active(self._options):
+                return self._call(f, target, args, kwargs)
+        return self._call(f, target, args, kwargs)
+
+    def _call(self, f, target, args, kwargs):
         if not in_staged_block():
             return target(*args, **kwargs)
         key = getattr(target, "__code__", None) or id(target)

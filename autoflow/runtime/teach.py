@@ -204,9 +204,35 @@ def _truth_advice(v, static):
 _MATH = re.compile(r"\b(math|np|numpy|onp)\.(\w+)\s*\(")
 
 
+def from_constants_only(exc) -> bool:
+    """Does JAX's text say the traced value came from constants alone (no argument of
+    the traced function flows into it: ``jnp.ceil((b - a) / h)`` of Python numbers)?
+    JAX says which arguments a value depends on, or else which operations made it a
+    tracer."""
+    text = str(exc)
+    return "became a tracer due to JAX operations" in text \
+        and "depends on the value of the argument" not in text
+
+
+def _constant_advice(v, need):
+    what = (f"{v} is {need}, but it is traced: it is computed only from constants, but with "
+            "`jnp` operations, and under `jit` every `jnp` result is a traced value (its "
+            "value is known only when the compiled code runs)")
+    todo = ("Compute it with Python numbers instead: `math` (`math.ceil((b - a) / h)`) or "
+            "NumPy (`int(np.ceil((b - a) / h))`) give a concrete value; or compute it inside "
+            "`with jax.ensure_compile_time_eval():`, which runs `jnp` on constants at once.")
+    return what, todo
+
+
 def _advice(exc, expr, line, var, param, fn_name):
     """``(what happened, what to do)`` for the situation."""
     v = f"`{var}`" if var else "a traced value"
+    if param is None and from_constants_only(exc) \
+            and not isinstance(exc, jax.errors.TracerBoolConversionError):
+        shape = _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
+                                         and _mentions_shape(str(exc)))
+        return _constant_advice(v, "used as a shape here" if shape else "needed as a concrete "
+                                "value here")
     if var is not None and param == var:
         v += f" (an argument of `{fn_name}`)"
     elif var is not None and param is not None:
