@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import sys
 import threading
 import types
 
@@ -78,32 +77,14 @@ def _user_method(value):
                 or inspect.isasyncgenfunction(value))
 
 
-def _caller_options(frame):
-    """The options of the innermost converted function running below ``frame`` (its
-    runtime alias is a free variable bound to a ``calls.Runtime``), or ``None``."""
-    from .calls import Runtime
-
-    depth = 0
-    while frame is not None and depth < 200:
-        code = frame.f_code
-        if code.co_freevars and not is_library_file(code.co_filename):
-            for value in frame.f_locals.values():
-                if isinstance(value, Runtime):
-                    return value._options
-        frame, depth = frame.f_back, depth + 1
-    return None
-
-
 def _dispatcher(fn):
     from . import calls
 
     @functools.wraps(fn)
     def dispatch(*args, **kwargs):
         opts = getattr(_local, "options", None)
-        if opts is None:
-            opts = _caller_options(sys._getframe(1))
-            if opts is None:  # not reached from converted code: the method as written
-                return fn(*args, **kwargs)
+        if opts is None:  # not reached through converted code: the method as written
+            return fn(*args, **kwargs)
         return calls.bound(opts)._target(fn)(*args, **kwargs)
 
     dispatch.__autoflow_dispatch__ = fn

@@ -348,10 +348,12 @@ class Calls(Transformer):
                 or isinstance(func.value, gast.Call) and func.attr not in VALUE_METHODS
                 or isinstance(func.value, (gast.Attribute, gast.Subscript))
                 and self._user_chain(func))
-                  or isinstance(func, gast.Subscript) and self._user_item(func)):
+                  or isinstance(func, gast.Subscript) and self._user_item(func)
+                  or isinstance(func, gast.Call)):
             # (`super().step(x)`, `Model().step(x)`: a method of a made object;
             # `self.model.step(x)`, `self.layers[i](x)`, `ops["f"](x)`: what an
-            # object or container holds.)
+            # object or container holds; `make()(x)`, `nnx.Sequential(...)(x)`:
+            # what a call made, a user object or a library one holding them.)
             return node
         if not self.recursive:
             return node
