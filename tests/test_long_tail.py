@@ -347,3 +347,38 @@ def test_a_settling_carry_in_a_loop_that_runs_no_iteration_is_autoflows_error():
     with pytest.raises(autoflow.ConversionError, match="ran no iteration.*`b`"):
         jax.block_until_ready(g(jnp.array([1.5]), 0))
         jax.effects_barrier()
+
+
+# ---- `x in range(...)` with a traced operand or bound ------------------------------------------
+
+def in_range(x, lo, hi, step):
+    hits = 0
+    if x in range(lo, hi, step):
+        hits += 1
+    if x not in range(hi):
+        hits += 10
+    return hits
+
+
+@pytest.mark.parametrize("args", [
+    (3, 2, 9, 1), (9, 2, 9, 1), (4, 2, 9, 2), (5, 2, 9, 2), (-1, 2, 9, 1),
+    (4, 10, 0, -2), (0, 10, 0, -2), (10, 10, 0, -2), (3, 5, 5, 1),
+])
+def test_in_range_with_traced_values(args):
+    want = in_range(*args)
+    assert int(autoflow.jit(in_range)(*args)) == want  # everything traced
+    assert int(autoflow.jit(in_range, static_argnums=(1, 2, 3))(*args)) == want
+    floats = (float(args[0]),) + args[1:]  # 2.0 in range(5) holds, as in Python
+    assert int(autoflow.jit(in_range, static_argnums=(1, 2, 3))(*floats)) == in_range(*floats)
+    assert int(autoflow.jit(in_range, static_argnums=(1, 2, 3))(args[0] + 0.5, *args[1:])) \
+        == in_range(args[0] + 0.5, *args[1:])
+
+
+@pytest.mark.parametrize("items", [[1.0, math.nan, 3.0], [math.nan, 1.0, 2.0], [1.0, math.nan],
+                                   [math.nan, math.nan], [2.0, -1.0, 2.0], [5.0]])
+def test_max_and_min_of_an_array_with_nans_are_pythons(items):
+    def extremes(a):
+        return max(a), min(a)
+    got = autoflow.jit(extremes)(jnp.array(items))
+    want = extremes(items)
+    assert np.allclose(got, want, equal_nan=True)

@@ -6,7 +6,8 @@ concrete (the same result, of the same type, as without autoflow), and the
 
 * ``max``/``min`` of two or more values: a left fold of ``jnp.where``, which
   picks the first largest (smallest) value exactly as Python does, NaN
-  included; of one array, ``jnp.max``/``jnp.min`` over its leading axis;
+  included; of one 1-D array, ``jnp.nanmax``/``jnp.nanmin``, or its first item
+  where that is NaN (Python's result: a NaN first stays, a later one never wins);
 * ``sum`` of an array: ``jnp.sum`` over the leading axis (plus ``start``);
 * ``any``/``all``: concrete items decide as Python does (and stop the
   iteration where Python stops it); the traced ones are reduced with
@@ -68,6 +69,10 @@ def _extreme(name, args, kwargs, better, reduce):
         if _traced(it) and np.ndim(it) == 1:
             if np.shape(it)[0] == 0:
                 return py(())  # Python's ValueError for an empty sequence
+            if jnp.issubdtype(it.dtype, jnp.inexact):
+                # Python keeps the first item while no later one compares better: a
+                # NaN first stays, a NaN later never wins
+                return jnp.where(jnp.isnan(it[0]), it[0], reduce(it, axis=0))
             return reduce(it, axis=0)
         if isinstance(it, (list, tuple)) and it and _b.any(_traced(v) for v in it) \
                 and _b.all(np.ndim(v) == 0 for v in it):
@@ -82,14 +87,14 @@ def max(*args, **kwargs):  # noqa: A001 - mirrors the builtin
     """``max``; traced scalars: the first largest, as Python picks it."""
     if _b.len(args) == 1 and isinstance(args[0], Filtered):
         return _filtered_extreme("max", args[0], kwargs, operator.gt)
-    return _extreme("max", args, kwargs, lambda v, best: v > best, jnp.max)
+    return _extreme("max", args, kwargs, lambda v, best: v > best, jnp.nanmax)
 
 
 def min(*args, **kwargs):  # noqa: A001
     """``min``; traced scalars: the first smallest, as Python picks it."""
     if _b.len(args) == 1 and isinstance(args[0], Filtered):
         return _filtered_extreme("min", args[0], kwargs, operator.lt)
-    return _extreme("min", args, kwargs, lambda v, best: v < best, jnp.min)
+    return _extreme("min", args, kwargs, lambda v, best: v < best, jnp.nanmin)
 
 
 def sum(iterable, /, start=0):  # noqa: A001

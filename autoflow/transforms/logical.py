@@ -66,6 +66,18 @@ _FILTER_ADVICE = ("Keep every item and mask instead, as in `jnp.where(cond, x, 0
                   "or use a `for` loop, which autoflow converts.")
 
 
+def _range_call(node, ctx):
+    """Is ``node`` a call of the builtin ``range`` (or of ``af.range``, which the
+    builtins pass makes of it)?"""
+    if not isinstance(node, gast.Call):
+        return False
+    f = node.func
+    if isinstance(f, gast.Name):
+        return f.id == "range" and ctx.builtin_available("range")
+    return isinstance(f, gast.Attribute) and f.attr == "range" and isinstance(
+        f.value, gast.Name) and f.value.id == ctx.af
+
+
 class Logical(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
@@ -122,6 +134,14 @@ class Logical(Transformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.In, gast.NotIn)) \
+                and _range_call(node.comparators[0], self.ctx):
+            # `x in range(a, b)`: Python's `in` cannot answer with a traced bool
+            call = replace_expr("AF.contains(X, R)", AF=self.ctx.af, X=node.left,
+                                R=node.comparators[0], at=node)
+            if isinstance(node.ops[0], gast.NotIn):
+                call = replace_expr("AF.not_(C)", AF=self.ctx.af, C=call, at=node)
+            return stamp(call, node)
         if len(node.ops) < 2 or self.walrus and any(contains(c, gast.NamedExpr)
                                                     for c in node.comparators):
             # (A walrus in a comparator stays in Python's own chained comparison.)
