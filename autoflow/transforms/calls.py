@@ -349,11 +349,13 @@ class Calls(Transformer):
                 or isinstance(func.value, (gast.Attribute, gast.Subscript))
                 and self._user_chain(func))
                   or isinstance(func, gast.Subscript) and self._user_item(func)
-                  or isinstance(func, gast.Call)):
+                  or isinstance(func, gast.Call) and not (
+                      isinstance(func.func, gast.Attribute) and func.func.attr in _HIGHER_ORDER)):
             # (`super().step(x)`, `Model().step(x)`: a method of a made object;
             # `self.model.step(x)`, `self.layers[i](x)`, `ops["f"](x)`: what an
             # object or container holds; `make()(x)`, `nnx.Sequential(...)(x)`:
-            # what a call made, a user object or a library one holding them.)
+            # what a call made, a user object or a library one holding them; not
+            # `jax.grad(f)(x)`, whose function is handed over converted.)
             return node
         if not self.recursive:
             return node
