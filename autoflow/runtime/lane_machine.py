@@ -24,9 +24,12 @@ Each lane computes exactly what it computes nested, in the same order; only
 when each lane waits changes.
 
 Lanes that wait at the end of their inner loop are moved on through the rest
-of the outer body (a ``lax.cond`` in the flat step) once some lane has waited
-``WAIT_STEPS`` steps, or when no lane is left in its inner loop (the lockstep's
-moment): a step where no lane moves costs about one inner iteration.
+of the outer body (a ``lax.cond`` in the flat step) when the steps they have
+waited, each counted as the share of the running lanes that waited in it, add
+up to what a move costs in inner iterations (``Nest.move_cost``: operation
+counts), or when no lane is left in its inner loop (the lockstep's moment): a
+ski-rental rule, so that lanes neither wait long for a straggler nor move on
+one at a time. A step where no lane moves costs about one inner iteration.
 
 Measured, it is not the default (``benchmarks/nested_lanes.py``, CPU, batches
 of 32-64): where inner loops are long and of very different lengths per lane
@@ -56,7 +59,6 @@ from . import jax_internals as jx
 # The rest of an outer body may cost this many times its inner body's work
 # (cond_cost.cost) for the nest to be flattened (benchmarks/nested_lanes.py).
 OUTER_BUDGET = 4.0
-WAIT_STEPS = 4  # (2, 4 and 8 measured alike on benchmarks/nested_lanes.py)
 enabled = os.environ.get("AUTOFLOW_LANES", "") == "flat"  # (see the module's docstring)
 
 
@@ -90,7 +92,17 @@ class Nest:
         self.post = jaxpr.replace(invars=[*live, *outs], outvars=list(jaxpr.outvars),
                                   eqns=list(post), effects=frozenset())
         self.consts = tuple(consts)
+        self.outer_cond = outer.cond_jaxpr
         self.sizes = tuple(len(a) for a in self.inner.in_avals)
+
+    def move_cost(self):
+        """What moving lanes on costs, in iterations of the inner loop: operations
+        of the rest of the outer body and its test over those of the inner body and
+        its test (on a CPU a small batch's step costs about its operation count)."""
+        outer = _ops(self.pre) + _ops(self.post) + _ops(jx.closed(self.outer_cond).jaxpr)
+        inner = _ops(jx.closed(self.inner.body_jaxpr).jaxpr) \
+            + _ops(jx.closed(self.inner.cond_jaxpr).jaxpr)
+        return max(1.0, outer / max(inner, 1))
 
     def cost(self):
         """(the rest of the outer body's cost, the inner body's cost)."""
@@ -112,6 +124,20 @@ class Nest:
     def leave(self, live, y):
         """The rest of the outer body, from the inner loop's results: new carries."""
         return tuple(jx.eval_jaxpr(self.post, (), *live, *y))
+
+
+def _ops(jaxpr):
+    """The operations of ``jaxpr``, those of the jaxprs in its equations included."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        subs = list(cond_cost._subjaxprs(eqn))
+        prim = _prim_of(eqn)
+        for name in ("body_jaxpr", "cond_jaxpr"):
+            j = getattr(prim, name, None) if prim is not None else None
+            if j is not None:
+                subs.append(jx.closed(j).jaxpr)
+        total += 1 + sum(_ops(j) for j in subs)
+    return total
 
 
 def split(outer):
@@ -193,15 +219,17 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
             _, _, yn = inner_of(live)
             return go, x, live, pick(again, yn, y)
 
-        # Lanes that wait are moved on once they have waited WAIT_STEPS steps, or
-        # when no lane is left in its inner loop.
-        waiting = jnp.any(done)
-        idle = jnp.where(waiting, idle + 1, 0)
-        now = waiting & ((idle >= WAIT_STEPS) | jnp.logical_not(jnp.any(stay)))
+        # Lanes that wait are moved on once the steps they waited, as a share of the
+        # lanes running, add up to what a move costs (a ski-rental rule), or when no
+        # lane is left in its inner loop (the lockstep's moment).
+        waiting = jnp.sum(done.astype(jnp.float32))
+        idle = idle + waiting / jnp.maximum(jnp.sum(go.astype(jnp.float32)), 1.0)
+        now = (waiting > 0) & ((idle >= move_cost) | jnp.logical_not(jnp.any(stay)))
         go, x, live, y = lax.cond(now, move, lambda a: a, (go, x, live, y))
-        return go, x, live, y, jnp.where(now, 0, idle)
+        return go, x, live, y, jnp.where(now, 0.0, idle)
 
+    move_cost = nest.move_cost()
     _, x, _, _, _ = while_loop(lambda s: jnp.any(s[0]), step,
-                               (go0, x0, live0, y0, jnp.int32(0)),
+                               (go0, x0, live0, y0, jnp.float32(0.0)),
                                checkpoints=outer.checkpoints)
     return tuple(x), tuple(0 for _ in x)
