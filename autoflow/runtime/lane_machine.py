@@ -33,11 +33,12 @@ one at a time. A step where no lane moves costs about one inner iteration.
 
 Measured, it is not the default (``benchmarks/nested_lanes.py``, CPU, batches
 of 32-64): where inner loops are long and of very different lengths per lane
-(sums of geometric draws) the flat form takes 0.36-0.57x the nested form's
-time; where they are short and the waiting is at the outer loop (a tail
-sampler with half-normal proposals) it takes 1.2x; on the gamma sampler and
-the batched BFGS of ``real_algorithms.py`` 0.9-1.0x. No static rule found
-tells these apart (trip counts are run-time values), so ``AUTOFLOW_LANES=flat``
+(sums of geometric draws) the flat form takes 0.35-0.40x the nested form's
+time; where they are short and lanes hardly wait (a tail sampler with
+half-normal proposals, the gamma sampler of ``real_algorithms.py``) it takes
+1.15x: a flat step holds more operations than an inner iteration (the masks,
+the reductions that decide a move, the ``cond``). No static rule found tells
+these apart (trip counts are run-time values), so ``AUTOFLOW_LANES=flat``
 turns it on, for a program known to have badly balanced inner loops. It then
 applies where the outer body holds exactly one data-dependent loop at its top
 level whose results are used, and no effect (a print's order across lanes
