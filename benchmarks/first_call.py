@@ -1,0 +1,212 @@
+"""Where a first call's time goes: autoflow against the library, per algorithm.
+
+    PYTHONPATH=. python benchmarks/first_call.py               # all, writes FIRST_CALL.md
+    PYTHONPATH=. python benchmarks/first_call.py --only cg --procs 3 --no-write
+
+For each algorithm of ``real_algorithms.py`` (its problems, imported, not
+restated), each side (``natural``: the natural version through autoflow;
+``library``: the JAX library's own) runs in fresh processes, 5 by default,
+interleaved side by side. A process imports ``jax``, ``autoflow`` and the
+libraries and builds the problems (which starts JAX's CPU backend), then times
+the first call in stages with JAX's ahead-of-time API:
+
+* ``convert``: ``autoflow.convert`` (the library: nothing);
+* ``trace``: ``jax.jit(f).trace(*args)``, Python to jaxpr;
+* ``lower``: ``.lower()``, jaxpr to StableHLO;
+* ``compile``: ``.compile()``, XLA;
+* ``run``: the first execution, to a result on the host.
+
+Two measurements, each its own set of processes:
+
+* **cold** (``--mode cold``): nothing else first; the natural side's
+  ``convert`` then holds autoflow's one-time costs in a process (loading
+  ``autoflow.runtime``, building the rewriter's templates), and both sides'
+  ``trace`` holds JAX's first tracing of its own primitives;
+* **warm** (``--mode warm``): as ``real_algorithms.py`` measures: first a
+  function of another file (``examples/collatz.py``) is converted and traced,
+  on both sides, so that only the algorithm's own costs remain.
+
+Counts, taken after the timings: the equations of the jaxpr (sub-jaxprs
+included), and the computations and instructions of the optimized HLO
+(``.compile().as_text()``). Totals and stages are medians over the processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+STAGES = ("convert", "trace", "lower", "compile", "run")
+
+
+def _eqns(closed):
+    """Equations of a jaxpr, those of its sub-jaxprs included: the lines of its printed
+    form that bind a result (autoflow's primitives keep their jaxprs in their own
+    parameters, which only the printer walks)."""
+    return sum(1 for line in str(closed).splitlines() if " = " in line)
+
+
+def _hlo_counts(text):
+    """(computations, instructions) of an HLO module's text."""
+    comps = ops = 0
+    for line in text.splitlines():
+        s = line.strip()
+        if re.match(r"^(ENTRY )?%?[\w.\-]+ .*\{$", s) and not s.startswith("HloModule"):
+            comps += 1
+        elif re.match(r"^(ROOT )?%?[\w.\-]+ = ", s):
+            ops += 1
+    return comps, ops
+
+
+def _warmup():
+    """Convert and trace a function of another file (``examples/collatz.py``)."""
+    import importlib.util
+
+    import jax
+
+    import autoflow
+
+    spec = importlib.util.spec_from_file_location(
+        "collatz_warmup", os.path.join(ROOT, "examples", "collatz.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    jax.make_jaxpr(autoflow.convert(module.collatz_steps))(3)
+
+
+def child(name, which, mode):
+    import jax
+
+    import autoflow  # noqa: F401  (the import the user's program has)
+
+    sys.path.insert(0, HERE)
+    import real_algorithms as ra
+
+    p = ra._problems()[name]
+    args = p["args"]
+    if which == "library":
+        # (what the library's function imports when first called, optimistix, is
+        # imported before the clock, as the natural side's imports are)
+        import optimistix  # noqa: F401
+    jax.block_until_ready(args)
+    if mode == "warm":
+        _warmup()
+    t = {}
+    t0 = time.perf_counter()
+    fn = autoflow.convert(p["natural"]) if which == "natural" else p["library"]
+    t1 = time.perf_counter()
+    traced = jax.jit(fn).trace(*args)
+    t2 = time.perf_counter()
+    lowered = traced.lower()
+    t3 = time.perf_counter()
+    compiled = lowered.compile()
+    t4 = time.perf_counter()
+    jax.block_until_ready(compiled(*args))
+    t5 = time.perf_counter()
+    t.update(convert=t1 - t0, trace=t2 - t1, lower=t3 - t2, compile=t4 - t3, run=t5 - t4)
+    comps, ops = _hlo_counts(compiled.as_text())
+    t.update(eqns=_eqns(traced.jaxpr), comps=comps, ops=ops)
+    return t
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def measure(name, mode, procs):
+    env = _env()
+    got = {"natural": [], "library": []}
+    for i in range(procs):
+        order = ("natural", "library") if i % 2 == 0 else ("library", "natural")
+        for which in order:
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
+                                  which, mode], capture_output=True, text=True, env=env)
+            if out.returncode:
+                raise RuntimeError(out.stderr)
+            got[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    res = {}
+    for which, runs in got.items():
+        r = {s: statistics.median(x[s] for x in runs) for s in STAGES}
+        r["total"] = statistics.median(sum(x[s] for s in STAGES) for x in runs)
+        for k in ("eqns", "comps", "ops"):
+            r[k] = runs[0][k]
+        res[which] = r
+    return res
+
+
+def _row(name, mode, res):
+    n, lb = res["natural"], res["library"]
+    ms = lambda x: f"{x * 1e3:.0f}"  # noqa: E731
+    stages = " | ".join(f"{ms(n[s])} / {ms(lb[s])}" for s in STAGES)
+    return (f"| {name} | {mode} | **{n['total'] / lb['total']:.2f}x** "
+            f"({ms(n['total'])} / {ms(lb['total'])}) | {stages} | {n['eqns']} / {lb['eqns']} "
+            f"| {n['comps']} / {lb['comps']} | {n['ops']} / {lb['ops']} |")
+
+
+HEADER = ("| algorithm | measurement | first call: ratio (ms autoflow / library) | convert | "
+          "trace | lower | compile | run | jaxpr equations | HLO computations | HLO "
+          "instructions |\n|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", nargs=3)
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--procs", type=int, default=5)
+    ap.add_argument("--mode", choices=("cold", "warm", "both"), default="both")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--json", help="also write the medians to this file")
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(*a.child)))
+        return
+    import jax
+
+    sys.path.insert(0, HERE)
+    import real_algorithms as ra
+
+    names = a.only or list(ra._problems())
+    modes = ("cold", "warm") if a.mode == "both" else (a.mode,)
+    pyc = "not written (PYTHONDONTWRITEBYTECODE=1)" if os.environ.get(
+        "PYTHONDONTWRITEBYTECODE") else "written and reused"
+    load0 = os.getloadavg()[0]
+    rows, data = [], {}
+    print(HEADER)
+    for name in names:
+        for mode in modes:
+            res = measure(name, mode, a.procs)
+            data[f"{name}/{mode}"] = res
+            rows.append(_row(name, mode, res))
+            print(rows[-1], flush=True)
+    load1 = os.getloadavg()[0]
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(data, f, indent=1)
+    if a.no_write or a.only:
+        return
+    text = f"""# First calls: where the time goes, autoflow against the library
+
+Generated by `benchmarks/first_call.py` (jax {jax.__version__}, {jax.default_backend()},
+{os.cpu_count()} CPU cores; .pyc files {pyc}; load average {load0:.2f} at the start,
+{load1:.2f} at the end). Medians of {a.procs} fresh processes per side, the two sides
+interleaved. Each stage in milliseconds, autoflow / library. **cold**: right after
+`import jax, autoflow` and the libraries, autoflow's one-time costs in a process included
+(in `convert`); **warm**: after a function of another file was converted and traced (as
+`real_algorithms.py` measures). HLO counts are of the optimized program.
+
+{HEADER}
+""" + "\n".join(rows) + "\n"
+    with open(os.path.join(HERE, "FIRST_CALL.md"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
