@@ -26,6 +26,9 @@ Two measurements, each its own set of processes:
   function of another file (``examples/collatz.py``) is converted and traced,
   on both sides, so that only the algorithm's own costs remain.
 
+``--before DIR`` adds a third side: the natural version through the autoflow of
+``DIR`` (a checkout of an earlier commit), in the same rounds.
+
 Counts, taken after the timings: the equations of the jaxpr (sub-jaxprs
 included), and the computations and instructions of the optimized HLO
 (``.compile().as_text()``). Totals and stages are medians over the processes.
@@ -120,17 +123,23 @@ def _env():
     return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def measure(name, mode, procs):
-    env = _env()
+def measure(name, mode, procs, before=None):
+    """Medians per side; ``before``: also the natural side with autoflow imported from
+    that folder (an earlier version's checkout), as a third side of the same rounds."""
     got = {"natural": [], "library": []}
+    if before:
+        got["before"] = []
     for i in range(procs):
-        order = ("natural", "library") if i % 2 == 0 else ("library", "natural")
-        for which in order:
+        order = list(got) if i % 2 == 0 else list(got)[::-1]
+        for side in order:
+            env = _env() if side != "before" else dict(
+                os.environ, PYTHONPATH=before + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            which = "natural" if side == "before" else side
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
                                   which, mode], capture_output=True, text=True, env=env)
             if out.returncode:
                 raise RuntimeError(out.stderr)
-            got[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            got[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
     res = {}
     for which, runs in got.items():
         r = {s: statistics.median(x[s] for x in runs) for s in STAGES}
@@ -145,7 +154,9 @@ def _row(name, mode, res):
     n, lb = res["natural"], res["library"]
     ms = lambda x: f"{x * 1e3:.0f}"  # noqa: E731
     stages = " | ".join(f"{ms(n[s])} / {ms(lb[s])}" for s in STAGES)
-    return (f"| {name} | {mode} | **{n['total'] / lb['total']:.2f}x** "
+    was = (f" (before: {res['before']['total'] / lb['total']:.2f}x, "
+           f"{ms(res['before']['total'])} ms)" if "before" in res else "")
+    return (f"| {name} | {mode} | **{n['total'] / lb['total']:.2f}x**{was} "
             f"({ms(n['total'])} / {ms(lb['total'])}) | {stages} | {n['eqns']} / {lb['eqns']} "
             f"| {n['comps']} / {lb['comps']} | {n['ops']} / {lb['ops']} |")
 
@@ -153,6 +164,25 @@ def _row(name, mode, res):
 HEADER = ("| algorithm | measurement | first call: ratio (ms autoflow / library) | convert | "
           "trace | lower | compile | run | jaxpr equations | HLO computations | HLO "
           "instructions |\n|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _pyc_state():
+    """Whether autoflow's modules load from fresh ``.pyc`` files or are compiled from
+    source in each process (``PYTHONDONTWRITEBYTECODE=1`` with none written yet)."""
+    import importlib.util
+
+    folder = os.path.join(ROOT, "autoflow", "runtime")
+    fresh = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            src = os.path.join(folder, name)
+            pyc = importlib.util.cache_from_source(src)
+            fresh.append(os.path.exists(pyc) and os.path.getmtime(pyc) >= os.path.getmtime(src))
+    if all(fresh):
+        return "present (autoflow's modules load compiled)"
+    if not any(fresh):
+        return "absent (autoflow's modules are compiled from source in each process)"
+    return "present for some modules only"
 
 
 def main(argv=None):
@@ -164,6 +194,9 @@ def main(argv=None):
     ap.add_argument("--mode", choices=("cold", "warm", "both"), default="both")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--json", help="also write the medians to this file")
+    ap.add_argument("--before", help="a folder holding an earlier autoflow (a checkout of an "
+                    "earlier commit): its first calls too, in the same rounds")
+    ap.add_argument("--before-label", help="what --before holds, for FIRST_CALL.md")
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(child(*a.child)))
@@ -175,14 +208,13 @@ def main(argv=None):
 
     names = a.only or list(ra._problems())
     modes = ("cold", "warm") if a.mode == "both" else (a.mode,)
-    pyc = "not written (PYTHONDONTWRITEBYTECODE=1)" if os.environ.get(
-        "PYTHONDONTWRITEBYTECODE") else "written and reused"
+    pyc = _pyc_state()
     load0 = os.getloadavg()[0]
     rows, data = [], {}
     print(HEADER)
     for name in names:
         for mode in modes:
-            res = measure(name, mode, a.procs)
+            res = measure(name, mode, a.procs, a.before)
             data[f"{name}/{mode}"] = res
             rows.append(_row(name, mode, res))
             print(rows[-1], flush=True)
@@ -192,6 +224,9 @@ def main(argv=None):
             json.dump(data, f, indent=1)
     if a.no_write or a.only:
         return
+    before = ("" if not a.before else "\n\n*before*: the first call of autoflow's previous "
+              f"version (`--before`, {a.before_label or a.before}), a third side of the same "
+              "rounds, over the same library medians.")
     text = f"""# First calls: where the time goes, autoflow against the library
 
 Generated by `benchmarks/first_call.py` (jax {jax.__version__}, {jax.default_backend()},
@@ -200,7 +235,7 @@ Generated by `benchmarks/first_call.py` (jax {jax.__version__}, {jax.default_bac
 interleaved. Each stage in milliseconds, autoflow / library. **cold**: right after
 `import jax, autoflow` and the libraries, autoflow's one-time costs in a process included
 (in `convert`); **warm**: after a function of another file was converted and traced (as
-`real_algorithms.py` measures). HLO counts are of the optimized program.
+`real_algorithms.py` measures). HLO counts are of the optimized program.{before}
 
 {HEADER}
 """ + "\n".join(rows) + "\n"
