@@ -245,3 +245,24 @@ def test_a_wrong_guess_of_appends_keeps_the_results():
     want = appends_in_a_branch(0.5, np.asarray([1.0, -1.0, 2.0], np.float32))
     np.testing.assert_allclose(float(got[0]), want[0], rtol=1e-6)
     np.testing.assert_allclose([float(v) for v in got[1]], [float(v) for v in want[1]])
+
+
+def prints_in_a_loop(x):
+    while x < 10.0:
+        print("x", x)
+        x = x * 1.5 + 0.1
+    return x
+
+
+def test_a_loop_that_prints_traces_its_quiet_body_only_for_a_backward_pass(monkeypatch, capfd):
+    # the body without its prints is what the backward pass recomputes: made when
+    # first needed, not for every loop that prints
+    made = []
+    quiet = while_prim._quiet_closed
+    monkeypatch.setattr(while_prim, "_quiet_closed", lambda c: made.append(1) or quiet(c))
+    got = autoflow.jit(prints_in_a_loop)(jnp.float32(1.0))
+    assert made == []
+    assert np.allclose(float(got), prints_in_a_loop(1.0), rtol=1e-6)
+    g = jax.jit(jax.grad(autoflow.convert(prints_in_a_loop)))(jnp.float32(1.0))
+    assert made
+    assert np.allclose(float(g), 1.5 ** 6, rtol=1e-5)
