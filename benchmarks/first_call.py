@@ -245,8 +245,15 @@ same program vary by 1.5x between processes here). **cold**: right after
 
 {HEADER}
 """ + "\n".join(rows) + "\n"
-    with open(os.path.join(HERE, "FIRST_CALL.md"), "w") as f:
-        f.write(text)
+    path = os.path.join(HERE, "FIRST_CALL.md")
+    notes = ""
+    if os.path.exists(path):  # (the notes written by hand below the tables are kept)
+        with open(path) as f:
+            old = f.read()
+        if "\n## Notes" in old:
+            notes = "\n## Notes" + old.split("\n## Notes", 1)[1]
+    with open(path, "w") as f:
+        f.write(text + notes)
 
 
 if __name__ == "__main__":

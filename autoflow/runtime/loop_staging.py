@@ -159,9 +159,12 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             grown = {}
             for j, (a, b) in enumerate(zip(parts_of(merged, names), parts)):
                 if j in accum:
+                    if j in guessed and not (type(b) is list and len(b) == 1
+                                             and spec_of(b[0]) is not None):
+                        # (not one array appended, as `_appended` requires: a function
+                        # appended cannot be stacked)
+                        raise Restart(("unguess", None))
                     if not (isinstance(b, list) and len(b) == 1 and type(b) is list):
-                        if j in guessed:
-                            raise Restart(("unguess", None))
                         raise ConversionError(message(
                             site(), f"`{names[j]}` gets values appended in this loop, but not "
                             "exactly one per iteration (or it is also used in other ways)",
