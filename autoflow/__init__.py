@@ -51,3 +51,19 @@ __all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "LoopLimitEr
            "PerformanceWarning", "TracingError", "convert", "do_not_convert", "explain",
            "install_import_hook", "jit", "roll", "to_source", "trace_print", "unroll"]
 __version__ = "0.1.0"
+
+# The runtime (`autoflow.runtime`, the operators converted code calls) imports JAX,
+# so `import autoflow` leaves it to the first `convert`: the rewriter, the command
+# line and `to_source` never need JAX. Where JAX is loaded already, the program is
+# a JAX program that will convert: the runtime is loaded now, with the other
+# imports, as a JAX library loads its code when imported, rather than in its first
+# call (about 10 ms with `.pyc` files, 60 ms where each process compiles the
+# sources: benchmarks/first_call.py).
+def _load_runtime_with_jax() -> None:
+    import sys
+
+    if "jax" in sys.modules:
+        from . import runtime  # noqa: F401
+
+
+_load_runtime_with_jax()

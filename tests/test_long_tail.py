@@ -139,6 +139,18 @@ def test_math_functions_of_traced_scalars(x):
     assert autoflow.convert(math_mix)(x) == want  # concrete: Python's own math
 
 
+def math_special(x):
+    return math.erf(x) + math.erfc(x) * 2.0 + math.lgamma(x + 3.0) + math.gamma(x + 0.5)
+
+
+@pytest.mark.parametrize("x", [1.5, -0.25])
+def test_math_special_functions_of_traced_scalars(x):
+    # (jax.scipy.special, imported at the first such call rather than with the runtime)
+    want = math_special(x)
+    got = autoflow.jit(math_special)(x)
+    assert np.allclose(float(got), want, rtol=1e-5)
+
+
 # ---- shape-[1] predicates with early exits -------------------------------------------------
 
 def break_on_size_one(x):

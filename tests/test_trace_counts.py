@@ -192,3 +192,77 @@ def test_a_remembered_definition_is_not_used_when_the_closure_differs():
     assert a.dtype == jnp.float32 and b.dtype == jnp.float16, (a.dtype, b.dtype)
     np.testing.assert_allclose(float(a), inner_with_closure(1.5, 2.0), rtol=1e-6)
     np.testing.assert_allclose(float(b), inner_with_closure(1.5, 2.0), rtol=1e-2)
+
+
+def appends_per_step(x, xs):
+    ys = [x]
+    for v in xs:
+        hit("body")
+        x = x * 0.5 + v
+        ys.append(x * 2.0)
+    return jnp.stack(ys)
+
+
+def reads_its_list(x, xs):
+    ys = [x]
+    for v in xs:
+        hit("body")
+        x = x * 0.5 + v + ys[0]  # a read: the list cannot be the scan's outputs
+        ys.append(x)
+    return x, len(ys)
+
+
+def appends_in_a_branch(x, xs):
+    ys = [x]
+    for v in xs:
+        hit("body")
+        if v > 0:
+            ys.append(v)
+        x = x + v
+    return x, ys
+
+
+def test_a_scan_that_appends_is_traced_once():
+    # the body's code appends to `ys`, a list: guessed to be the scan's stacked
+    # outputs before the first trace, instead of learned from it and traced again
+    xs = jnp.arange(5, dtype=jnp.float32)
+    counts = _traces(appends_per_step, jnp.float32(1.0), xs)
+    assert counts["body"] == 1, counts
+    got = autoflow.jit(appends_per_step)(jnp.float32(1.0), xs)
+    want = appends_per_step(1.0, np.arange(5, dtype=np.float32))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_a_wrong_guess_of_appends_keeps_the_results():
+    xs = jnp.arange(4, dtype=jnp.float32)
+    got = autoflow.jit(reads_its_list)(jnp.float32(1.0), xs)
+    COUNT.clear()
+    want = reads_its_list(1.0, np.arange(4, dtype=np.float32))
+    np.testing.assert_allclose(float(got[0]), want[0], rtol=1e-6)
+    assert int(got[1]) == want[1] == 5
+    vs = jnp.asarray([1.0, -1.0, 2.0], jnp.float32)
+    got = autoflow.convert(appends_in_a_branch)(jnp.float32(0.5), vs)  # (concrete: Python)
+    want = appends_in_a_branch(0.5, np.asarray([1.0, -1.0, 2.0], np.float32))
+    np.testing.assert_allclose(float(got[0]), want[0], rtol=1e-6)
+    np.testing.assert_allclose([float(v) for v in got[1]], [float(v) for v in want[1]])
+
+
+def prints_in_a_loop(x):
+    while x < 10.0:
+        print("x", x)
+        x = x * 1.5 + 0.1
+    return x
+
+
+def test_a_loop_that_prints_traces_its_quiet_body_only_for_a_backward_pass(monkeypatch, capfd):
+    # the body without its prints is what the backward pass recomputes: made when
+    # first needed, not for every loop that prints
+    made = []
+    quiet = while_prim._quiet_closed
+    monkeypatch.setattr(while_prim, "_quiet_closed", lambda c: made.append(1) or quiet(c))
+    got = autoflow.jit(prints_in_a_loop)(jnp.float32(1.0))
+    assert made == []
+    assert np.allclose(float(got), prints_in_a_loop(1.0), rtol=1e-6)
+    g = jax.jit(jax.grad(autoflow.convert(prints_in_a_loop)))(jnp.float32(1.0))
+    assert made
+    assert np.allclose(float(g), 1.5 ** 6, rtol=1e-5)

@@ -20,6 +20,7 @@ traced, with no second trace (``Placeholders``, ``while_loop(added=...)``).
 
 from __future__ import annotations
 
+import dis
 import functools
 import types
 
@@ -115,7 +116,7 @@ def _appended(before, after):
 
 def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,
                can_accumulate, hinted=None, adds=None, fills=(), placeholders=None,
-               first_bound=(), start=0):
+               first_bound=(), start=0, guessed=()):
     """The staged body of ``loop`` for one choice of carry types, and ``merge``.
 
     ``body(k, dyn)`` returns ``(new carries, appended values)``; ``accum``
@@ -142,6 +143,10 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
     variable unbound give it an input of the body's jaxpr instead of zeros, and
     the carry is added with that input (``adds`` entries then hold the input
     tracers), so the body is traced once: the same program as the second trace.
+
+    ``guessed``: the indices in ``accum`` that ``stage_loop`` guessed from the
+    body's code (``_appends``) rather than learned from a trace; one the body
+    does not append to exactly once restarts the loop without the guesses.
     """
 
     def merge(dyn):
@@ -167,6 +172,11 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             grown = {}
             for j, (a, b) in enumerate(zip(parts_of(merged, names), parts)):
                 if j in accum:
+                    if j in guessed and not (type(b) is list and len(b) == 1
+                                             and spec_of(b[0]) is not None):
+                        # (not one array appended, as `_appended` requires: a function
+                        # appended cannot be stacked)
+                        raise Restart(("unguess", None))
                     if not (isinstance(b, list) and len(b) == 1 and type(b) is list):
                         raise ConversionError(message(
                             site(), f"`{names[j]}` gets values appended in this loop, but not "
@@ -300,6 +310,30 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
     return dyn
 
 
+_APPENDS = {}  # code object -> the names it passes to the runtime's `append` first
+
+
+def _appends(fn):
+    """The variables the converted loop body ``fn`` appends to (``af.append(xs, v)``
+    in its own code, not in functions it defines): read from its bytecode, a load of
+    an attribute ``append`` followed by a load of the variable."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return frozenset()
+    names = _APPENDS.get(code)
+    if names is None:
+        names = set()
+        prev = None
+        for ins in dis.get_instructions(code):
+            if prev is not None and prev.argval == "append" and prev.opname in (
+                    "LOAD_ATTR", "LOAD_METHOD") and ins.opname.startswith("LOAD_") \
+                    and isinstance(ins.argval, str):
+                names.add(ins.argval)
+            prev = ins
+        names = _APPENDS[code] = frozenset(names)
+    return names
+
+
 def _reverse_mode():
     """Is ``jax.grad``/``jax.vjp`` linearizing the code being traced now?"""
     return current_trace_kind() == "LinearizeTrace"
@@ -423,6 +457,20 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             key = (kind, scan_form, max_iterations is None, entry)
             hinted = _DEFINED.get(key)
     entry_state, defined = state, {}
+    # A list the body appends to once per iteration becomes the scan's stacked
+    # outputs. The first trace would find that out and the loop be traced again
+    # (`Restart("accumulate")`, the body's whole trace twice, and each loop in it):
+    # where the body's code appends to a variable holding a list, that is guessed
+    # before the first trace. A guess that does not hold (the list is read, or
+    # not appended to exactly once) traces the loop again without any guess: the
+    # path it would have taken without guessing.
+    guessed = ()
+    if scan_form and not hinted and memo is not None:
+        appends = _appends(memo)
+        if appends:
+            guessed = frozenset(j for j, (name, p) in enumerate(
+                zip(names, parts_of(state, names))) if name in appends and type(p) is list)
+            accum.update({j: parts_of(state, names)[j] for j in guessed})
     if hinted:
         state = join_parts([zeros_of(hinted[k]) if k in hinted else p
                        for k, p in enumerate(parts_of(state, names))], names)
@@ -449,7 +497,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                        and not isinstance(current[j], Undefined)]
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form, hinted, grown, fills,
-                                      placeholders, first_bound, start)
+                                      placeholders, first_bound, start, guessed)
 
         def while_loop(cond, body, init):
             """``while_prim.while_loop``, with the carries the body adds: ``(out, extras)``.
@@ -532,6 +580,10 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                         (jnp.asarray(start, jnp.int32), init))
         except (ConversionError, Restart) as r:
             error = isinstance(r, ConversionError)
+            if guessed and (error or r.changes[0] == "unguess"):
+                # Start again without the guessed appends (see above).
+                state, accum, defined, guessed = entry_state, {}, {}, ()
+                continue
             if error and not hinted:
                 raise
             if not error and r.changes[0] == "unplace":

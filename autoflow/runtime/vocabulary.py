@@ -581,10 +581,20 @@ def _isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
     return (a == b) | (jnp.abs(a - b) <= tol)
 
 
+class _Special:
+    """``jax.scipy.special``, imported when one of its functions is first called (its
+    import, about 3 ms, is otherwise paid by the first ``convert`` of a process)."""
+
+    def __getattr__(self, name):
+        from jax.scipy import special
+
+        return getattr(special, name)
+
+
 def _math_table():
     import math
 
-    from jax.scipy import special
+    special = _Special()
 
     same = {n: getattr(jnp, n) for n in (
         "exp", "expm1", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
@@ -592,7 +602,8 @@ def _math_table():
         "isfinite", "cbrt", "exp2")}
     same.update(asin=jnp.arcsin, acos=jnp.arccos, atan=jnp.arctan, atan2=jnp.arctan2,
                 asinh=jnp.arcsinh, acosh=jnp.arccosh, atanh=jnp.arctanh, fabs=jnp.abs,
-                pow=jnp.power, erf=special.erf, erfc=special.erfc, lgamma=special.gammaln,
+                pow=jnp.power, erf=lambda x: special.erf(x), erfc=lambda x: special.erfc(x),
+                lgamma=lambda x: special.gammaln(x),
                 gamma=lambda x: jnp.exp(special.gammaln(x)) * jnp.where(
                     (x < 0) & (jnp.floor(x) % 2 == 0), -1.0, 1.0))
     table = {n: _floats(f) for n, f in same.items() if not n.startswith("is")}

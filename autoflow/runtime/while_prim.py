@@ -155,7 +155,17 @@ class _WhileLoop(jx.HiPrimitive):
         # in the branch a select does not take it runs no iteration
         self.gated = gated
         super().__init__()
-        self.quiet_body = _quiet_closed(body_jaxpr) if effects else body_jaxpr
+
+    @property
+    def quiet_body(self):
+        """The body without its debug callbacks (for the backward pass), traced when
+        first needed: a loop that prints or checks and is never reverse-differentiated
+        does not pay for it (its first trace would trace the body once more)."""
+        quiet = self.__dict__.get("_quiet_body")
+        if quiet is None:
+            body = self.params["body_jaxpr"]
+            quiet = self.__dict__["_quiet_body"] = _quiet_closed(body) if self.effects else body
+        return quiet
 
     # -- meaning --------------------------------------------------------------
 
