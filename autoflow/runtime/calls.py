@@ -138,10 +138,8 @@ class Runtime(types.ModuleType):
         target = self._target(f)
         if target is f and callable(f) and not getattr(f, "__autoflow_converted__", False) \
                 and through.reaches_user_objects(f, (), {}):
-            options = self._options
-
             def through_library(*args, **kwargs):
-                with through.active(options):
+                with through.active(self):
                     return f(*args, **kwargs)
 
             through_library.__wrapped__ = f
@@ -170,7 +168,7 @@ class Runtime(types.ModuleType):
         elif target is f and not getattr(f, "__autoflow_converted__", False) \
                 and through.reaches_user_objects(f, args, kwargs):
             # library code about to call the user's methods (`eqx.nn.Sequential`)
-            with through.active(self._options):
+            with through.active(self):
                 return self._call(f, target, args, kwargs)
         return self._call(f, target, args, kwargs)
 

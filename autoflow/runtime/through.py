@@ -41,19 +41,21 @@ _MAX_NODES = 400
 _MAX_DEPTH = 6
 
 
-def options():
-    """The options of the converted code whose library call is under way, or ``None``."""
-    return getattr(_local, "options", None)
+def runtime():
+    """The runtime (``calls.Runtime``) of the converted code whose library call is under
+    way, or ``None``."""
+    return getattr(_local, "runtime", None)
 
 
 @contextlib.contextmanager
-def active(opts):
-    before = getattr(_local, "options", None)
-    _local.options = opts
+def active(rt):
+    """Library code called by converted code whose runtime is ``rt`` is under way."""
+    before = getattr(_local, "runtime", None)
+    _local.runtime = rt
     try:
         yield
     finally:
-        _local.options = before
+        _local.runtime = before
 
 
 def original(f):
@@ -78,14 +80,12 @@ def _user_method(value):
 
 
 def _dispatcher(fn):
-    from . import calls
-
     @functools.wraps(fn)
     def dispatch(*args, **kwargs):
-        opts = getattr(_local, "options", None)
-        if opts is None:  # not reached through converted code: the method as written
+        rt = getattr(_local, "runtime", None)
+        if rt is None:  # not reached through converted code: the method as written
             return fn(*args, **kwargs)
-        return calls.bound(opts)._target(fn)(*args, **kwargs)
+        return rt._target(fn)(*args, **kwargs)
 
     dispatch.__autoflow_dispatch__ = fn
     return dispatch
