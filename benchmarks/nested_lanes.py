@@ -145,7 +145,8 @@ def main(argv=None):
                      f"{jax.default_backend()}, {os.cpu_count()} CPU cores). Ratios under 1 "
                      "mean the flat form (`AUTOFLOW_LANES=flat`) is faster; medians of "
                      f"{rounds} interleaved rounds. Where no nest was flattened (the BFGS: its "
-                     "line search's loop is not alone at the top of the iteration's body) "
+                     "line search's loop sits in a branch of the iteration's body, the "
+                     "`if not broke:` its `break` makes) "
                      "both sides are the same program, and no ratio is given.\n\n{table}\n")
     return 0
 
