@@ -185,7 +185,8 @@ def if_exp(cond, true_thunk, false_thunk):
         events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
     try:
-        return _stage_branches(cond, true_thunk, false_thunk, (), None, caller_site)
+        return _stage_branches(cond, true_thunk, false_thunk, (), None, caller_site,
+                               expression=True)
     finally:
         events.note("ternary", _lowered_as())
 
@@ -193,11 +194,28 @@ def if_exp(cond, true_thunk, false_thunk):
 _RETVAL = re.compile(r"^retval(_\d+)?$")  # the flag early_exits makes for `return` in loops
 
 
+def _expression_error(site, t_value, f_value):
+    """A conditional expression ``a if c else b`` whose two values cannot be one array."""
+    from .teach import _show
+
+    what = "this conditional expression (`a if c else b`)"
+    fit = value_advice("a if c else b", t_value, f_value, "if")
+    advice = fit[1].replace("`a if c else b`", "both values") if fit is not None else (
+        "Give both values the same structure, shape and kind (pad, or use `jnp.where` on "
+        "arrays of one shape), or make the condition static.")
+    return ConversionError(message(
+        site, f"{what} gives {_show(t_value)} when the condition is true and "
+        f"{_show(f_value)} when it is false, and which one is chosen depends on a traced "
+        "condition, known only at run time", advice))
+
+
 def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
+    if returning == "expression":
+        return _expression_error(site, t_leaf, f_leaf)
     if label is not None and _RETVAL.match(label):
         returning = True  # a `return` inside a loop: speak of return values
     if returning:
-        if t_leaf is None or f_leaf is None or t_tree != f_tree and None in (t_leaf, f_leaf):
+        if t_leaf is None or f_leaf is None:
             side = "false" if (f_leaf is None) else "true"
             return ConversionError(message(
                 site, "this function returns a value on one path and falls off its end "
@@ -239,7 +257,8 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         "on arrays of one shape), or make the condition static."))
 
 
-def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False, unread=()):
+def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False, unread=(),
+                    expression=False):
     """``lax.cond`` of two Python branch functions taking ``operands``.
 
     ``names`` labels the outputs (a tuple of variable names), or is ``None``
@@ -250,7 +269,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     targets = {}
     fills = {}  # variable index -> zeros spec, for guarded Undefined values
     zeroed = set()  # those filled with zeros (not a loop body's placeholder)
-    returning = names is None
+    returning = "expression" if expression else names is None
 
     def make(key, fn):
         def branch():
@@ -301,7 +320,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
             if returning:
-                raise _branch_error(site(), None, True, t_out, f[0], t_tree, f_tree)
+                raise _branch_error(site(), None, returning, t_out, f[0], t_tree, f_tree)
             t_parts = t_out if len(names) > 1 else (t_out,)
             f_parts = f[0] if len(names) > 1 else (f[0],)
             for name, a, b in zip(names, t_parts, f_parts):

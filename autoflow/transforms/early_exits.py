@@ -89,6 +89,14 @@ def _is_boolean(test):
     return False
 
 
+def _endless(loop):
+    """Is ``loop`` a ``while`` on a true constant (``while True:``, ``while 1:``) with no
+    ``break`` of its own, so only a ``return`` or a raise leaves it?"""
+    return (isinstance(loop, gast.While) and isinstance(loop.test, gast.Constant)
+            and isinstance(loop.test.value, (bool, int)) and bool(loop.test.value)
+            and not _has(loop.body, gast.Break))
+
+
 def _blocks(stmt):
     """The statement lists directly inside a compound statement."""
     if not holds_blocks(stmt):  # a simple statement
@@ -148,7 +156,15 @@ class EarlyExits:
                     "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True, exit=True)",
                     RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
                     RETVAL_NAME=gast.Constant(value=retval, kind=None), at=s)
+                # `while True:` with no `break` of its own is left only by a `return`
+                # (or a raise): after it, the function has returned, and no path
+                # falls off the loop into the code below (or its `else`).
+                endless = _endless(s)
                 self._replace_returns_in_loop(s)
+                if endless:
+                    s.orelse = []
+                    out += init + [s] + replace("return RETVAL", RETVAL=retval, at=s)
+                    break  # what follows the loop is unreachable
                 if s.orelse:  # runs after the loop, at this level
                     s.orelse = self._loop_returns_block(s.orelse)
                 after = replace("if RETURNED:\n    return RETVAL",
