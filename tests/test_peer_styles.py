@@ -12,7 +12,9 @@ staged must raise autoflow's own error naming the user's line.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
+import re
 import types
 
 import jax
@@ -27,11 +29,12 @@ PROGRAMS = []
 
 
 def probe(*cases, vmap=True, static=(), raises=(), refuse=None, xfail=None, concrete=True,
-          oracle=None):
+          oracle=None, grad=False):
     """Register ``fn`` with argument tuples ``cases``.
 
     ``raises``: ``[(args, ExceptionType)]`` on which Python raises. ``refuse``: names the
-    ConversionError must mention when traced (the program cannot be staged). ``oracle``:
+    ConversionError must mention when traced (the program cannot be staged). ``grad``:
+    ``jax.grad`` of the converted program (first argument) against Python's. ``oracle``:
     where plain JAX refuses the program even eagerly (``if`` inside a ``lax.scan`` body),
     the same algorithm written in plain Python gives the expected values.
     """
@@ -39,7 +42,7 @@ def probe(*cases, vmap=True, static=(), raises=(), refuse=None, xfail=None, conc
     def deco(fn):
         marks = [pytest.mark.xfail(strict=True, reason=xfail)] if xfail else []
         opts = dict(vmap=vmap, static=tuple(static), raises=list(raises), refuse=refuse,
-                    concrete=concrete, oracle=oracle)
+                    concrete=concrete, oracle=oracle, grad=grad)
         PROGRAMS.append(pytest.param(fn, cases, opts, id=fn.__name__, marks=marks))
         return fn
 
@@ -1915,6 +1918,1099 @@ def _rec(n, x):
 
 
 # =========================================================================================
+# Third round: structures, methods, keys, gradients
+# =========================================================================================
+
+import collections  # noqa: E402
+import functools  # noqa: E402
+
+_Pair = collections.namedtuple("_Pair", ["a", "b"])
+
+
+@probe((1.0,), (30.0,))
+def r3_namedtuple_carry(x):
+    p = _Pair(x, 0)
+    while p.a < 20:
+        p = _Pair(p.a * 2, p.b + 1)
+    return p.a, p.b
+
+
+@probe((2.0,), (-2.0,))
+def r3_namedtuple_replace_in_branch(x):
+    p = _Pair(x, x)
+    if x > 0:
+        p = p._replace(b=x * 3)
+    return p
+
+
+def _nested_jit_oracle(x, n):
+    for _ in range(n):
+        x = x - 1 if x > 3 else x + 1
+    return x
+
+
+@probe((2.0, 3), (2.0, 0), oracle=_nested_jit_oracle)
+def r3_nested_jit_function_inside(x, n):
+    @jax.jit
+    def inner(v):
+        if v > 3:
+            return v - 1
+        return v + 1
+
+    for _ in range(n):
+        x = inner(x)
+    return x
+
+
+@probe((2.0, 3), (-1.0, 2))
+def r3_jax_grad_inside_loop(x, n):
+    def f(v):
+        if v > 0:
+            return v * v
+        return -v
+
+    g = 0.0
+    for _ in range(n):
+        g = g + jax.grad(f)(x)
+        x = x - 0.5
+    return g
+
+
+@probe((0.5,), (3.0,), grad=True)
+def r3_grad_through_while(x):
+    k = 0
+    while x < 10 and k < 20:
+        x = x * 1.5 + 0.1
+        k += 1
+    return x
+
+
+@probe((0.5, 3), (3.0, 5), grad=True, vmap=False)
+def r3_grad_static_for_with_if(x, n):
+    y = x
+    for i in range(4):
+        if y > 1:
+            y = y * 0.5
+        else:
+            y = y * y + i
+    return y
+
+
+@probe((2.0,), (-2.0,), grad=True)
+def r3_grad_piecewise(x):
+    if x < 0:
+        return jnp.sin(x)
+    elif x < 1:
+        return x * x
+    return 2 * x - 1
+
+
+@probe((0,), (1,))
+def r3_random_key_in_loop(seed):
+    key = jax.random.PRNGKey(seed)
+    total = 0.0
+    for _ in range(4):
+        key, sub = jax.random.split(key)
+        u = jax.random.uniform(sub)
+        if u > 0.5:
+            total = total + u
+    return total
+
+
+@probe((0,), (3,))
+def r3_random_rejection_while(seed):
+    key = jax.random.PRNGKey(seed)
+    u = 1.0
+    tries = 0
+    while u > 0.3:
+        key, sub = jax.random.split(key)
+        u = jax.random.uniform(sub)
+        tries += 1
+    return u, tries
+
+
+class _Layer:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        if x > 0:
+            return x * self.w
+        return x
+
+
+class _Scaled(_Layer):
+    def __call__(self, x):
+        y = super().__call__(x)
+        for _ in range(2):
+            y = y + self.w
+        return y
+
+
+@probe((2.0,), (-2.0,))
+def r3_callable_objects(x):
+    layers = [_Layer(2.0), _Scaled(3.0)]
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+@probe((2.0, 3.0), (-1.0, 0.5))
+def r3_make_adder_closure(x, k):
+    def make(c):
+        def add(v):
+            if v > c:
+                return v + c
+            return v - c
+        return add
+
+    return make(k)(x) + make(1.0)(x)
+
+
+@probe((2.0,), (-2.0,))
+def r3_defaults_and_kwargs(x):
+    return _with_kwargs(x) + _with_kwargs(x, n=1, scale=2.0)
+
+
+def _with_kwargs(x, n=3, *, scale=1.0, **extra):
+    for _ in range(n):
+        if x > 0:
+            x = x * scale + 1
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r3_star_args(x):
+    return _varargs(x, 1.0, 2.0, 3.0)
+
+
+def _varargs(x, *ws):
+    for w in ws:
+        if x * w > 2:
+            x = x - w
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r3_functools_partial(x):
+    f = functools.partial(_with_kwargs, n=2)
+    return f(x)
+
+
+@probe((A(1, 2, 3), A(4, 5, 6), A(7, 8, 9)))
+def r3_nested_zip_unpacking(x, y, z):
+    acc = 0.0
+    for a, (b, c) in zip(x, zip(y, z)):
+        if a + b > c:
+            acc = acc + a
+        else:
+            acc = acc + c
+    return acc
+
+
+@probe((2.0,), (-2.0,))
+def r3_dict_values_keys_loops(x):
+    d = {"u": x, "v": x * 2}
+    for v in d.values():
+        if v > 3:
+            x = x + v
+    for k in sorted(d):
+        d[k] = d[k] + 1
+    return x, d
+
+
+@probe((3.0,), (0.0,))
+def r3_while_len_stack(x):
+    stack = [1.0, 2.0, 3.0]
+    while len(stack) > 0:
+        v = stack.pop()
+        if x > v:
+            x = x - v
+    return x
+
+
+@probe((np.float32([1, 2, 3]), None), (np.float32([1, 2, 3]), np.float32(2.0)), vmap=False)
+def r3_optional_argument(x, bias):
+    if bias is not None and bias > 1:
+        x = x + bias
+    return x
+
+
+@probe((A(1, 2, 3),), vmap=False)
+def r3_shape_conditions(x):
+    if x.shape[-1] == 3:
+        x = x * 2
+    if x.ndim > 1:
+        x = x.sum(0)
+    for i in range(x.shape[0] - 1, -1, -1):
+        if x[i] > 3:
+            x = x.at[i].set(0.0)
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r3_isinstance_jax_array(x):
+    y = jnp.asarray(x)
+    if isinstance(y, jax.Array) and y > 0:
+        return y
+    return -y
+
+
+@probe((2.0, 5), (0.1, 5))
+def r3_nested_while_double_break(x, n):
+    i = 0
+    while i < n:
+        j = 0
+        while True:
+            x = x * 1.5
+            j += 1
+            if j >= 2 or x > 50:
+                break
+        if x > 50:
+            break
+        i += 1
+    return x, i
+
+
+@probe((2.0,), (-2.0,))
+def r3_shadowed_loop_variables(x):
+    t = 0.0
+    for i in range(3):
+        for i in range(2):
+            t = t + i
+        if x > 0:
+            t = t + i
+    return t
+
+
+@probe((2.0, 3), (2.0, 0))
+def r3_return_in_for_else(x, n):
+    for i in range(n):
+        if x * i > 100:
+            break
+    else:
+        return x * -1
+    return x
+
+
+@probe((A(1, 2, 3),), refuse=("x",), vmap=False)
+def r3_item_in_condition(x):
+    if x.sum().item() > 0:
+        return x
+    return -x
+
+
+@probe((A(1, 0, 1, 1),), (A(0, 0, 0, 0),))
+def r3_range_of_int_sum(mask):
+    count = int(jnp.sum(mask))
+    acc = 0
+    for i in range(count):
+        acc = acc + i
+    return acc
+
+
+@probe((2.0, 3), refuse=("n",), vmap=False)
+def r3_dynamic_slice_traced_length(x, n):
+    v = jnp.arange(5.0)
+    return v[:n].sum() * x
+
+
+@probe((A(1, 2, jnp.nan),), raises=[], vmap=False)
+def r3_nan_guard_raise(x):
+    total = 0.0
+    for v in x:
+        if jnp.isnan(v):
+            total = total + 0
+        else:
+            total = total + v
+    return total
+
+
+@probe((A(3, 4),), (A(0.1, 0.1),))
+def r3_while_norm_tolerance(g):
+    steps = 0
+    while jnp.linalg.norm(g) > 0.5:
+        g = g * 0.5
+        steps = steps + 1
+    return g, steps
+
+
+@probe((2.0,), (-2.0,))
+def r3_list_to_array_static(x):
+    rows = []
+    for i in range(3):
+        rows.append([x * i, x + i])
+    return jnp.array(rows)
+
+
+@probe((2.0, 3), (-2.0, 2))
+def r3_map_builtin_with_lambda(x, n):
+    vals = list(map(lambda v: v * x if x > 0 else v, [1.0, 2.0, 3.0]))
+    for _ in range(n):
+        vals[0] = vals[0] + 1
+    return vals
+
+
+@probe((A(1, -2, 3),), refuse=("x",), vmap=False)
+def r3_filter_builtin_traced(x):
+    kept = list(filter(lambda v: v > 0, x))
+    return jnp.stack(kept)
+
+
+@probe((3, 2), (5, 0), (0, 1))
+def r3_pow_int_traced(a, b):
+    return pow(2, b) + a ** 2, abs(-a)
+
+
+@probe((7.5, 2.0), (-7.5, 2.0))
+def r3_divmod_float(a, b):
+    q, r = divmod(a, b)
+    return q, r
+
+
+@probe((2.0,), (-2.0,))
+def r3_enumerate_reversed_list(x):
+    ws = [1.0, 2.0, 3.0]
+    for i, w in enumerate(reversed(ws)):
+        if x * w > i:
+            x = x + w
+    return x
+
+
+@probe((A(1, 2), A(3, 4)))
+def r3_zip_star_transpose(a, b):
+    pairs = [(a[0], b[0]), (a[1], b[1])]
+    firsts, seconds = zip(*pairs)
+    total = 0.0
+    for f, s in zip(firsts, seconds):
+        if f < s:
+            total = total + s - f
+    return total
+
+
+@probe((1.0, 3), (1.0, 0))
+def r3_loop_modifies_list_it_iterates(x, n):
+    items = [1.0, 2.0]
+    for v in items:
+        if len(items) < 4:
+            items.append(v * 10)
+        x = x + v
+    return x * n
+
+
+@probe((1.0, 4), (1.0, 0))
+def r3_iterator_next(x, n):
+    it = iter([1.0, 2.0, 3.0])
+    first = next(it)
+    for _ in range(n):
+        x = x + first
+    return x, next(it)
+
+
+@probe((2.0,), (-2.0,))
+def r3_complex_numbers(x):
+    z = x + 1j * x
+    if z.real > 0:
+        z = z * 1j
+    return abs(z), z.imag
+
+
+@probe((2.0,), (-2.0,))
+def r3_try_except_zero_division_python(x):
+    vals = [1, 0, 2]
+    acc = x
+    for v in vals:
+        try:
+            acc = acc + 1 / v
+        except ZeroDivisionError:
+            acc = acc - 1
+    if acc > 3:
+        acc = acc * 2
+    return acc
+
+
+@probe((2.0, 3), (2.0, 0))
+def r3_aug_assign_attribute_in_traced_loop(x, n):
+    ns = types.SimpleNamespace(total=0.0, log=[])
+    for i in range(n):
+        ns.total += x * i
+    return ns.total
+
+
+@probe((A(1, 2, 3),), (A(3, 2, 1),))
+def r3_enumerate_break_return_index(x):
+    for i, v in enumerate(x):
+        if v > 2:
+            return i, v
+    return -1, x[0]
+
+
+@probe((3, 2.0), (0, 2.0))
+def r3_range_traced_step_negative(n, x):
+    for i in range(n, 0, -1):
+        x = x * i
+    return x
+
+
+# =========================================================================================
+# Fourth round: Python idioms under traced values
+# =========================================================================================
+
+@probe((A(3, 1, 2),), (A(-1, -5, -2),))
+def r4_best_starts_none(x):
+    best = None
+    for v in x:
+        if best is None or v > best:
+            best = v
+    return best
+
+
+@probe((A(1, 2, 4),), (A(4, 2, 1),))
+def r4_previous_starts_none(x):
+    prev = None
+    total = 0.0
+    for v in x:
+        if prev is not None:
+            total = total + (v - prev)
+        prev = v
+    return total
+
+
+@probe((3.0,), (0.5,))
+def r4_int_carry_becomes_float(x):
+    k = 0
+    while x > 1:
+        x = x / 2
+        k += 0.5
+    return k
+
+
+@probe((2.0, 3), (2.0, 0))
+def r4_bool_carry_becomes_int(x, n):
+    flag = False
+    for i in range(n):
+        flag = flag + 1
+    return flag, x
+
+
+@probe((A(1, 2, 3),), (A(0, 0, 3),))
+def r4_dict_get_counter(x):
+    counts = {}
+    for k in ("a", "b", "a"):
+        counts[k] = counts.get(k, 0) + x[0]
+    if counts["a"] > 1:
+        counts["b"] = counts["b"] * 10
+    return counts
+
+
+@probe((-2.0,), (3.0,))
+def r4_max_with_int(x):
+    return max(x, 0), min(x, 1), abs(x) if x < 0 else x
+
+
+@probe((np.arange(6, dtype=np.float32).reshape(2, 3),))
+def r4_sum_len_of_2d(x):
+    s = sum(x)
+    return s, len(x), any(x[0]), all(x[1])
+
+
+@probe((12, 4.0), (3, 4.0), (0, 4.0))
+def r4_range_min_traced(n, x):
+    for i in range(0, min(n, 10), 2):
+        x = x + i
+    return x
+
+
+@probe((F(2.3456),), (F(-1.2345),))
+def r4_round_digits_traced(x):
+    return round(x, 2), math.isclose(x, 2.3456, rel_tol=1e-3)
+
+
+@probe((2.0,), (0.0,))
+def r4_not_and_bool_of_float(x):
+    a = not x
+    if x:
+        b = 1
+    else:
+        b = 2
+    return a, b, bool(x)
+
+
+@probe((5,), (0,))
+def r4_while_int_truthiness(n):
+    s = 0
+    while n:
+        s += n
+        n -= 1
+    return s
+
+
+@probe((2.0, 4), (-2.0, 4))
+def r4_try_continue_in_loop(x, n):
+    s = 0.0
+    for i in range(n):
+        try:
+            if i == 1:
+                raise KeyError(i)
+            s = s + x * i
+        except KeyError:
+            continue
+    return s
+
+
+@probe((2.0, 3), (2.0, 0), (-2.0, 3))
+def r4_nested_helper_returns_early(x, n):
+    for i in range(n):
+        x = _helper_early(x, i)
+    return x
+
+
+def _helper_early(v, i):
+    for k in range(3):
+        if v * k > 5:
+            return v - k
+    if v < 0:
+        return v + i
+    return v * 2
+
+
+@probe((3, 1.0), refuse=("n",), vmap=False)
+def r4_arange_traced_length(n, x):
+    return (jnp.arange(n) * x).sum()
+
+
+@probe((2.0, 4), (-2.0, 4))
+def r4_where_on_loop_index(x, n):
+    for i in range(n):
+        x = jnp.where(i % 2 == 0, x + 1, x * 2)
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r4_mixed_dtype_outputs(x):
+    count = 0
+    flag = False
+    if x > 0:
+        count = 3
+        flag = True
+        x = x * 2
+    return x, count, flag
+
+
+@probe((2.0,), (-2.0,))
+def r4_int_or_float_branches(x):
+    if x > 0:
+        y = 1
+    else:
+        y = 2.5
+    return y
+
+
+@probe((2.0, 3.0), (-2.0, 0.5))
+def r4_loop_over_traced_params(a, b):
+    x = 1.0
+    for p in [a, b, a * b]:
+        if p > 1:
+            x = x * p
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r4_return_none_all_paths(x):
+    if x > 0:
+        print("pos")
+    return None
+
+
+@probe((2.0, 5), (-2.0, 5))
+def r4_bare_return_in_loop(x, n):
+    for i in range(n):
+        if x * i > 5:
+            return
+    return
+
+
+@probe((2.0,), (-2.0,))
+def r4_nested_list_write_in_branch(x):
+    grid = [[x, 0.0], [0.0, x]]
+    if x > 0:
+        grid[0][1] = x * 5
+    return grid
+
+
+@probe((0.5, 10), (5.0, 10))
+def r4_while_true_break_continue(x, n):
+    i = 0
+    while True:
+        i += 1
+        if i > n:
+            break
+        if x * i < 2:
+            continue
+        x = x - 0.5
+    return x, i
+
+
+@probe((5, 2, 1.0), (2, 5, 1.0))
+def r4_empty_range_traced(a, b, x):
+    for i in range(a, b):
+        x = x * 2
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r4_heterogeneous_tuple_loop(x):
+    for c in (1, 2.5, 3):
+        if x > c:
+            x = x - c
+    return x
+
+
+@probe((3,), (7,))
+def r4_list_comprehension_static_then_sum(n):
+    xs = [i * n for i in range(4)]
+    total = 0
+    for v in xs[1:3]:
+        if v > 5:
+            total = total + v
+    return total
+
+
+@probe((1.0, 2.0, 3.0), (3.0, 2.0, 1.0))
+def r4_chained_comparison_three(a, b, c):
+    if a < b < c:
+        return 1
+    if a > b > c:
+        return -1
+    return 0
+
+
+@probe((2,), (5,))
+def r4_membership_in_tuple(n):
+    if n in (1, 2, 3):
+        return n * 10
+    if n not in [4, 6]:
+        return n
+    return -n
+
+
+@probe((4,), (1,), (3,))
+def r4_complex_boolean(n):
+    if n % 2 == 0 and n > 2 or n == 1:
+        return 1
+    return 0
+
+
+@probe((2.0,), (-2.0,))
+def r4_is_not_none_ternary(x):
+    default = None
+    y = default if default is not None else x * 2
+    if y > 0:
+        y = y + 1
+    return y
+
+
+@probe((A(1, 2, 3), A(2, 2, 2)))
+def r4_rows_of_pairs_array(a, b):
+    pairs = jnp.stack([a, b], axis=1)
+    total = 0.0
+    for p, q in pairs:
+        if p < q:
+            total = total + q
+    return total
+
+
+@probe((2.0,), (-2.0,))
+def r4_loop_over_linspace(x):
+    for t in jnp.linspace(0.0, 1.0, 5):
+        if x > t:
+            x = x - t
+    return x
+
+
+@probe((2.0, 3), (2.0, 0))
+def r4_while_python_list_len_bound(x, n):
+    ws = [0.5, 1.5, 2.5]
+    i = 0
+    while i < len(ws):
+        if x > ws[i]:
+            x = x + n
+        i += 1
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r4_match_in_loop_with_return(x):
+    for mode in ("a", "b", "c"):
+        match mode:
+            case "a":
+                x = x + 1
+            case "b":
+                if x > 2:
+                    return x
+            case _:
+                x = x * 3
+    return x
+
+
+@probe((1.0, 3), (1.0, 0))
+def r4_function_defined_in_loop_closes_over_carry(x, n):
+    acc = 0.0
+    for i in range(n):
+        def f(v):
+            return v + acc
+        acc = f(x)
+    return acc
+
+
+@probe((2.0,), (-2.0,))
+def r4_suppressing_context_manager(x):
+    y = x
+    with contextlib.suppress(ZeroDivisionError):
+        if x > 0:
+            y = x * 2
+        z = 1 / 0
+        y = z
+    return y
+
+
+@probe((2.0, 4), (2.0, 0))
+def r4_generator_function_consumed(x, n):
+    def gen():
+        for i in range(3):
+            yield x * i
+    total = 0.0
+    for v in gen():
+        total = total + v
+    for _ in range(n):
+        total = total + 1
+    return total
+
+
+@probe((A(1, 2, 3),), (A(3, 2, 1),))
+def r4_index_of_max_python_loop(x):
+    idx = 0
+    for i in range(1, len(x)):
+        if x[i] > x[idx]:
+            idx = i
+    return idx, x[idx]
+
+
+@probe((2.0,), (-2.0,))
+def r4_exception_in_both_branches_caught(x):
+    try:
+        if x > 0:
+            raise ValueError("pos")
+        else:
+            raise TypeError("neg")
+    except ValueError:
+        return 1
+    except TypeError:
+        return 2
+
+
+@probe((2.0, 3), (0.5, 3))
+def r4_finally_with_return_in_loop(x, n):
+    hits = 0
+    for i in range(n):
+        try:
+            if x * i > 3:
+                return x, hits
+        finally:
+            hits += 1
+    return -x, hits
+
+
+@probe((2.0,), (-2.0,))
+def r4_return_in_with_nested_if(x):
+    with contextlib.nullcontext():
+        if x > 0:
+            if x > 1:
+                return x * 2
+            return x
+        else:
+            y = x - 1
+    return y
+
+
+@probe((2.0,), (-2.0,))
+def r4_return_inside_try_except(x):
+    try:
+        if x > 0:
+            return x + 1
+        y = x - 1
+    except ValueError:
+        y = 0.0
+    return y
+
+
+@probe((2.0, 3), (-2.0, 3), (2.0, 0))
+def r4_return_in_try_in_while(x, n):
+    i = 0
+    while i < n:
+        try:
+            if x > 1:
+                return x * i
+        finally:
+            i += 1
+    return -x
+
+
+# =========================================================================================
+# Fifth round: exits from try/with, effects in branches
+# =========================================================================================
+
+@probe((2.0,), (-2.0,), vmap=False)
+def r5_finally_mutates_returned_list(x):
+    out = [x]
+    try:
+        if x > 0:
+            return out
+    finally:
+        out.append(x * 10)
+    return out
+
+
+@probe((2.0,), (-2.0,))
+def r5_finally_rebinds_after_return_value(x):
+    y = x * 2
+    try:
+        if x > 0:
+            return y
+        y = y + 1
+    finally:
+        y = 0.0
+    return y
+
+
+@probe((2.0,), (-2.0,), (0.0,))
+def r5_return_in_except_handler(x):
+    try:
+        if x < 0:
+            raise ValueError("neg")
+        y = x + 1
+    except ValueError:
+        if x < -1:
+            return -100.0
+        y = 0.0
+    return y
+
+
+@probe((2.0,), (-2.0,))
+def r5_return_in_try_else(x):
+    try:
+        y = x * 2
+    except ValueError:
+        y = 0.0
+    else:
+        if y > 1:
+            return y + 1
+    return y
+
+
+@probe((2.0,), (10.0,))
+def r5_return_in_with_in_while_true(x):
+    while True:
+        with contextlib.nullcontext():
+            if x > 5:
+                return x
+            x = x * 2
+
+
+@probe((2.0, 6), (0.5, 6), (2.0, 0))
+def r5_break_and_return_in_with(x, n):
+    for i in range(n):
+        with contextlib.nullcontext():
+            if x > 100:
+                return x, i
+            if x > 10:
+                break
+            x = x * 3
+    return -x, n
+
+
+@probe((2.0, 5), (-2.0, 5), (2.0, 0))
+def r5_try_finally_break_traced_loop(x, n):
+    done = 0
+    for i in range(n):
+        try:
+            if x * i > 4:
+                break
+        finally:
+            done = done + 1
+    return done
+
+
+@probe((2.0,), raises=[((-2.0,), ValueError)], vmap=False)
+def r5_raise_through_finally(x):
+    log = []
+    try:
+        if x < 0:
+            raise ValueError("negative")
+        y = x
+    finally:
+        log.append(1)
+    return y, len(log)
+
+
+@probe((2.0,), (-2.0,))
+def r5_nested_try_in_with_in_loop(x):
+    total = 0.0
+    for i in range(3):
+        with contextlib.nullcontext():
+            try:
+                if x * i > 3:
+                    return total
+                total = total + x
+            finally:
+                total = total + 0.5
+    return total
+
+
+@probe((2.0, 3), (-2.0, 3))
+def r5_method_counter_in_while(x, n):
+    c = _Counter()
+    return c.run(x, n), c.count
+
+
+class _Counter:
+    def __init__(self):
+        self.count = 0
+
+    def run(self, x, n):
+        i = 0
+        while i < n:
+            if x > 0:
+                self.count += 1
+            x = x - 1
+            i += 1
+        return x
+
+
+@probe((1.0, 2.0), (3.0, -1.0))
+def r5_list_state_while(a, b):
+    lst = [a, b]
+    k = 0
+    while lst[0] < 10 and k < 5:
+        lst = [lst[0] + 2, lst[1] * 2]
+        k += 1
+    return lst
+
+
+@probe((0.5,), (-0.5,))
+def r5_loop_over_tuple_of_functions(x):
+    for f in (jnp.sin, jnp.cos, jnp.tanh):
+        if x > 0:
+            x = f(x)
+        else:
+            x = f(-x) - 1
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r5_immediately_called_lambda_condition(x):
+    if (lambda v: v > 0)(x):
+        return x
+    return -x
+
+
+@probe((2.0,), (-2.0,), vmap=False)
+def r5_ternary_branch_side_effects(x):
+    log = []
+
+    def a():
+        log.append("a")
+        return x
+
+    def b():
+        log.append("b")
+        return -x
+
+    y = a() if x > 0 else b()
+    return y, len(log)
+
+
+@probe((2.0,), (-2.0,))
+def r5_if_temp_variable_in_loop(x):
+    total = 0.0
+    for i in range(3):
+        if x > i:
+            t = x - i
+            total = total + t
+    return total
+
+
+@probe((A(1, -2, 3),), (A(-1, 2, -3),))
+def r5_enumerate_traced_array_start(x):
+    acc = 0.0
+    for k, v in enumerate(x, 1):
+        if v > 0:
+            acc = acc + k * v
+    return acc
+
+
+@probe((2.0,), (-2.0,))
+def r5_dict_items_modify_values(x):
+    d = {"a": x, "b": -x}
+    for k, v in d.items():
+        if v > 0:
+            d[k] = v * 10
+    return d
+
+
+@probe((3, 1.0), (0, 1.0), (5, -1.0))
+def r5_return_different_dtypes_in_loop(n, x):
+    for i in range(n):
+        if x * i > 2:
+            return i
+        if x * i < -3:
+            return x
+    return 0.5
+
+
+@probe((A(1, 2),), refuse=("x",), vmap=False)
+def r5_numpy_of_traced(x):
+    if np.asarray(x)[0] > 0:
+        return x
+    return -x
+
+
+@probe((2.0,), (-2.0,))
+def r5_while_in_except(x):
+    try:
+        if x < 0:
+            raise ValueError
+        y = x
+    except ValueError:
+        y = x
+        while y < 0:
+            y = y + 1.5
+    return y
+
+
+@probe((2.0, 4), (-2.0, 4))
+def r5_for_else_return_traced(x, n):
+    for i in range(n):
+        if x * i > 5:
+            break
+    else:
+        return -1.0
+    return x
+
+
+@probe((4, 3.0), (1, 3.0))
+def r5_while_break_else_traced(n, x):
+    i = 0
+    while i < n:
+        if x * i > 7:
+            break
+        i += 1
+    else:
+        x = x + 100
+    return x, i
+
+
+# =========================================================================================
 # the runner
 # =========================================================================================
 
@@ -1928,10 +3024,19 @@ def test_program_matches_python(fn, cases, opts):
             assert_same(autoflow.jit(fn)(*case), want, "jit (traced)")
         return
     if opts["refuse"] is not None:
-        check_error(fn, *cases[0], names=opts["refuse"], static_argnums=static)
+        # autoflow's own error (a ConversionError, or a JAX tracing error re-issued as an
+        # AutoflowError), naming the variables and pointing at the user's line
+        exc = check_error(fn, *cases[0], names=opts["refuse"], static_argnums=static,
+                          error=autoflow.AutoflowError)
+        text = str(exc)
+        for name in opts["refuse"]:
+            assert f"`{name}" in text, text
+        path = inspect.getsourcefile(fn)
+        hits = [int(m) for m in re.findall(re.escape(path) + r":(\d+)", text)]
+        assert hits, text  # (a line of the program or of a helper it calls)
         return
     for case in cases:
-        check(fn, *case, static_argnums=static, concrete=opts["concrete"])
+        check(fn, *case, static_argnums=static, concrete=opts["concrete"], grad=opts["grad"])
     for case, exc in opts["raises"]:
         check(fn, *case, static_argnums=static, expect_raise=exc, concrete=opts["concrete"])
     if not static and all(isinstance(a, (int, float, np.ndarray, np.generic, jax.Array)) for a in cases[0]):

@@ -25,7 +25,7 @@ from .calls import bound, call, converted, truth
 from .cond import if_chain, if_exp, if_stmt
 from .effects import append, assert_, print, setitem  # noqa: A004
 from .later import fstring, ld, percent, repr, str  # noqa: A004
-from .logical import and_, compare, not_, or_, python_condition, python_operand
+from .logical import and_, compare, contains, not_, or_, python_condition, python_operand
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
 from .raising import exception, passthrough as _passthrough
 from .state import mutates, mutates_global, rebinds_global, rebinds_nonlocal, state
@@ -39,7 +39,7 @@ internal_errors = _passthrough()
 # does for its internals.
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
-__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "converted",
+__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
            "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "sorted", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]

@@ -257,6 +257,16 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         "on arrays of one shape), or make the condition static."))
 
 
+_NONE = object()  # a fill of None: the other path's value is None (a bare `return`)
+
+
+def _fill_spec(value):
+    """What a path leaving a guarded variable unbound fills it with, given the other
+    path's ``value``: zeros of its spec, or None where it is None (a `return` without
+    a value: the value is read only on the path that returned, and is None there)."""
+    return _NONE if value is None else spec_of(value)
+
+
 def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False, unread=(),
                     expression=False):
     """``lax.cond`` of two Python branch functions taking ``operands``.
@@ -286,12 +296,15 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 # paths again; only the first path's need a restart (`_compare`).
                 for k, (mine, theirs) in enumerate(zip(parts_of(out, names), parts_of(other[0], names))):
                     if k not in fills and isinstance(mine, Undefined) and mine.guarded \
-                            and spec_of(theirs) is not None:
-                        fills[k] = spec_of(theirs)
+                            and _fill_spec(theirs) is not None:
+                        fills[k] = _fill_spec(theirs)
             if fills:
                 parts = parts_of(out, names)
                 for k, p in enumerate(parts):
                     if k in fills and isinstance(p, Undefined):
+                        if fills[k] is _NONE:
+                            parts[k] = None
+                            continue
                         parts[k], zeros = fill(p, fills[k])
                         if zeros:
                             zeroed.add(k)
@@ -312,8 +325,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         new_fills = {}
         for k, (a, b) in enumerate(zip(parts_of(t_out, names), parts_of(f_out, names))):
             for u, v in ((a, b), (b, a)):
-                if isinstance(u, Undefined) and u.guarded and spec_of(v) is not None:
-                    new_fills[k] = spec_of(v)
+                if isinstance(u, Undefined) and u.guarded and _fill_spec(v) is not None:
+                    new_fills[k] = _fill_spec(v)
         if new_fills:
             raise Restart(("fill", new_fills))
         labels = leaf_labels(t_out, names)

@@ -97,6 +97,24 @@ def _endless(loop):
             and not _has(loop.body, gast.Break))
 
 
+def _bound_falling(stmts):
+    """Names bound on every path through ``stmts`` that does not leave the block
+    (an ``_Exit``, ``return`` or ``raise``); None when every path leaves."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, (_Exit, gast.Return, gast.Raise)):
+            return None
+        if isinstance(s, gast.If):
+            a, b = _bound_falling(s.body), _bound_falling(s.orelse)
+            both = b if a is None else a if b is None else a & b
+            if both is None:
+                return None
+            out |= both
+        elif not holds_blocks(s):
+            out.update(bound_names([s]))
+    return out
+
+
 def _blocks(stmt):
     """The statement lists directly inside a compound statement."""
     if not holds_blocks(stmt):  # a simple statement
@@ -298,7 +316,14 @@ class EarlyExits:
                 new.append(x)
             return new
 
-        s.body = self._guard(mark(s.body), _Exit, left)
+        marked = mark(s.body)
+        # An `if` one of whose paths leaves the block (a lowered `return`, a caught
+        # raise): what it binds on the paths that do not leave is read only there
+        # (its other paths jump first), like what `if not left:` guards below.
+        exits_ifs = [(n, _bound_falling([n]))
+                     for n in walk(gast.Module(body=marked, type_ignores=[]))
+                     if isinstance(n, gast.If) and _has(n, _Exit)]
+        s.body = self._guard(marked, _Exit, left)
         # Code under `if not left:` runs only on the paths that reach the end of
         # the block. What it binds is read only there: after the statement a
         # `return` jumps first, and a caught raise runs its handler first. So a
@@ -315,6 +340,9 @@ class EarlyExits:
             if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
                     and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
                 n.af_exit_guard = safe
+        for n, bound in exits_ifs:
+            if bound:
+                n.af_exit_guard = bound if safe is True else bound & safe
         if is_try:
             for h in s.handlers:
                 h.body = self._guard(mark(h.body), _Exit, left) or [gast.Pass()]
