@@ -140,7 +140,7 @@ def _lowered_as():
 
 @reissuing
 def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site, guard=False,
-          unread=()):
+          unread=(), expression=False):
     """``cond._stage_branches``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
     n = len(names) if names is not None else None
@@ -156,7 +156,7 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
             keep.also = {id(o) for o in shared.objects} if active else set()
             try:
                 result = _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
-                                      all_names, site, guard, unread)
+                                      all_names, site, guard, unread, expression)
             except MoreState as m:
                 m.undo()
                 if active:
@@ -185,8 +185,10 @@ def if_exp(cond, true_thunk, false_thunk):
         events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
     try:
-        return _stage_branches(cond, true_thunk, false_thunk, (), None, caller_site,
-                               expression=True)
+        # (through `traced_if`: a branch that changes state, `log.append(...)` in a
+        # function it calls, starts from the state before it, as an `if`'s branches do)
+        return traced_if(cond, true_thunk, false_thunk, (), None, None, caller_site,
+                         expression=True)
     finally:
         events.note("ternary", _lowered_as())
 
@@ -211,7 +213,9 @@ def _expression_error(site, t_value, f_value):
 
 def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
     if returning == "expression":
-        return _expression_error(site, t_leaf, f_leaf)
+        if label is None or label in ("retval", "?"):  # the expression's own value
+            return _expression_error(site, t_leaf, f_leaf)
+        returning = False  # state a branch changed (`log` of `log.append(...)`)
     if label is not None and _RETVAL.match(label):
         returning = True  # a `return` inside a loop: speak of return values
     if returning:
@@ -332,7 +336,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         labels = leaf_labels(t_out, names)
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
-            if returning:
+            if names is None:
                 raise _branch_error(site(), None, returning, t_out, f[0], t_tree, f_tree)
             t_parts = t_out if len(names) > 1 else (t_out,)
             f_parts = f[0] if len(names) > 1 else (f[0],)
@@ -340,9 +344,11 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 ta, tb = flatten(a)[1], flatten(b)[1]
                 if ta != tb:
                     la, lb = flatten(a)[0], flatten(b)[0]
+                    # (`returning` is False here but for a conditional expression
+                    # carrying state, whose value is labelled `retval`)
                     if len(la) == 1 and len(lb) == 1:
-                        raise _branch_error(site(), name, False, la[0], lb[0])
-                    raise _branch_error(site(), name, False, a, b, ta, tb)
+                        raise _branch_error(site(), name, returning, la[0], lb[0])
+                    raise _branch_error(site(), name, returning, a, b, ta, tb)
             raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree)
         changes = {}
         j = 0
