@@ -3085,7 +3085,7 @@ def r6_append_in_traced_while(x, n):
     return jnp.stack(out)
 
 
-@probe((2.0,), (-2.0,))
+@probe((F(2.0),), (F(-2.0),))
 def r6_isinstance_tuple_return(x):
     pair = (x, x * 2) if isinstance(x, float) else [x, x * 3]
     if isinstance(pair, tuple):
@@ -3178,7 +3178,7 @@ def r6_stop_when_loss_increases(w, lr):
     prev = 1e9
     loss = (w - 3.0) ** 2
     steps = 0
-    while loss < prev and steps < 100:
+    while loss < prev and loss > 1e-4 and steps < 100:
         prev = loss
         w = w - lr * 2 * (w - 3.0)
         loss = (w - 3.0) ** 2
@@ -3336,6 +3336,133 @@ def r6_nested_ternary_in_loop_accumulate(x):
     for i in range(4):
         acc += x if i % 2 == 0 else (-x if x > 0 else x * 2)
     return acc
+
+
+# =========================================================================================
+# Seventh round: `return` inside `try`/`with` under traced conditions and loops
+# =========================================================================================
+
+@probe((2.0, 6), (0.1, 6), (2.0, 0))
+def r7_return_in_with_traced_while(x, n):
+    i = 0
+    while i < n:
+        with contextlib.nullcontext():
+            x = x * 2
+            if x > 20:
+                return x, i
+        i += 1
+    return -x, i
+
+
+@probe((2.0, 5), (-2.0, 5), (2.0, 0))
+def r7_finally_counter_traced_for(x, n):
+    count = 0
+    for i in range(n):
+        try:
+            if x * i > 3:
+                return count, i
+        finally:
+            count = count + 1
+    return count, -1
+
+
+@probe((2.0,), (-2.0,), (0.5,))
+def r7_nested_withs_return(x):
+    with contextlib.nullcontext():
+        with contextlib.nullcontext():
+            if x > 1:
+                return x * 10
+        y = x + 1
+    return y
+
+
+@probe((2.0, 3), (-2.0, 3))
+def r7_with_for_with_if_return(x, n):
+    with contextlib.nullcontext():
+        for i in range(n):
+            with contextlib.nullcontext():
+                if x * i > 3:
+                    return i
+    return -1
+
+
+@probe((2.0, 4), (-2.0, 4))
+def r7_traced_raise_caught_in_loop(x, n):
+    hits = 0
+    for i in range(n):
+        try:
+            if x * i > 3:
+                raise ValueError("big")
+            hits = hits + 1
+        except ValueError:
+            hits = hits + 10
+    return hits
+
+
+@probe((2.0, 4), (-2.0, 4))
+def r7_return_in_except_in_loop(x, n):
+    for i in range(n):
+        try:
+            if x * i > 3:
+                raise KeyError(i)
+        except KeyError:
+            return i
+    return -1
+
+
+@probe((2.0,), (-2.0,))
+def r7_return_in_try_and_except_else(x):
+    try:
+        if x > 0:
+            return x
+    except ValueError:
+        return 0.0
+    else:
+        y = -x
+    finally:
+        pass
+    return y
+
+
+@probe((2.0,), (-2.0,))
+def r7_return_value_computed_in_with(x):
+    with jax.named_scope("scope"):
+        y = x * 3
+        if y > 3:
+            z = y - 3
+            return z
+        w = y + 3
+    return w
+
+
+@probe((2.0, 3), (-2.0, 3))
+def r7_with_in_helper_called_in_loop(x, n):
+    for _ in range(n):
+        x = _with_helper(x)
+    return x
+
+
+def _with_helper(v):
+    with contextlib.nullcontext():
+        if v > 1:
+            return v / 2
+        if v < -1:
+            return v + 3
+    return v * 4
+
+
+@probe((2.0,), (-2.0,))
+def r7_try_finally_both_return_paths_value(x):
+    out = 0.0
+    try:
+        if x > 0:
+            out = x
+            return out * 2
+        else:
+            out = -x
+            return out * 3
+    finally:
+        out = 100.0
 
 
 # =========================================================================================

@@ -215,7 +215,9 @@ def defined_block(stmts, maybe, definitely):
             defined_block(s.body, maybe, definitely)
             for h in s.handlers:
                 defined_block(h.body, maybe | allb, definitely)
-            defined_block(s.orelse, maybe | allb, definitely)
+            # (`else` runs once the body has finished: what the body binds may be
+            # bound before it, not what `else` itself binds)
+            defined_block(s.orelse, maybe | set(bound_names(s.body)), definitely)
             m, d = defined_block(s.finalbody, maybe | allb, definitely)
             maybe, definitely = m, d
         elif type(s).__name__ == "Match":

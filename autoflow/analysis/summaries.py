@@ -580,7 +580,7 @@ class Summaries:
             defined(s.body, maybe, definitely)
             for h in s.handlers:
                 defined(h.body, maybe | allb, definitely)
-            defined(s.orelse, maybe | allb, definitely)
+            defined(s.orelse, maybe | set(self.bound_block(s.body)), definitely)
             defined(s.finalbody, maybe | allb, definitely)
         elif type(s).__name__ == "Match":
             allb = set(self.bound(s))

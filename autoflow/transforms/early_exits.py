@@ -336,19 +336,23 @@ class EarlyExits:
             if not always_returns(h):
                 bound = set(bound_names(h))
                 safe = bound if safe is True else safe & bound
-        for n in walk(gast.Module(body=s.body, type_ignores=[])):
-            if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
-                    and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
-                n.af_exit_guard = safe
-        for n, bound in exits_ifs:
-            if bound:
-                n.af_exit_guard = bound if safe is True else bound & safe
         if is_try:
             for h in s.handlers:
                 h.body = self._guard(mark(h.body), _Exit, left) or [gast.Pass()]
             if s.orelse:
                 s.orelse = replace("if not LEFT:\n    ORELSE", LEFT=left,
                                    ORELSE=self._guard(mark(s.orelse), _Exit, left), at=s)
+        # (the body's, the handlers' and the `else`'s guards alike: `else` runs only
+        # when the body did not leave)
+        guarded = s.body + [x for h in s.handlers for x in h.body] + s.orelse if is_try \
+            else s.body
+        for n in walk(gast.Module(body=guarded, type_ignores=[])):
+            if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
+                    and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
+                n.af_exit_guard = safe
+        for n, bound in exits_ifs:
+            if bound:
+                n.af_exit_guard = bound if safe is True else bound & safe
         if not s.body:
             s.body = [gast.Pass()]
         for index, flag in sorted(set(caught.values())):
