@@ -2934,15 +2934,27 @@ def r5_ternary_branch_side_effects(x):
     return y, len(log)
 
 
-@probe((2.0,), (-2.0,), vmap=False, xfail=(
-    "a conditional expression whose operands change a container in place directly "
-    "(`log.append(1) or x`, not through a call): both operands run when the condition is "
-    "traced and the ternary carries no state for them (an `if` statement does), so `log` "
-    "gets both appends"))
+@probe((2.0,), refuse=("log",), vmap=False)
 def r5_ternary_inline_side_effects(x):
     log = []
     y = (log.append(1) or x) if x > 0 else (log.append(2) or -x)
     return y, len(log)
+
+
+@probe((2.0,), (-2.0,), vmap=False)
+def r5_ternary_calls_share_a_list(x):
+    log = []
+
+    def a():
+        log.append(x)
+        return x
+
+    def b():
+        log.append(-x * 3)
+        return -x
+
+    y = a() if x > 0 else b()
+    return y, log
 
 
 @probe((2.0,), (-2.0,))

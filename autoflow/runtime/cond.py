@@ -184,13 +184,48 @@ def if_exp(cond, true_thunk, false_thunk):
     if c is not None:
         events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
+    watched = _closure_containers(true_thunk, false_thunk)
     try:
         # (through `traced_if`: a branch that changes state, `log.append(...)` in a
         # function it calls, starts from the state before it, as an `if`'s branches do)
-        return traced_if(cond, true_thunk, false_thunk, (), None, None, caller_site,
-                         expression=True)
+        shared = Shared()
+        out = traced_if(cond, true_thunk, false_thunk, (), None, shared, caller_site,
+                        expression=True)
     finally:
         events.note("ternary", _lowered_as())
+    carried = {id(o) for o in shared.objects}  # (changed by calls: written back as chosen)
+    for name, (obj, before) in watched.items():
+        if id(obj) not in carried and _contents(obj) != before:
+            raise ConversionError(message(
+                caller_site(), f"an operand of this conditional expression (`a if c else b`) "
+                f"changes `{name}` in place, and the condition is traced: both operands run "
+                "when it is traced, so both changes would be made",
+                f"Write it as an `if` statement (which carries `{name}` through both "
+                "branches), or make the change outside the expression."))
+    return out
+
+
+def _closure_containers(*thunks):
+    """``{name: (object, contents)}`` for the lists, dicts and sets the thunks of a
+    conditional expression read from their closure (what an operand may change)."""
+    out = {}
+    for t in thunks:
+        code = getattr(t, "__code__", None)
+        for name, cell in zip(code.co_freevars if code else (), t.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if type(v) in (list, dict, set) and name not in out:
+                out[name] = (v, _contents(v))
+    return out
+
+
+def _contents(v):
+    """What an in-place change of a list, dict or set changes (by identity)."""
+    if type(v) is dict:
+        return [(k, id(x)) for k, x in v.items()]
+    return [id(x) for x in v] if type(v) is list else {id(x) for x in v}
 
 
 _RETVAL = re.compile(r"^retval(_\d+)?$")  # the flag early_exits makes for `return` in loops
