@@ -3478,6 +3478,184 @@ def r7_try_finally_both_return_paths_value(x):
 
 
 # =========================================================================================
+# Eighth round: closures, builtins and integer tricks (Numba style)
+# =========================================================================================
+
+def _make_counter():
+    count = 0
+
+    def bump(v):
+        nonlocal count
+        count += 1
+        return v * 2
+
+    def read():
+        return count
+
+    return bump, read
+
+
+@probe((1.0, 3), refuse=("count",), vmap=False)
+def r8_counter_factory_in_traced_loop(x, n):
+    bump, read = _make_counter()
+    for _ in range(3):
+        x = bump(x)
+    for _ in range(n):
+        x = x + 1
+    return x, read()
+
+
+@probe((2.0,), (-2.0,))
+def r8_three_level_closure(x):
+    a = x * 2
+
+    def outer(v):
+        b = v + a
+
+        def inner(w):
+            if w > b:
+                return w - b
+            return b - w
+
+        return inner(v * 3)
+
+    return outer(x)
+
+
+@probe((3, 1.0), refuse=("f",), vmap=False)
+def r8_lambda_made_in_traced_loop_used_after(n, x):
+    f = lambda v: v  # noqa: E731
+    for i in range(n):
+        f = lambda v, i=i: v + i  # noqa: E731
+    return f(x)
+
+
+@probe((3, 1.0), (0, 1.0))
+def r8_lambda_made_in_static_loop_used_after(n, x):
+    f = None
+    for i in range(3):
+        f = lambda v, i=i: v + i  # noqa: E731
+    for _ in range(n):
+        x = f(x)
+    return x
+
+
+@probe((3,), refuse=(), vmap=False)
+def r8_list_of_traced_range(n):
+    return jnp.asarray(list(range(n)))
+
+
+@probe((2.0,), (-2.0,))
+def r8_enumerate_dict(x):
+    d = {"a": 1.0, "b": 2.0}
+    for i, k in enumerate(d):
+        if x > d[k]:
+            x = x - i
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r8_map_two_iterables(x):
+    vals = list(map(lambda a, b: a * b + x, [1.0, 2.0], [3.0, 4.0]))
+    if vals[0] > vals[1] - 5:
+        return vals[0]
+    return vals[1]
+
+
+@probe((A(1, 2, 3),), (A(1, -2, 3),))
+def r8_all_generator_static_list(x):
+    if all(v > 0 for v in [x[0], x[1], x[2]]):
+        return min(v for v in [x[0], x[1], x[2]])
+    return max(x[0], x[1])
+
+
+@probe((2.0,), (-2.0,))
+def r8_getattr_hasattr(x):
+    ns = types.SimpleNamespace(scale=3.0)
+    s = getattr(ns, "scale", 1.0) if hasattr(ns, "scale") else 0.0
+    off = getattr(ns, "offset", 0.5)
+    if x > 0:
+        return x * s + off
+    return x
+
+
+@probe((2.0,), (-2.0,))
+def r8_callable_and_type_checks(x):
+    f = jnp.sin
+    if callable(f) and type(x).__name__ != "str":
+        y = f(x)
+    else:
+        y = x
+    if y > 0:
+        y = y * 2
+    return y
+
+
+@probe((2.0,), (-2.0,))
+def r8_next_with_default(x):
+    it = iter([])
+    first = next(it, 5.0)
+    if x > 0:
+        x = x + first
+    return x
+
+
+@probe((-7, 3), (7, -3), (-8, 4))
+def r8_int_mod_floor_semantics(a, b):
+    return a % b, a // b, -a % b
+
+
+@probe((13,), (0,), (255,))
+def r8_popcount_bit_ops(n):
+    count = 0
+    while n > 0:
+        count += n & 1
+        n = n >> 1
+    return count
+
+
+@probe((-5,), (5,))
+def r8_abs_int_and_max_mix(n):
+    return abs(n), max(n, 0, -3), min(n, 2)
+
+
+@probe((True, False), (True, True), (False, False))
+def r8_not_of_and(a, b):
+    if not (a and b):
+        return 1
+    return 2
+
+
+@probe((2.5,), (-2.5,))
+def r8_float_floor_div_mod(x):
+    return x // 0.5, x % 0.75
+
+
+@probe((2.0, 3), (2.0, 0))
+def r8_zip_unequal_static_lengths(x, n):
+    total = 0.0
+    for a, b in zip([1.0, 2.0, 3.0], [10.0, 20.0]):
+        if x * a > 3:
+            total = total + b
+    for _ in range(n):
+        total = total + 1
+    return total
+
+
+@probe((2.0,), (-2.0,))
+def r8_default_arg_captures_value(x):
+    k = 3.0
+
+    def f(v, k=k):
+        if v > 0:
+            return v * k
+        return v
+
+    k = 100.0
+    return f(x), k
+
+
+# =========================================================================================
 # the runner
 # =========================================================================================
 

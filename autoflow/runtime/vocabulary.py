@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import builtins as _b
 import operator
+import types
 
 import numpy as np
 
@@ -96,6 +97,8 @@ def _extreme(name, args, kwargs, better, reduce):
         return py(*args, **kwargs)
     if _b.len(args) == 1:
         (it,) = args
+        if isinstance(it, types.GeneratorType):
+            it = list(it)  # (`max(v for v in xs)`: Python's max reads them all too)
         if it.__class__ is TracedRange:
             return it.extreme(name == "max", user_site(3))
         if _traced(it) and np.ndim(it) == 1:
