@@ -3656,6 +3656,146 @@ def r8_default_arg_captures_value(x):
 
 
 # =========================================================================================
+# Ninth round: loops and state, traced bounds everywhere
+# =========================================================================================
+
+@probe((3, 4, 1.0), (0, 4, 1.0), (3, 0, 1.0))
+def r9_inner_variable_used_after_outer(a, b, x):
+    last = -1
+    for i in range(a):
+        for j in range(b):
+            last = i * 10 + j
+            if j > i:
+                break
+    return last, x
+
+
+@probe((2.0, 5), (-2.0, 5))
+def r9_dict_augassign_traced_while(x, n):
+    d = {"s": 0.0, "k": 0}
+    while d["k"] < n:
+        d["s"] += x
+        d["k"] += 1
+    return d
+
+
+@probe((2.0, 3), (2.0, 0))
+def r9_del_loop_variable_after(x, n):
+    for i in range(3):
+        x = x + i
+    del i
+    for _ in range(n):
+        x = x * 2
+    return x
+
+
+@probe((A(1, 2, 3), 2), (A(1, 2, 3), 0))
+def r9_traced_trip_indexing(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x[i] * x[i + 1]
+    return s
+
+
+@probe((A(4, 3, 2, 1),), (A(1, 2, 3, 4),))
+def r9_while_index_with_array_test(x):
+    i = 0
+    while i < 3 and x[i] > x[i + 1]:
+        i += 1
+    return i, x[i]
+
+
+@probe((2.0, 3), (-2.0, 3))
+def r9_nested_function_loops_both_levels(x, n):
+    def inner(v, m):
+        for k in range(m):
+            if v > k:
+                v = v - 1
+        return v
+
+    for i in range(n):
+        x = inner(x, i)
+    return x
+
+
+@probe((1.0, 3), (1.0, 0))
+def r9_loop_carries_python_int_and_array(x, n):
+    k = 0
+    arr = jnp.zeros(3)
+    for i in range(n):
+        arr = arr.at[k].set(x * i)
+        k = (k + 1) % 3
+    return arr, k
+
+
+@probe((3.0,), (8.0,))
+def r9_while_with_else_and_return(x):
+    i = 0
+    while i < 3:
+        if x < 1:
+            return i
+        x = x / 2
+        i += 1
+    else:
+        return -1
+
+
+@probe((A(1, 2, 3),), (A(3, 2, 1),))
+def r9_enumerate_early_return_tuple(x):
+    for i, v in enumerate(x):
+        if v == 2:
+            return (i, v)
+    return (-1, x[0])
+
+
+@probe((2.0, 4), (0.5, 4), (2.0, 0))
+def r9_for_break_else_traced_return(x, n):
+    for i in range(n):
+        x = x * x
+        if x > 100:
+            break
+    else:
+        return x, -1
+    return x, i
+
+
+@probe((2.0,), (-2.0,))
+def r9_global_tuple_loop_with_if(x):
+    for w in _TABLE:
+        if x * w > 10:
+            x = x - w
+        elif x * w < -10:
+            x = x + w
+    return x
+
+
+@probe((0.5, 20), (2.0, 20))
+def r9_logistic_map_until_escape(r, n):
+    x = 0.3
+    i = 0
+    while i < n and 0 <= x <= 1:
+        x = r * 4 * x * (1 - x) + 0.01
+        i += 1
+    return i
+
+
+@probe((2.0, 3), (-2.0, 3))
+def r9_if_chain_in_loop_with_continue(x, n):
+    s = 0.0
+    for i in range(n):
+        if x > 3:
+            continue
+        elif x > 1:
+            s = s + 1
+        elif x > -1:
+            continue
+        else:
+            s = s - 1
+        x = x + 0.5
+    return s, x
+
+
+# =========================================================================================
 # the runner
 # =========================================================================================
 

@@ -169,10 +169,11 @@ def _live_stmt(s, L):
             out |= cl
         return out | L
     if isinstance(s, gast.Delete):
+        # `del x` needs `x` bound (Python raises otherwise): it reads its binding
         out = set(L)
         for t in s.targets:
             out -= set(target_names(t))
-            out |= set(_target_reads(t))
+            out |= set(_target_reads(t)) | set(target_names(t))
         return out
     return L | set(expr_reads(s))
 

@@ -423,7 +423,9 @@ class Summaries:
         if isinstance(s, gast.Delete):
             f = _ID
             for t in s.targets:
-                f = _then(f, (frozenset(_target_reads(t)), frozenset(target_names(t))))
+                # (`del x` reads its binding: see liveness)
+                f = _then(f, (frozenset(_target_reads(t)) | frozenset(target_names(t)),
+                              frozenset(target_names(t))))
             return f
         return frozenset(R(s)), _EMPTY
 

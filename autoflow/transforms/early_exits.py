@@ -178,6 +178,10 @@ class EarlyExits:
                 # (or a raise): after it, the function has returned, and no path
                 # falls off the loop into the code below (or its `else`).
                 endless = _endless(s)
+                # A loop with no `break` of its own whose `else` always returns: after
+                # the loop and its `else`, only the paths that returned inside are left.
+                else_returns = bool(s.orelse) and always_returns(s.orelse) \
+                    and not _has(s.body, gast.Break)
                 self._replace_returns_in_loop(s)
                 if endless:
                     s.orelse = []
@@ -185,6 +189,9 @@ class EarlyExits:
                     break  # what follows the loop is unreachable
                 if s.orelse:  # runs after the loop, at this level
                     s.orelse = self._loop_returns_block(s.orelse)
+                if else_returns:
+                    out += init + [s] + replace("return RETVAL", RETVAL=retval, at=s)
+                    break  # what follows the loop is unreachable
                 after = replace("if RETURNED:\n    return RETVAL",
                                 RETURNED=returned, RETVAL=retval, at=s)
                 out += init + [s] + after
