@@ -394,3 +394,14 @@ def test_max_and_min_of_an_array_with_nans_are_pythons(items):
     got = autoflow.jit(extremes)(jnp.array(items))
     want = extremes(items)
     assert np.allclose(got, want, equal_nan=True)
+
+
+def in_a_held_range(x, n):
+    r = range(1, n, 2)
+    return x in r, x not in r
+
+
+@pytest.mark.parametrize("args", [(3, 9), (4, 9), (9, 9), (7, 9), (1.0, 3), (-1, 9)])
+def test_in_a_range_held_in_a_variable_with_a_traced_bound(args):
+    got = autoflow.jit(in_a_held_range)(*args)
+    assert tuple(bool(g) for g in got) == in_a_held_range(*args)

@@ -50,14 +50,32 @@ def always_returns(stmts) -> bool:
     return False
 
 
-def live_block(stmts, live_out) -> set:
+def suppresses(s) -> bool:
+    """Is ``s`` a ``with`` whose context manager may swallow an exception
+    (``contextlib.suppress(...)``), so that the code after it may run from any
+    point of its body?"""
+    for item in s.items:
+        e = item.context_expr
+        if isinstance(e, gast.Call):
+            f = e.func
+            name = f.attr if isinstance(f, gast.Attribute) else getattr(f, "id", None)
+            if name == "suppress":
+                return True
+    return False
+
+
+def live_block(stmts, live_out, leak=None) -> set:
     # The sets are shared, not copied, per statement (copying made the
     # analysis quadratic in long functions): _live_stmt never mutates its
     # argument, and readers treat the annotations as read-only.
+    # ``leak``: names live after every statement (an exception may leave the
+    # block anywhere for code that reads them: a suppressing ``with``).
     live = set(live_out)
     for s in reversed(stmts):
         s.af_live_out = live
         live = _live_stmt(s, live)
+        if leak:
+            live = live | leak
         s.af_live_in = live
     return live
 
@@ -120,7 +138,7 @@ def _live_stmt(s, L):
     if isinstance(s, (gast.Import, gast.ImportFrom)):
         return L - set(bound_names([s]))
     if isinstance(s, (gast.With, gast.AsyncWith)):
-        inner = live_block(s.body, L)
+        inner = live_block(s.body, L, leak=L if suppresses(s) else None)
         for item in reversed(s.items):
             if item.optional_vars is not None:
                 inner = (inner - set(target_names(item.optional_vars))) | set(_target_reads(item.optional_vars))
@@ -151,10 +169,11 @@ def _live_stmt(s, L):
             out |= cl
         return out | L
     if isinstance(s, gast.Delete):
+        # `del x` needs `x` bound (Python raises otherwise): it reads its binding
         out = set(L)
         for t in s.targets:
             out -= set(target_names(t))
-            out |= set(_target_reads(t))
+            out |= set(_target_reads(t)) | set(target_names(t))
         return out
     return L | set(expr_reads(s))
 
@@ -197,7 +216,9 @@ def defined_block(stmts, maybe, definitely):
             defined_block(s.body, maybe, definitely)
             for h in s.handlers:
                 defined_block(h.body, maybe | allb, definitely)
-            defined_block(s.orelse, maybe | allb, definitely)
+            # (`else` runs once the body has finished: what the body binds may be
+            # bound before it, not what `else` itself binds)
+            defined_block(s.orelse, maybe | set(bound_names(s.body)), definitely)
             m, d = defined_block(s.finalbody, maybe | allb, definitely)
             maybe, definitely = m, d
         elif type(s).__name__ == "Match":

@@ -41,7 +41,7 @@ import gast
 from ..core.nodes import clone
 from . import activity
 from .activity import SCOPES, TRY_TYPES, bound_names, expr_reads, target_names, walrus_targets
-from .liveness import _target_reads
+from .liveness import _target_reads, suppresses
 from .liveness import defined_block as _defined_block_plain
 
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
@@ -385,6 +385,8 @@ class Summaries:
             return _EMPTY, frozenset(bound_names([s]))
         if isinstance(s, _WITH):
             f = self.live_block_fn(s.body)
+            if suppresses(s):  # what is live after it is live throughout its body
+                f = (f[0], _EMPTY)
             for item in reversed(s.items):
                 g = set(R(item.context_expr))
                 k = _EMPTY
@@ -421,7 +423,9 @@ class Summaries:
         if isinstance(s, gast.Delete):
             f = _ID
             for t in s.targets:
-                f = _then(f, (frozenset(_target_reads(t)), frozenset(target_names(t))))
+                # (`del x` reads its binding: see liveness)
+                f = _then(f, (frozenset(_target_reads(t)) | frozenset(target_names(t)),
+                              frozenset(target_names(t))))
             return f
         return frozenset(R(s)), _EMPTY
 
@@ -495,7 +499,7 @@ class Summaries:
                              "af_def_before"):
                     assert getattr(a, attr, None) == getattr(b, attr, None), (attr, a, b)
 
-    def annotate_live(self, stmts, live):
+    def annotate_live(self, stmts, live, leak=None):
         live = set(live)
         memo = self._memo["live"]
         for s in reversed(stmts):
@@ -514,6 +518,8 @@ class Summaries:
                 s.af_live_head = head
             hit = memo.get(id(s))
             live = _apply(self.live(s) if hit is None else hit[1], live)
+            if leak:
+                live = live | leak
             s.af_live_in = live
         return live
 
@@ -554,7 +560,7 @@ class Summaries:
             if s.orelse:
                 defined(s.orelse, maybe | inner | targets, definitely)
         elif isinstance(s, _WITH):
-            live(s.body, L)
+            live(s.body, L, L if suppresses(s) else None)
             own = set()
             for item in s.items:
                 if item.optional_vars is not None:
@@ -576,7 +582,7 @@ class Summaries:
             defined(s.body, maybe, definitely)
             for h in s.handlers:
                 defined(h.body, maybe | allb, definitely)
-            defined(s.orelse, maybe | allb, definitely)
+            defined(s.orelse, maybe | set(self.bound_block(s.body)), definitely)
             defined(s.finalbody, maybe | allb, definitely)
         elif type(s).__name__ == "Match":
             allb = set(self.bound(s))

@@ -25,14 +25,13 @@ from .calls import bound, call, converted, truth
 from .cond import if_chain, if_exp, if_stmt
 from .effects import append, assert_, print, setitem  # noqa: A004
 from .later import fstring, ld, percent, repr, str  # noqa: A004
-from .logical import and_, compare, not_, or_, python_condition, python_operand
+from .logical import and_, compare, contains, not_, or_, python_condition, python_operand
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
 from .raising import exception, passthrough as _passthrough
-from .ranges import contains
 from .state import mutates, mutates_global, rebinds_global, rebinds_nonlocal, state
 from .values import Undefined
-from .vocabulary import (all, any, bool, filtered, float, getitem, int, len, match_is,  # noqa: A004
-                         match_subject, max, min, sum)
+from .vocabulary import (all, any, bool, filtered, float, generated, getitem, int, len, match_is,  # noqa: A004
+                         match_subject, max, min, sorted, sum)
 
 internal_errors = _passthrough()
 
@@ -40,8 +39,7 @@ internal_errors = _passthrough()
 # does for its internals.
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
-__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains",
-           "converted",
-           "enumerate", "exception", "filtered", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "any", "all",
+__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
+           "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "sorted", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]

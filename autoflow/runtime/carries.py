@@ -249,7 +249,7 @@ class Placeholders:
             return value if same_spec(known, spec) else None
         leaves, tree = flatten(spec)
         inputs = [new_input(self.trace, x.shape, x.dtype) for x in leaves]
-        if None in inputs:
+        if any(x is None for x in inputs):
             return None
         value = unflatten(tree, inputs)
         self.made[j] = (value, spec, inputs)

@@ -140,7 +140,7 @@ def _lowered_as():
 
 @reissuing
 def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site, guard=False,
-          unread=()):
+          unread=(), expression=False):
     """``cond._stage_branches``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
     n = len(names) if names is not None else None
@@ -156,7 +156,7 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
             keep.also = {id(o) for o in shared.objects} if active else set()
             try:
                 result = _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
-                                      all_names, site, guard, unread)
+                                      all_names, site, guard, unread, expression)
             except MoreState as m:
                 m.undo()
                 if active:
@@ -184,20 +184,77 @@ def if_exp(cond, true_thunk, false_thunk):
     if c is not None:
         events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
+    watched = _closure_containers(true_thunk, false_thunk)
     try:
-        return _stage_branches(cond, true_thunk, false_thunk, (), None, caller_site)
+        # (through `traced_if`: a branch that changes state, `log.append(...)` in a
+        # function it calls, starts from the state before it, as an `if`'s branches do)
+        shared = Shared()
+        out = traced_if(cond, true_thunk, false_thunk, (), None, shared, caller_site,
+                        expression=True)
     finally:
         events.note("ternary", _lowered_as())
+    carried = {id(o) for o in shared.objects}  # (changed by calls: written back as chosen)
+    for name, (obj, before) in watched.items():
+        if id(obj) not in carried and _contents(obj) != before:
+            raise ConversionError(message(
+                caller_site(), f"an operand of this conditional expression (`a if c else b`) "
+                f"changes `{name}` in place, and the condition is traced: both operands run "
+                "when it is traced, so both changes would be made",
+                f"Write it as an `if` statement (which carries `{name}` through both "
+                "branches), or make the change outside the expression."))
+    return out
+
+
+def _closure_containers(*thunks):
+    """``{name: (object, contents)}`` for the lists, dicts and sets the thunks of a
+    conditional expression read from their closure (what an operand may change)."""
+    out = {}
+    for t in thunks:
+        code = getattr(t, "__code__", None)
+        for name, cell in zip(code.co_freevars if code else (), t.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if type(v) in (list, dict, set) and name not in out:
+                out[name] = (v, _contents(v))
+    return out
+
+
+def _contents(v):
+    """What an in-place change of a list, dict or set changes (by identity)."""
+    if type(v) is dict:
+        return [(k, id(x)) for k, x in v.items()]
+    return [id(x) for x in v] if type(v) is list else {id(x) for x in v}
 
 
 _RETVAL = re.compile(r"^retval(_\d+)?$")  # the flag early_exits makes for `return` in loops
 
 
+def _expression_error(site, t_value, f_value):
+    """A conditional expression ``a if c else b`` whose two values cannot be one array."""
+    from .teach import _show
+
+    what = "this conditional expression (`a if c else b`)"
+    fit = value_advice("a if c else b", t_value, f_value, "if")
+    advice = fit[1].replace("`a if c else b`", "both values") if fit is not None else (
+        "Give both values the same structure, shape and kind (pad, or use `jnp.where` on "
+        "arrays of one shape), or make the condition static.")
+    return ConversionError(message(
+        site, f"{what} gives {_show(t_value)} when the condition is true and "
+        f"{_show(f_value)} when it is false, and which one is chosen depends on a traced "
+        "condition, known only at run time", advice))
+
+
 def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
+    if returning == "expression":
+        if label is None or label in ("retval", "?"):  # the expression's own value
+            return _expression_error(site, t_leaf, f_leaf)
+        returning = False  # state a branch changed (`log` of `log.append(...)`)
     if label is not None and _RETVAL.match(label):
         returning = True  # a `return` inside a loop: speak of return values
     if returning:
-        if t_leaf is None or f_leaf is None or t_tree != f_tree and None in (t_leaf, f_leaf):
+        if t_leaf is None or f_leaf is None:
             side = "false" if (f_leaf is None) else "true"
             return ConversionError(message(
                 site, "this function returns a value on one path and falls off its end "
@@ -239,7 +296,18 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         "on arrays of one shape), or make the condition static."))
 
 
-def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False, unread=()):
+_NONE = object()  # a fill of None: the other path's value is None (a bare `return`)
+
+
+def _fill_spec(value):
+    """What a path leaving a guarded variable unbound fills it with, given the other
+    path's ``value``: zeros of its spec, or None where it is None (a `return` without
+    a value: the value is read only on the path that returned, and is None there)."""
+    return _NONE if value is None else spec_of(value)
+
+
+def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False, unread=(),
+                    expression=False):
     """``lax.cond`` of two Python branch functions taking ``operands``.
 
     ``names`` labels the outputs (a tuple of variable names), or is ``None``
@@ -250,7 +318,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     targets = {}
     fills = {}  # variable index -> zeros spec, for guarded Undefined values
     zeroed = set()  # those filled with zeros (not a loop body's placeholder)
-    returning = names is None
+    returning = "expression" if expression else names is None
 
     def make(key, fn):
         def branch():
@@ -267,12 +335,15 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 # paths again; only the first path's need a restart (`_compare`).
                 for k, (mine, theirs) in enumerate(zip(parts_of(out, names), parts_of(other[0], names))):
                     if k not in fills and isinstance(mine, Undefined) and mine.guarded \
-                            and spec_of(theirs) is not None:
-                        fills[k] = spec_of(theirs)
+                            and _fill_spec(theirs) is not None:
+                        fills[k] = _fill_spec(theirs)
             if fills:
                 parts = parts_of(out, names)
                 for k, p in enumerate(parts):
                     if k in fills and isinstance(p, Undefined):
+                        if fills[k] is _NONE:
+                            parts[k] = None
+                            continue
                         parts[k], zeros = fill(p, fills[k])
                         if zeros:
                             zeroed.add(k)
@@ -293,24 +364,26 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         new_fills = {}
         for k, (a, b) in enumerate(zip(parts_of(t_out, names), parts_of(f_out, names))):
             for u, v in ((a, b), (b, a)):
-                if isinstance(u, Undefined) and u.guarded and spec_of(v) is not None:
-                    new_fills[k] = spec_of(v)
+                if isinstance(u, Undefined) and u.guarded and _fill_spec(v) is not None:
+                    new_fills[k] = _fill_spec(v)
         if new_fills:
             raise Restart(("fill", new_fills))
         labels = leaf_labels(t_out, names)
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
-            if returning:
-                raise _branch_error(site(), None, True, t_out, f[0], t_tree, f_tree)
+            if names is None:
+                raise _branch_error(site(), None, returning, t_out, f[0], t_tree, f_tree)
             t_parts = t_out if len(names) > 1 else (t_out,)
             f_parts = f[0] if len(names) > 1 else (f[0],)
             for name, a, b in zip(names, t_parts, f_parts):
                 ta, tb = flatten(a)[1], flatten(b)[1]
                 if ta != tb:
                     la, lb = flatten(a)[0], flatten(b)[0]
+                    # (`returning` is False here but for a conditional expression
+                    # carrying state, whose value is labelled `retval`)
                     if len(la) == 1 and len(lb) == 1:
-                        raise _branch_error(site(), name, False, la[0], lb[0])
-                    raise _branch_error(site(), name, False, a, b, ta, tb)
+                        raise _branch_error(site(), name, returning, la[0], lb[0])
+                    raise _branch_error(site(), name, returning, a, b, ta, tb)
             raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree)
         changes = {}
         j = 0

@@ -19,12 +19,14 @@ from __future__ import annotations
 import builtins
 import operator
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
 from .carries import caller_site
+from .ranges import TracedRange, contains as range_contains
 from .values import Mixed, Tracer, as_pred, is_array_like, is_traced, truth
 
 
@@ -80,10 +82,58 @@ def or_(a, *thunks):
     return _logical("or", a, thunks)
 
 
+def _traced(x):
+    return isinstance(x, Tracer) and is_traced(x)
+
+
+def _one_truth(x):
+    return is_array_like(x) and np.size(x) == 1
+
+
+def contains(item, container, negate=False):
+    """``item in container`` (``not in`` when ``negate``).
+
+    Python's own test unless ``item`` or ``container`` is traced. Then, for a list or
+    tuple of scalars, Python's ``any(e is item or e == item for e in container)`` with
+    the traced equalities reduced by ``jnp.any``; for a ``range``, arithmetic on its
+    bounds; for an array, ``(container == item).any()`` (NumPy's ``in``).
+    """
+    out = _contains(container, item)
+    if negate:
+        return (not out) if isinstance(out, builtins.bool) else jnp.logical_not(out)
+    return out
+
+
+def _contains(container, item):
+    traced_item = _traced(item)
+    if isinstance(container, (list, tuple)) and (traced_item or builtins.any(
+            _traced(e) for e in container)):
+        preds = []
+        for e in container:
+            if e is item:
+                return True
+            if not (_one_truth(e) and _one_truth(item)):
+                return item in container  # Python's own answer (or error)
+            eq = jnp.reshape(jnp.asarray(e) == jnp.asarray(item), ())
+            if not _traced(eq):
+                if builtins.bool(eq):
+                    return True
+                continue
+            preds.append(eq)
+        return jnp.any(jnp.stack(preds)) if preds else False
+    if isinstance(container, TracedRange) or traced_item and isinstance(
+            container, builtins.range) and _one_truth(item):
+        return range_contains(jnp.reshape(item, ()), container)  # (arithmetic on the bounds)
+    if (_traced(container) or traced_item) and isinstance(container, (jax.Array, np.ndarray)) \
+            and np.ndim(container) >= 1 and is_array_like(item):
+        return jnp.any(jnp.asarray(container) == item)
+    return item in container
+
+
 _COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
                 "==": operator.eq, "!=": operator.ne, "is": operator.is_,
-                "is not": operator.is_not, "in": lambda a, b: a in b,
-                "not in": lambda a, b: a not in b}
+                "is not": operator.is_not, "in": contains,
+                "not in": lambda a, b: contains(a, b, True)}
 
 
 def compare(left, *rest):

@@ -198,6 +198,12 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
         if keys:
             raise Restart(("keys", keys))
         before = parts_of(state, names)
+        # A `return` without a value in the loop: the return value is None where it is
+        # set, and read only where it is (after a `return`): carry None from the start.
+        nones = [j for j, (a, b) in enumerate(zip(before, parts_of(new, names)))
+                 if isinstance(a, Undefined) and a.exit and b is None]
+        if nones:
+            raise Restart(("none", nones))
         for j, (a, b) in enumerate(zip(before, parts_of(new, names))):
             if isinstance(a, Undefined) and spec_of(b) is not None:
                 defines[j] = spec_of(b)
@@ -609,6 +615,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                         if all(isinstance(k, str) for k in added) else {
                             **parts[j], **{k: zeros_of(v) for k, v in added.items()}}
                 state = join_parts(parts, names)
+            elif kind_of_change == "none":
+                state = join_parts([None if k in changes else p
+                                    for k, p in enumerate(parts_of(state, names))], names)
             elif kind_of_change == "define":
                 defined.update(changes)
                 log_fills(names[j] for j in changes)  # (for the loops around this one)

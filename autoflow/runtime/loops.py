@@ -366,7 +366,7 @@ def _as_seq(it):
             length = jnp.min(jnp.stack([jnp.asarray(n) for n in lengths]))
         pythons = [x.python for x in inners]
         return _Seq(length, lambda k: tuple(x.item(k) for x in inners),
-                    None if None in pythons else builtins.zip(*pythons),
+                    None if builtins.any(p is None for p in pythons) else builtins.zip(*pythons),
                     builtins.any(x.traced_items for x in inners))
     return None
 

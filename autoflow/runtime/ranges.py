@@ -23,10 +23,10 @@ from .later import fail
 from .values import Tracer, is_traced
 
 def contains(x, r):
-    """``x in r`` where ``r`` is a ``range`` (the converter writes ``x in range(...)``
-    so): with ``x`` or a bound traced, a traced bool: ``x`` between the bounds, on
-    a step, as Python's ``range.__contains__`` decides (by ``==``, so ``2.0 in
-    range(5)`` holds and ``2.5`` does not). Plain Python otherwise."""
+    """``x in r`` for a ``range`` ``r`` (``logical.contains`` calls it): with ``x``
+    or a bound traced, a traced bool: ``x`` between the bounds, on a step, as
+    Python's ``range.__contains__`` decides (by ``==``, so ``2.0 in range(5)``
+    holds and ``2.5`` does not). Plain Python otherwise."""
     if isinstance(r, TracedRange):
         start, step, length = r.parts()
     elif isinstance(r, builtins.range) and is_traced(x):

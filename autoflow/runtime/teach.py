@@ -61,7 +61,8 @@ def _class_for(jax_type):
         def __init__(self, text):  # JAX's error classes take other arguments
             Exception.__init__(self, text)
 
-        name = "TracedShapeError" if jax_type is TypeError else jax_type.__name__
+        name = {TypeError: "TracedShapeError", IndexError: "TracedSliceError"}.get(
+            jax_type, jax_type.__name__)
         cls = type(name, (TracingError, jax_type),
                    {"__init__": __init__, "__str__": TracingError.__str__,
                     "__module__": "autoflow.errors", "__qualname__": name})
@@ -81,9 +82,15 @@ def _is_shape_error(exc):
         in str(exc)
 
 
+def _is_slice_error(exc):
+    """``x[:n]`` with a traced ``n``: JAX's IndexError (a slice's size must be static)."""
+    return isinstance(exc, IndexError) and "Slice entries must be static integers" in str(exc)
+
+
 def handles(exc) -> bool:
     """Is ``exc`` a JAX tracing error that ``reissue`` rewrites?"""
-    return not isinstance(exc, TracingError) and (isinstance(exc, _TYPES) or _is_shape_error(exc))
+    return not isinstance(exc, TracingError) and (isinstance(exc, _TYPES) or _is_shape_error(exc)
+                                                  or _is_slice_error(exc))
 
 
 def _internal(filename):
@@ -133,6 +140,24 @@ def _names(text):
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id not in seen:
             seen.append(node.id)
+    return seen
+
+
+def _slice_names(text):
+    """The names read in the slices of ``text``'s subscripts (``n`` of ``v[:n]``)."""
+    try:
+        tree = ast.parse(text.strip().rstrip(":"), mode="eval")
+    except SyntaxError:
+        try:
+            tree = ast.parse(text.strip().rstrip(":") + "\n    pass")
+        except SyntaxError:
+            return []
+    seen = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            for sub in ast.walk(node.slice):
+                if isinstance(sub, ast.Name) and sub.id not in seen:
+                    seen.append(sub.id)
     return seen
 
 
@@ -242,6 +267,16 @@ def _advice(exc, expr, line, var, param, fn_name):
     if isinstance(exc, jax.errors.TracerBoolConversionError):
         # (before the shape test: JAX's text says "traced array with shape bool[]")
         return _truth_advice(v, static)
+    if _is_slice_error(exc):
+        what = (f"{v} is a bound of this slice and is traced: the size of a slice must "
+                "be known when compiling, and this one is known only when the compiled code "
+                "runs")
+        todo = ("Slice a static size at a traced start, `lax.dynamic_slice_in_dim(x, start, "
+                "size)`, or keep the whole array and mask it, `jnp.where(jnp.arange(len(x)) < "
+                "n, x, 0)`")
+        todo += f"; or {static[0].lower()}{static[1:]}." if static else \
+            "; or make the bound static (`static_argnames`)."
+        return what, todo
     if _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
                                 and _mentions_shape(str(exc))):
         what = f"{v} is used as a shape here, but it is traced: its value is known only when " \
@@ -310,6 +345,9 @@ def reissue(exc):
     line = site.source_line()
     expr = _expression(site, end)
     traced = _traced_names(frame, _names(expr)) or _traced_names(frame, _names(line))
+    if _is_slice_error(exc):  # the bound that is traced, not the array sliced
+        traced = _traced_names(frame, _slice_names(expr)) \
+            or _traced_names(frame, _slice_names(line)) or traced
     var = traced[0] if traced else None
     fn_frame = _user_function(frames)
     fn_name = fn_frame.f_code.co_name if fn_frame is not None else "f"
@@ -327,7 +365,7 @@ def reissue(exc):
     what, todo = _advice(exc, expr, line, var, param, fn_name)
     # (the most derived: a TracerBoolConversionError is a ConcretizationTypeError too)
     base = type(exc) if type(exc) in _TYPES else next(
-        (t for t in _TYPES if isinstance(exc, t)), TypeError)
+        (t for t in _TYPES if isinstance(exc, t)), IndexError if _is_slice_error(exc) else TypeError)
     new = _class_for(base)(message(site, what, todo))
     new.jax_error = exc
     new.variable, new.argument = var, param

@@ -8,6 +8,10 @@ concrete (the same result, of the same type, as without autoflow), and the
   picks the first largest (smallest) value exactly as Python does, NaN
   included; of one 1-D array, ``jnp.nanmax``/``jnp.nanmin``, or its first item
   where that is NaN (Python's result: a NaN first stays, a later one never wins);
+* ``max``/``min`` with ``key=`` whose keys are traced scalars: the same fold on the
+  keys, the items picked with them;
+* ``sorted`` of items (or keys) that are traced scalars: a stable ``jnp.argsort``,
+  ``reverse=True`` keeping equal items in order as Python does;
 * ``sum`` of an array: ``jnp.sum`` over the leading axis (plus ``start``);
 * ``any``/``all``: concrete items decide as Python does (and stop the
   iteration where Python stops it); the traced ones are reduced with
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import builtins as _b
 import operator
+import types
 
 import numpy as np
 
@@ -58,12 +63,43 @@ def _fold(values, better):
     return out
 
 
+def _same_layout(values):
+    trees = [jax.tree_util.tree_structure(v) for v in values]
+    return _b.all(t == trees[0] for t in trees) and _b.all(
+        is_array_like(leaf) for v in values for leaf in jax.tree_util.tree_leaves(v))
+
+
+def _keyed_extreme(items, key, better):
+    """``max(items, key=key)`` where a key is traced: a left fold that keeps the first
+    best item as Python does (``better(k, best_k)`` strictly)."""
+    keys = [key(v) for v in items]
+    if not (_any_traced(keys) or _any_traced(items)) or not _b.all(np.ndim(k) == 0 for k in keys) \
+            or not _same_layout(items):
+        return None
+    best, best_key = items[0], keys[0]
+    for v, k in zip(items[1:], keys[1:]):
+        take = better(k, best_key)
+        best = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), v, best)
+        best_key = jnp.where(take, k, best_key)
+    return best
+
+
 def _extreme(name, args, kwargs, better, reduce):
     py = getattr(_b, name)
     if kwargs:
+        if set(kwargs) <= {"key", "default"} and kwargs.get("key") is not None:
+            items = args[0] if _b.len(args) == 1 else args
+            if _traced(items) and np.ndim(items) >= 1:
+                items = list(items)
+            if isinstance(items, (list, tuple)) and items:
+                out = _keyed_extreme(list(items), kwargs["key"], better)
+                if out is not None:
+                    return out
         return py(*args, **kwargs)
     if _b.len(args) == 1:
         (it,) = args
+        if isinstance(it, types.GeneratorType):
+            it = list(it)  # (`max(v for v in xs)`: Python's max reads them all too)
         if it.__class__ is TracedRange:
             return it.extreme(name == "max", user_site(3))
         if _traced(it) and np.ndim(it) == 1:
@@ -85,6 +121,8 @@ def _extreme(name, args, kwargs, better, reduce):
 
 def max(*args, **kwargs):  # noqa: A001 - mirrors the builtin
     """``max``; traced scalars: the first largest, as Python picks it."""
+    if _b.len(args) == 1 and isinstance(args[0], RangeItems) and set(kwargs) <= {"default"}:
+        return _range_fold("max", args[0], **kwargs)
     if _b.len(args) == 1 and isinstance(args[0], Filtered):
         return _filtered_extreme("max", args[0], kwargs, operator.gt)
     return _extreme("max", args, kwargs, lambda v, best: v > best, jnp.nanmax)
@@ -92,6 +130,8 @@ def max(*args, **kwargs):  # noqa: A001 - mirrors the builtin
 
 def min(*args, **kwargs):  # noqa: A001
     """``min``; traced scalars: the first smallest, as Python picks it."""
+    if _b.len(args) == 1 and isinstance(args[0], RangeItems) and set(kwargs) <= {"default"}:
+        return _range_fold("min", args[0], **kwargs)
     if _b.len(args) == 1 and isinstance(args[0], Filtered):
         return _filtered_extreme("min", args[0], kwargs, operator.lt)
     return _extreme("min", args, kwargs, lambda v, best: v < best, jnp.nanmin)
@@ -101,6 +141,8 @@ def sum(iterable, /, start=0):  # noqa: A001
     """``sum``; a traced array is summed over its leading axis in one op."""
     if iterable.__class__ is TracedRange:
         return iterable.total(start)
+    if isinstance(iterable, RangeItems):
+        return _range_fold("sum", iterable, start)
     if isinstance(iterable, Filtered):
         mapped = iterable.mapped()
         if mapped is None:
@@ -114,6 +156,29 @@ def sum(iterable, /, start=0):  # noqa: A001
         return total if isinstance(start, _b.int) and start == 0 and not isinstance(start, _b.bool) \
             else start + total
     return _b.sum(iterable, start)
+
+
+def sorted(iterable, /, *, key=None, reverse=False):  # noqa: A001
+    """``sorted``; items (or keys) that are traced scalars: a stable ``jnp.argsort`` of
+    the keys, the items gathered in that order (a list of the same length, as Python's)."""
+    items = list(iterable)
+    if not isinstance(reverse, (_b.bool, _b.int)) or _b.len(items) < 2:
+        return _b.sorted(items, key=key, reverse=reverse)
+    keys = items if key is None else [key(v) for v in items]
+    if not (_any_traced(keys) or _any_traced(items)) \
+            or not _b.all(np.ndim(k) == 0 and is_array_like(k) for k in keys) \
+            or not _same_layout(items):
+        return _b.sorted(items, key=key, reverse=reverse)
+    stacked_keys = jnp.stack([jnp.asarray(k) for k in keys])
+    n = _b.len(items)
+    if reverse:
+        # Python's reverse=True keeps equal items in their order: sort the reversed
+        # list stably, then reverse the result.
+        order = (n - 1 - jnp.argsort(stacked_keys[::-1], stable=True))[::-1]
+    else:
+        order = jnp.argsort(stacked_keys, stable=True)
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *items)
+    return [jax.tree_util.tree_map(lambda a, i=i: a[order[i]], stacked) for i in _b.range(n)]
 
 
 def _truth_reduce(iterable, stop_on, reduce):
@@ -141,6 +206,8 @@ def as_pred_vec(x):
 
 def any(iterable, /):  # noqa: A001
     """``any``; traced items are reduced with ``jnp.any``."""
+    if isinstance(iterable, RangeItems):
+        return _range_fold("any", iterable)
     if isinstance(iterable, Filtered):  # a masked item counts as False
         mapped = iterable.mapped()
         if mapped is not None:
@@ -151,6 +218,8 @@ def any(iterable, /):  # noqa: A001
 
 def all(iterable, /):  # noqa: A001
     """``all``; traced items are reduced with ``jnp.all``."""
+    if isinstance(iterable, RangeItems):
+        return _range_fold("all", iterable)
     if isinstance(iterable, Filtered):  # a masked item counts as True
         mapped = iterable.mapped()
         if mapped is not None:
@@ -274,7 +343,104 @@ def filtered(items, iterable=None, listed=False, /):
     its leading axis (``jax.vmap``), and reduced with ``jnp``; over a list,
     item by item.
     """
+    if iterable is not None and iterable.__class__ is TracedRange:
+        def one(i):
+            test, thunk = items(i)
+            return as_pred(test) if _traced(test) else _b.bool(test), thunk()
+        return RangeItems(iterable, one)
     return Filtered(items, iterable, listed)
+
+
+_EMPTY = object()
+
+
+class RangeItems:
+    """The items of a comprehension over a ``range`` with a traced bound, for a
+    reduction: ``one(i)`` gives ``(mask, item)`` for the value ``i`` of the range
+    (``mask``: the comprehension's ``if``, True without one). Reduced in one staged
+    loop over the range (``_range_fold``); anything else refuses, as the range does."""
+
+    __slots__ = ("range", "one")
+
+    def __init__(self, rng, one):
+        self.range, self.one = rng, one
+
+    def __iter__(self):
+        return iter(self.range)  # autoflow's error: a traced range is no Python sequence
+
+
+def generated(fn, iterable, listed=False, /):
+    """The items of ``(ELT for NAME in XS)`` (``[...]`` when ``listed``) handed to a
+    reduction, as ``generated(lambda NAME: ELT, XS)``. Plain Python::
+
+        def generated(fn, iterable, listed=False):
+            items = (fn(v) for v in iterable)
+            return list(items) if listed else items
+
+    Over a ``range`` with a traced bound, a ``RangeItems`` that ``sum``, ``any``,
+    ``all``, ``max`` and ``min`` reduce in one staged loop."""
+    if iterable.__class__ is TracedRange:
+        return RangeItems(iterable, lambda i: (True, fn(i)))
+    items = (fn(v) for v in iterable)
+    return list(items) if listed else items
+
+
+def _range_fold(kind, items, start=0, default=_EMPTY):
+    """``sum``/``any``/``all``/``max``/``min`` of a ``RangeItems``: a ``lax.fori_loop``
+    over the range's traced length, each item masked by its test."""
+    from jax import lax
+
+    from . import later
+    from .ranges import _empty
+
+    first, step, n = items.range.parts()
+
+    def at(k):
+        mask, v = items.one(first + k.astype(first.dtype) * step)
+        return as_pred_vec(jnp.asarray(mask)), v
+
+    spec = jax.eval_shape(lambda k: at(k)[1], jnp.zeros((), n.dtype))
+    zeros = jnp.zeros(spec.shape, spec.dtype)
+    if kind == "sum":
+        dtype = jnp.result_type(start, spec.dtype)
+        shape = jnp.broadcast_shapes(np.shape(start), spec.shape)
+        init = jnp.broadcast_to(jnp.asarray(start).astype(dtype), shape)
+
+        def body(k, acc):
+            mask, v = at(k)
+            return acc + jnp.where(mask, v, zeros).astype(dtype)
+
+        return lax.fori_loop(0, n, body, init)
+    if kind in ("any", "all"):
+        if spec.shape != () and int(np.prod(spec.shape)) != 1:
+            raise ConversionError(message(
+                user_site(), f"`{kind}()` of items of shape {spec.shape}, which have no "
+                "single truth value", f"Reduce elementwise with `jnp.{kind}`."))
+
+        def body(k, acc):
+            mask, v = at(k)
+            truth = as_pred_vec(jnp.reshape(v, ()))
+            return acc | (mask & truth) if kind == "any" else acc & (~mask | truth)
+
+        return lax.fori_loop(0, n, body, jnp.asarray(kind == "all"))
+    if spec.shape != ():
+        raise ConversionError(message(
+            user_site(), f"`{kind}()` compares items of shape {spec.shape}, which have no "
+            "single truth value", f"Reduce elementwise with `jnp.{kind}imum` or `jnp.{kind}`."))
+    better = operator.gt if kind == "max" else operator.lt
+
+    def body(k, carry):
+        best, have = carry
+        mask, v = at(k)
+        take = mask & (~have | better(v, best))
+        return jnp.where(take, v, best), have | mask
+
+    best, have = lax.fori_loop(0, n, body, (zeros, jnp.asarray(False)))
+    if default is not _EMPTY:
+        return _or_default(kind, best, have, {"default": default})
+    site = user_site()
+    later.later(_empty, (kind, site), site=site, when=~have)
+    return best
 
 
 def len(obj, /):  # noqa: A001
@@ -297,8 +463,6 @@ def len(obj, /):  # noqa: A001
         return count
     return count + jnp.sum(jnp.stack(masked).astype(jnp.int32))
 
-
-_EMPTY = object()
 
 
 def _filtered_extreme(name, f, kwargs, better):

@@ -57,7 +57,7 @@ _STREAMS = frozenset({"stdout", "stderr"})
 
 # Builtins that take traced values through autoflow's versions (runtime.vocabulary):
 # Python's own for concrete arguments, `jnp` for traced ones.
-STAGED_BUILTINS = frozenset({"max", "min", "sum", "any", "all", "int", "float", "bool", "len",
+STAGED_BUILTINS = frozenset({"max", "min", "sum", "sorted", "any", "all", "int", "float", "bool", "len",
                              "range"})
 
 

@@ -89,6 +89,32 @@ def _is_boolean(test):
     return False
 
 
+def _endless(loop):
+    """Is ``loop`` a ``while`` on a true constant (``while True:``, ``while 1:``) with no
+    ``break`` of its own, so only a ``return`` or a raise leaves it?"""
+    return (isinstance(loop, gast.While) and isinstance(loop.test, gast.Constant)
+            and isinstance(loop.test.value, (bool, int)) and bool(loop.test.value)
+            and not _has(loop.body, gast.Break))
+
+
+def _bound_falling(stmts):
+    """Names bound on every path through ``stmts`` that does not leave the block
+    (an ``_Exit``, ``return`` or ``raise``); None when every path leaves."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, (_Exit, gast.Return, gast.Raise)):
+            return None
+        if isinstance(s, gast.If):
+            a, b = _bound_falling(s.body), _bound_falling(s.orelse)
+            both = b if a is None else a if b is None else a & b
+            if both is None:
+                return None
+            out |= both
+        elif not holds_blocks(s):
+            out.update(bound_names([s]))
+    return out
+
+
 def _blocks(stmt):
     """The statement lists directly inside a compound statement."""
     if not holds_blocks(stmt):  # a simple statement
@@ -148,9 +174,24 @@ class EarlyExits:
                     "RETURNED = False\nRETVAL = AF.Undefined(RETVAL_NAME, guarded=True, exit=True)",
                     RETURNED=returned, RETVAL=retval, AF=self.ctx.af,
                     RETVAL_NAME=gast.Constant(value=retval, kind=None), at=s)
+                # `while True:` with no `break` of its own is left only by a `return`
+                # (or a raise): after it, the function has returned, and no path
+                # falls off the loop into the code below (or its `else`).
+                endless = _endless(s)
+                # A loop with no `break` of its own whose `else` always returns: after
+                # the loop and its `else`, only the paths that returned inside are left.
+                else_returns = bool(s.orelse) and always_returns(s.orelse) \
+                    and not _has(s.body, gast.Break)
                 self._replace_returns_in_loop(s)
+                if endless:
+                    s.orelse = []
+                    out += init + [s] + replace("return RETVAL", RETVAL=retval, at=s)
+                    break  # what follows the loop is unreachable
                 if s.orelse:  # runs after the loop, at this level
                     s.orelse = self._loop_returns_block(s.orelse)
+                if else_returns:
+                    out += init + [s] + replace("return RETVAL", RETVAL=retval, at=s)
+                    break  # what follows the loop is unreachable
                 after = replace("if RETURNED:\n    return RETVAL",
                                 RETURNED=returned, RETVAL=retval, at=s)
                 out += init + [s] + after
@@ -282,7 +323,14 @@ class EarlyExits:
                 new.append(x)
             return new
 
-        s.body = self._guard(mark(s.body), _Exit, left)
+        marked = mark(s.body)
+        # An `if` one of whose paths leaves the block (a lowered `return`, a caught
+        # raise): what it binds on the paths that do not leave is read only there
+        # (its other paths jump first), like what `if not left:` guards below.
+        exits_ifs = [(n, _bound_falling([n]))
+                     for n in walk(gast.Module(body=marked, type_ignores=[]))
+                     if isinstance(n, gast.If) and _has(n, _Exit)]
+        s.body = self._guard(marked, _Exit, left)
         # Code under `if not left:` runs only on the paths that reach the end of
         # the block. What it binds is read only there: after the statement a
         # `return` jumps first, and a caught raise runs its handler first. So a
@@ -295,16 +343,23 @@ class EarlyExits:
             if not always_returns(h):
                 bound = set(bound_names(h))
                 safe = bound if safe is True else safe & bound
-        for n in walk(gast.Module(body=s.body, type_ignores=[])):
-            if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
-                    and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
-                n.af_exit_guard = safe
         if is_try:
             for h in s.handlers:
                 h.body = self._guard(mark(h.body), _Exit, left) or [gast.Pass()]
             if s.orelse:
                 s.orelse = replace("if not LEFT:\n    ORELSE", LEFT=left,
                                    ORELSE=self._guard(mark(s.orelse), _Exit, left), at=s)
+        # (the body's, the handlers' and the `else`'s guards alike: `else` runs only
+        # when the body did not leave)
+        guarded = s.body + [x for h in s.handlers for x in h.body] + s.orelse if is_try \
+            else s.body
+        for n in walk(gast.Module(body=guarded, type_ignores=[])):
+            if isinstance(n, gast.If) and isinstance(n.test, gast.UnaryOp) \
+                    and isinstance(n.test.operand, gast.Name) and n.test.operand.id == left:
+                n.af_exit_guard = safe
+        for n, bound in exits_ifs:
+            if bound:
+                n.af_exit_guard = bound if safe is True else bound & safe
         if not s.body:
             s.body = [gast.Pass()]
         for index, flag in sorted(set(caught.values())):

@@ -66,18 +66,6 @@ _FILTER_ADVICE = ("Keep every item and mask instead, as in `jnp.where(cond, x, 0
                   "or use a `for` loop, which autoflow converts.")
 
 
-def _range_call(node, ctx):
-    """Is ``node`` a call of the builtin ``range`` (or of ``af.range``, which the
-    builtins pass makes of it)?"""
-    if not isinstance(node, gast.Call):
-        return False
-    f = node.func
-    if isinstance(f, gast.Name):
-        return f.id == "range" and ctx.builtin_available("range")
-    return isinstance(f, gast.Attribute) and f.attr == "range" and isinstance(
-        f.value, gast.Name) and f.value.id == ctx.af
-
-
 class Logical(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
@@ -132,16 +120,19 @@ class Logical(Transformer):
             return node
         return self._call("if_exp", node.test, [node.body, node.orelse], node)
 
+    def _membership(self, item, op, container, anchor):
+        """``item in container`` -> ``AF.contains(item, container)``: with a traced
+        operand Python's ``in`` needs the truth of each ``==`` (``x in (1, 2, 3)``)."""
+        call = replace_expr("AF.contains(ITEM, CONTAINER)", AF=self.ctx.af, ITEM=item,
+                            CONTAINER=container, at=anchor)
+        if isinstance(op, gast.NotIn):
+            call.args.append(gast.Constant(value=True, kind=None))
+        return stamp(call, anchor)
+
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.In, gast.NotIn)) \
-                and _range_call(node.comparators[0], self.ctx):
-            # `x in range(a, b)`: Python's `in` cannot answer with a traced bool
-            call = replace_expr("AF.contains(X, R)", AF=self.ctx.af, X=node.left,
-                                R=node.comparators[0], at=node)
-            if isinstance(node.ops[0], gast.NotIn):
-                call = replace_expr("AF.not_(C)", AF=self.ctx.af, C=call, at=node)
-            return stamp(call, node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.In, gast.NotIn)):
+            return self._membership(node.left, node.ops[0], node.comparators[0], node)
         if len(node.ops) < 2 or self.walrus and any(contains(c, gast.NamedExpr)
                                                     for c in node.comparators):
             # (A walrus in a comparator stays in Python's own chained comparison.)
@@ -157,8 +148,11 @@ class Logical(Transformer):
         parts = []
         left = node.left
         for op, right in zip(node.ops, node.comparators):
-            part = gast.Compare(left=left, ops=[op], comparators=[right])
-            gast.copy_location(part, node)
+            if isinstance(op, (gast.In, gast.NotIn)):
+                part = self._membership(left, op, right, node)
+            else:
+                part = gast.Compare(left=left, ops=[op], comparators=[right])
+                gast.copy_location(part, node)
             part.af_placed = True
             parts.append(part)
             left = right

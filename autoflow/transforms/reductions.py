@@ -19,6 +19,11 @@ reduction starts, as Python makes the list.) Several ``if``s are joined with
 an item whose test is concrete as Python does, and masks one whose test is
 traced (``jnp.where``).
 
+A comprehension without an ``if`` over one name (``sum(f(i) for i in range(n))``)
+becomes ``AF.generated(lambda i: f(i), range(n), LISTED)``: Python's own generator
+(or list), except over a ``range`` with a traced bound, whose items the reduction
+folds in one staged loop.
+
 Left as written: a comprehension with an ``if`` before its last ``for``
 (it decides how often the later ``for`` runs), with ``:=``, ``await`` or
 ``yield``, or ``async``.
@@ -78,6 +83,15 @@ class Reductions(Transformer):
         if kind == "len" and (len(node.args) != 1 or node.keywords):
             return node
         *outer, last = comp.generators
+        if not last.ifs and not outer and kind != "len" and isinstance(last.target, gast.Name) \
+                and not last.is_async and not any(isinstance(n, _NOT_IN_THUNK) for n in walk(comp)):
+            # `sum(f(i) for i in range(n))`: Python's generator, or over a range with a
+            # traced bound, items the reduction folds in one staged loop
+            fn = replace_expr("lambda NAME: ELT", NAME=last.target.id, ELT=comp.elt, at=comp)
+            node.args[0] = replace_expr("AF.generated(FN, XS, LISTED)", AF=self.ctx.af, FN=fn,
+                                        XS=last.iter, LISTED=gast.Constant(value=listed, kind=None),
+                                        at=comp)
+            return node
         if not last.ifs or any(g.ifs or g.is_async for g in comp.generators[:-1]) \
                 or last.is_async or any(isinstance(n, _NOT_IN_THUNK) for n in walk(comp)):
             return node
