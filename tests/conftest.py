@@ -51,6 +51,8 @@ SLOW = {
     "tests/test_scaling.py": "conversion scaling up to thousands of lines",
     "tests/test_benchmarks_quick.py": "the benchmark suite's smoke run",
     "tests/test_jax_internals.py": "fault injection, each fault in a fresh process",
+    "tests/test_peer_styles.py": "376 programs in other converters' styles (95 s); the "
+                                 "fast tier has each construct in tests/semantics",
     # single tests (prefixes of test ids: every parameter of a test unless one is named)
     "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions":
         "depths 1-8, every path traced (30-80 s each); the fixtures return_* are fast",
