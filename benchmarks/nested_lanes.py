@@ -17,7 +17,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,14 +79,6 @@ def programs():
     }
 
 
-def _time(fn, args, reps):
-    jax.block_until_ready(fn(*args))
-    t = time.perf_counter()
-    for _ in range(reps):
-        jax.block_until_ready(fn(*args))
-    return (time.perf_counter() - t) / reps
-
-
 def compiled(fn, flat):
     """The batched program, compiled; and how many nests it flattened."""
     machine, made = lane_machine.machine, []
@@ -120,13 +111,13 @@ def main(argv=None):
         (flat, flattened), (nested, _) = compiled(fn, True), compiled(fn, False)
         same = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(flat(*xs)),
                                                        jax.tree.leaves(nested(*xs))))
-        reps = max(1, min(100, int(0.05 / max(_time(nested, xs, 1), 1e-6))))
+        reps = max(1, min(100, int(0.05 / max(ra._time(nested, xs, 1), 1e-6))))
         ratios = []
         for r in range(rounds):
             pair = [(flat, 0), (nested, 1)] if r % 2 == 0 else [(nested, 1), (flat, 0)]
             t = [0.0, 0.0]
             for f, i in pair:
-                t[i] = _time(f, xs, reps)
+                t[i] = ra._time(f, xs, reps)
             ratios.append(t[0] / t[1])
         rows.append((name, flattened, same, statistics.median(ratios), t[0], t[1]))
         print(rows[-1], flush=True)

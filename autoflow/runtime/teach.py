@@ -128,14 +128,22 @@ def _expression(site, end):
     return line.strip()
 
 
-def _names(text):
+def _parsed(text):
+    """``text`` (a source line, or its part) parsed as an expression, else as the
+    head of a compound statement; None where it is neither."""
     try:
-        tree = ast.parse(text.strip().rstrip(":"), mode="eval")
+        return ast.parse(text.strip().rstrip(":"), mode="eval")
     except SyntaxError:
         try:
-            tree = ast.parse(text.strip().rstrip(":") + "\n    pass")
+            return ast.parse(text.strip().rstrip(":") + "\n    pass")
         except SyntaxError:
-            return []
+            return None
+
+
+def _names(text):
+    tree = _parsed(text)
+    if tree is None:
+        return []
     seen = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id not in seen:
@@ -145,13 +153,9 @@ def _names(text):
 
 def _slice_names(text):
     """The names read in the slices of ``text``'s subscripts (``n`` of ``v[:n]``)."""
-    try:
-        tree = ast.parse(text.strip().rstrip(":"), mode="eval")
-    except SyntaxError:
-        try:
-            tree = ast.parse(text.strip().rstrip(":") + "\n    pass")
-        except SyntaxError:
-            return []
+    tree = _parsed(text)
+    if tree is None:
+        return []
     seen = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):
