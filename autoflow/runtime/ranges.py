@@ -23,16 +23,14 @@ from .later import fail
 from .values import Tracer, is_traced
 
 def contains(x, r):
-    """``x in r`` for a ``range`` ``r`` (``logical.contains`` calls it): with ``x``
-    or a bound traced, a traced bool: ``x`` between the bounds, on a step, as
-    Python's ``range.__contains__`` decides (by ``==``, so ``2.0 in range(5)``
-    holds and ``2.5`` does not). Plain Python otherwise."""
+    """``x in r`` for a ``range`` ``r`` where ``x`` or a bound is traced
+    (``logical.contains`` calls it): a traced bool, ``x`` between the bounds, on a
+    step, as Python's ``range.__contains__`` decides (by ``==``, so ``2.0 in
+    range(5)`` holds and ``2.5`` does not)."""
     if isinstance(r, TracedRange):
         start, step, length = r.parts()
-    elif isinstance(r, builtins.range) and is_traced(x):
-        start, step, length = r.start, r.step, len(r)
     else:
-        return x in r
+        start, step, length = r.start, r.step, len(r)
     offset = x - start
     k = offset // step
     return jnp.logical_and(jnp.logical_and(k * step == offset, k >= 0), k < length)

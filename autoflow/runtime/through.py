@@ -41,12 +41,6 @@ _MAX_NODES = 400
 _MAX_DEPTH = 6
 
 
-def runtime():
-    """The runtime (``calls.Runtime``) of the converted code whose library call is under
-    way, or ``None``."""
-    return getattr(_local, "runtime", None)
-
-
 @contextlib.contextmanager
 def active(rt):
     """Library code called by converted code whose runtime is ``rt`` is under way."""
