@@ -320,14 +320,22 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     zeroed = set()  # those filled with zeros (not a loop body's placeholder)
     returning = "expression" if expression else names is None
 
+    # A branch in which a `raise` was staged on some of its paths (a nested `if`)
+    # gives one more output: where it did not raise (`later.after_raise`), so that
+    # the code after the `if` runs only there.
+    raises = {"both": False}
+
     def make(key, fn):
         def branch():
-            with staged_block(), later.on_path(pred if key == "t" else _negate(pred)):
+            with staged_block(), later.on_path(pred if key == "t" else _negate(pred)) as path:
                 try:
                     with _unbound_reads_raise():
                         out = fn(*operands)
                 except StagedRaise:
                     raise _BranchRaised(key) from None
+                ok = path.ok()
+            if ok is not None and not raises["both"]:
+                raise Restart(("raises", None))
             other = records.get("f" if key == "t" else "t")
             if other is not None:
                 # The second path traced fills its own one-sided bindings now (zeros
@@ -354,7 +362,10 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             if other is not None:
                 _compare(records["t"], records["f"])
             dyn = [x for x, m in zip(leaves, mask) if m]
-            return [cast_to(x, targets[j]) if j in targets else x for j, x in enumerate(dyn)]
+            dyn = [cast_to(x, targets[j]) if j in targets else x for j, x in enumerate(dyn)]
+            if raises["both"]:
+                dyn.append(jnp.bool_(True) if ok is None else as_pred(ok))
+            return dyn
         return branch
 
     def _compare(t, f):
@@ -403,7 +414,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         if changes and not targets:
             raise Restart(changes)
 
-    for _ in range(4):
+    for _ in range(5):
         records.clear()
         zeroed.clear()
         try:
@@ -414,7 +425,9 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             set_choice(None)
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
         except Restart as r:
-            if isinstance(r.changes, tuple):
+            if isinstance(r.changes, tuple) and r.changes[0] == "raises":
+                raises["both"] = True
+            elif isinstance(r.changes, tuple):
                 fills.update(r.changes[1])
             else:
                 targets.update(r.changes)
@@ -424,6 +437,9 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         raise ConversionError(message(site(), "could not find common types for this `if`"))
     if zeroed and names is not None:
         log_fills(names[k] for k in zeroed if k < len(names))
+    if raises["both"]:
+        *dyn, ok = dyn
+        later.after_raise(ok)
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
     return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
@@ -485,7 +501,10 @@ def _cond_raising(pred, true_fn, false_fn, operands, raiser, site):
                 fns[raiser](*operands)
         except StagedRaise as r:
             r.emit()
-    with staged_block(), later.on_path(paths[other]):
+    # What follows the `if` (the other branch, then the rest of the block) runs only
+    # where it did not raise: effects check it, loops test it (`later.after_raise`).
+    later.after_raise(paths[other])
+    with staged_block():
         try:
             with _unbound_reads_raise():
                 return fns[other](*operands)

@@ -167,9 +167,27 @@ class _Cond(jx.HiPrimitive):
                                   lambda: jx.eval_jaxpr(self.f, (), *fc)))
         if self.axes[0] is not None:  # a batched predicate: both branches run
             return self.both(pred, tc, fc)
+        if self._cond_at_bottom():
+            # A predicate batched at no level, and a cond at the bottom: the cond, whose
+            # branches are the branches batched at every level. (The vmap of the
+            # bottom's cond would be JAX's cond batching rule, which batches the
+            # branches in a trace of its own, where this level's lane mask cannot reach
+            # the loops in them: lanes.mask_for.) The operands are the cond's own, so
+            # the mask is a value of the trace each branch is traced in.
+            return tuple(lax.cond(pred, lambda t, f: tuple(self.branch("t", t)),
+                                  lambda t, f: tuple(self.branch("f", f)), tuple(tc), tuple(fc)))
         tc, needed = self._split(tc)
         return tuple(lanes.vmap(self.inner.expand, self._inner_axes(), 0, self.size, needed)(
             pred, tc, fc))
+
+    def _cond_at_bottom(self):
+        """Is the predicate batched at no level, and the ``if`` at the bottom a cond?"""
+        level = self
+        while level.inner is not None:
+            if level.axes[0] is not None:
+                return False
+            level = level.inner
+        return level.kind == "cond"
 
     def low_form(self, platforms=()):
         """What this is in JAX's own terms, for the lowering rule of ``jax_internals`` when

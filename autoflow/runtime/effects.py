@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.origin import message, user_frames, user_site
 from ..errors import ConversionError
-from .later import Thunk, fail, later
+from .later import Thunk, after_raise, fail, later
 from .state import derived, is_original, mutates
 from .teach import is_generated
 from .values import Tracer, as_pred, in_staged_block, is_traced, staging as under_trace, truth
@@ -299,6 +299,7 @@ def assert_(test, msg=None):
             msg = Thunk(msg)
     try:
         later(_check_assert, (as_pred(test), msg, site), site=site)
+        after_raise(test)  # what follows runs only where the assertion held
     except Exception as e:  # pragma: no cover - callbacks unsupported in this context
         raise ConversionError(message(site, f"cannot stage this traced `assert` ({e})",
                                       "Check the condition outside the jitted function.")) from None

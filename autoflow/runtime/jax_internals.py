@@ -98,6 +98,17 @@ def current_trace():
     return _core.trace_ctx.trace
 
 
+def of_current_trace(x) -> bool:
+    """Can ``x`` be used as an operand here: not a tracer, or a tracer of the current
+    trace? A batching rule that JAX's own rules call while they batch a sub-jaxpr
+    (``cond``, ``pjit``...) runs in a trace of their own, where a tracer of the trace
+    around would be captured as a constant of that jaxpr."""
+    if not isinstance(x, Tracer):
+        return True
+    trace = getattr(x, "_trace", None)
+    return trace is None or trace is _core.trace_ctx.trace
+
+
 def current_trace_kind() -> str:
     """The class name of the innermost trace (``LinearizeTrace`` under ``jax.grad``)."""
     return type(_core.trace_ctx.trace).__name__

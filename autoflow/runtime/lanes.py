@@ -26,6 +26,8 @@ import threading
 
 import jax
 
+from . import jax_internals as jx
+
 _local = threading.local()
 _names = itertools.count()
 
@@ -39,13 +41,22 @@ def _stack():
 
 def mask_for(axis_data):
     """The mask of the lanes still needed for the ``vmap`` ``axis_data``
-    belongs to (a bool array of shape ``(size,)``), or None."""
+    belongs to (a bool array of shape ``(size,)``), or None.
+
+    None also where the mask is not a value of the trace the batching rule runs
+    in: JAX's own batching rule of a primitive holding jaxprs (a ``cond`` or a
+    ``jit`` in a loop body) batches them in a trace of its own, into which a
+    value of the trace around cannot be passed (it would be captured as a
+    constant: JAX's "No constant handler" error when compiling). autoflow's own
+    rules never put such a primitive between a mask and the loops it masks
+    (``cond_prim._Cond.expand``); a user's ``jax.jit`` or ``lax.cond`` around a
+    converted loop in a batched loop body runs that loop for every lane."""
     name = getattr(axis_data, "name", None)
     if name is None:
         return None
     for n, mask in reversed(_stack()):
         if n == name:
-            return mask
+            return mask if jx.of_current_trace(mask) else None
     return None
 
 

@@ -49,7 +49,7 @@ import numpy as np
 from jax import lax
 
 from ..core.origin import user_site
-from .jax_internals import DEBUGGING_LOGGER
+from .jax_internals import DEBUGGING_LOGGER, current_trace
 from .values import Tracer, UnboundVariableError, Undefined, as_pred, is_traced
 
 _local = threading.local()
@@ -63,26 +63,114 @@ def _path():
     return getattr(_local, "path", [])
 
 
-class on_path:
-    """Context: the code traced inside runs only where ``pred`` holds."""
+class _NoRaise:
+    """An entry of the path: no staged ``raise`` (or failed check) before here.
+
+    After a traced ``raise`` on a path, Python runs nothing more; the compiled
+    code goes on (the check raises when it has run), so what follows must run
+    only where nothing raised: effects check it, loops test it (``raise_gate``),
+    so a loop after a raise guard cannot spin on the values Python never reached.
+    Unlike a branch's condition it stays on the path until the block it was
+    added in ends (the branch, the loop body, or the traced function)."""
+
+    __slots__ = ("pred",)
 
     def __init__(self, pred):
         self.pred = pred
 
+    def __call__(self):
+        return self.pred() if callable(self.pred) else self.pred
+
+
+class _Base:
+    """The entries added outside every staged block, for the trace they were made in
+    (a later trace of another program does not see them)."""
+
+    trace = None
+    entries = ()
+
+
+def _base():
+    base = getattr(_local, "base", None)
+    if base is None:
+        base = _local.base = _Base()
+    return base
+
+
+def _base_entries():
+    base = getattr(_local, "base", None)
+    if base is None or not base.entries:
+        return ()
+    # the trace the outermost open block was entered from (or the current one)
+    outer = getattr(_local, "outer", None) if getattr(_local, "depth", 0) else current_trace()
+    return base.entries if base.trace is outer else ()
+
+
+class on_path:
+    """Context: the code traced inside runs only where ``pred`` holds (no condition
+    for ``pred=None``: a loop body's block). What it adds to the path after a
+    ``raise`` (``after_raise``) ends with it; ``raised()`` tells it."""
+
+    def __init__(self, pred=None):
+        self.pred = pred
+
     def __enter__(self):
-        _local.path = _path() + [self.pred]
+        depth = getattr(_local, "depth", 0)
+        if not depth:
+            _local.outer = current_trace()
+        _local.depth = depth + 1
+        self.saved = _path()
+        _local.path = self.saved + ([self.pred] if self.pred is not None else [])
+        self.start = len(_local.path)
+        return self
+
+    def ok(self):
+        """Where nothing in this block raised (a traced boolean), or None if no
+        ``raise`` was staged in it."""
+        added = [e for e in _local.path[self.start:] if isinstance(e, _NoRaise)]
+        return _conjunction(added) if added else None
 
     def __exit__(self, *exc):
-        _local.path = _local.path[:-1]
+        _local.path = self.saved
+        _local.depth -= 1
+
+
+def scope():
+    """A block whose ``after_raise`` entries end with it (a loop body)."""
+    return on_path(None)
+
+
+def after_raise(pred):
+    """From here to the end of the enclosing block, code runs only where ``pred``
+    (a traced boolean, or a thunk of one) holds: nothing raised (see ``_NoRaise``)."""
+    entry = _NoRaise(pred)
+    if getattr(_local, "depth", 0):
+        _local.path.append(entry)
+        return
+    base, trace = _base(), current_trace()
+    if base.trace is not trace:
+        base.trace, base.entries = trace, []
+    base.entries.append(entry)
+
+
+def _conjunction(preds):
+    out = True
+    for p in preds:
+        p = p() if callable(p) else p
+        out = as_pred(p) if out is True else jnp.logical_and(out, as_pred(p))
+    return out
 
 
 def path_condition():
     """The conjunction of the traced conditions leading here (``True`` if none)."""
-    preds = [p() if callable(p) else p for p in _path()]
-    out = True
-    for p in preds:
-        out = jnp.logical_and(out, as_pred(p))
-    return out
+    return _conjunction([*_base_entries(), *_path()])
+
+
+def raise_gate():
+    """Where no staged ``raise`` before here (on this path) raised, or None if none
+    was staged: a loop staged here runs only there."""
+    entries = [e for e in (*_base_entries(), *_path()) if isinstance(e, _NoRaise)]
+    return _conjunction(entries) if entries else None
 
 
 # ---------------------------------------------------------------------------
@@ -328,7 +416,9 @@ def later(fn, args=(), kwargs=None, site=None, when=None):
     """``fn(*args, **kwargs)`` when the compiled code runs, where the path
     condition (and ``when``, a traced boolean, if given) holds, in program
     order (see the module's docstring). An exception it raises then is the
-    user's, from their line ``site``."""
+    user's, from their line ``site``. ``when`` is for checks, whose ``fn``
+    raises: the code after one runs only where ``when`` is false
+    (``after_raise``)."""
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
@@ -355,6 +445,8 @@ def later(fn, args=(), kwargs=None, site=None, when=None):
 
     operands = [leaves[i] for i in where]
     count.staged += 1
+    if when is not None:  # a check that raises: what follows runs only where it did not
+        after_raise(jnp.logical_not(as_pred(when)))
     if pred is True:
         jax.debug.callback(run, *operands, ordered=True)
         return

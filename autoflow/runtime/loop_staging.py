@@ -286,6 +286,30 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
     return body, merge
 
 
+def _stopped_by_raises(body, merge, init, raises):
+    """``(body, merge, init)`` of a loop, where a ``raise`` (or a failed check) staged in
+    its body stops it, as Python stops there: with ``raises``, the carries end with
+    a flag "nothing raised yet", which the loop's test reads and which gates what
+    each iteration does (``later.after_raise``); without, a body that stages one
+    restarts the loop with it (``Restart("raises")``)."""
+    def run(k, dyn):
+        with later.scope() as block:
+            if raises:
+                later.after_raise(dyn[-1])
+                dyn = dyn[:-1]
+            new, outs = body(k, dyn)
+            ok = block.ok()
+        if not raises:
+            if ok is not None:
+                raise Restart(("raises", None))
+            return new, outs
+        return tuple(new) + (ok,), outs
+
+    if not raises:
+        return run, merge, init
+    return run, (lambda dyn: merge(dyn[:-1])), tuple(init) + (jnp.bool_(True),)
+
+
 def _check_finished(limit, site, running):
     if bool(np.asarray(running)):
         from ..errors import LoopLimitError
@@ -481,6 +505,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
         state = join_parts([zeros_of(hinted[k]) if k in hinted else p
                        for k, p in enumerate(parts_of(state, names))], names)
         log_fills(names[k] for k in hinted)
+    raises = False  # a `raise` is staged in the body: the loop carries where none raised
     for _ in range(16):
         if accum:
             state = join_parts([_Appended() if j in accum else p
@@ -504,6 +529,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form, hinted, grown, fills,
                                       placeholders, first_bound, start, guessed)
+        full_body, merge, init = _stopped_by_raises(full_body, merge, init, raises)
 
         def while_loop(cond, body, init):
             """``while_prim.while_loop``, with the carries the body adds: ``(out, extras)``.
@@ -511,11 +537,17 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             (``cond_cost.loop_gate``): a select of both branches runs no iteration of it
             for the branch it does not take."""
             gate = loop_gate()
-            if gate is not None:
+            # after a traced `raise` (or failed check) before it, the loop runs only
+            # where that did not happen (`later.after_raise`): it cannot spin on values
+            # Python never computed
+            no_raise = later.raise_gate()
+            stop = gate if no_raise is None else no_raise if gate is None else \
+                jnp.logical_and(gate, no_raise)
+            if stop is not None:
                 ungated = cond
 
                 def cond(c):
-                    return jnp.logical_and(ungated(c), gate)
+                    return jnp.logical_and(ungated(c), stop)
             added = inputs = None
             if grown is not None:
                 def added():
@@ -544,7 +576,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 raise ConversionError(message(
                     site(), f"the loop condition is an array of shape {tuple(np.shape(c))}, "
                     "not a scalar", "Reduce it with `.any()` or `.all()`."))
-            return as_pred(c)
+            return as_pred(c) if not raises else jnp.logical_and(as_pred(c), dyn[-1])
 
         uses_while = False
         extras = ()
@@ -566,7 +598,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                     steps = max_iterations if max_iterations is not None else length
                     if isinstance(length, int):
                         steps = min(steps, length)
-                    dyn = _bounded(body, test if cond_fn is not None else (lambda d: True), init,
+                    dyn = _bounded(body, test if cond_fn is not None else (
+                        (lambda d: d[-1]) if raises else (lambda d: True)), init,
                                    start, None if length is None else start + length, steps, site)
                 elif length is None:
                     uses_while = True
@@ -580,7 +613,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
 
                     def full_test(c):
                         more = c[0] < stop
-                        return more if cond_fn is None else jnp.logical_and(more, test(c[1]))
+                        if cond_fn is None:
+                            return jnp.logical_and(more, c[1][-1]) if raises else more
+                        return jnp.logical_and(more, test(c[1]))
                     (ran_to, dyn), extras = while_loop(
                         full_test, lambda c: (c[0] + 1, body(c[0], c[1], lambda: full_test(c))),
                         (jnp.asarray(start, jnp.int32), init))
@@ -602,6 +637,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 _DEFINED.pop(key, None)
                 continue
             kind_of_change, changes = r.changes
+            if kind_of_change == "raises":  # (see `_stopped_by_raises`)
+                raises = True
+                continue
             if kind_of_change == "accumulate":
                 accum.update({j: parts_of(state, names)[j] for j in changes})
             elif kind_of_change == "keys":
@@ -638,6 +676,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 "Pass `max_loop_iterations=N` to `autoflow.jit`/`autoflow.convert` (the loop "
                 "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
                 "count static."))
+        if raises:  # what follows the loop runs only where its body did not raise
+            later.after_raise(dyn[-1])
         result = merge(dyn)
         if grown:
             # the carries the body added, zeros before the first iteration
