@@ -385,6 +385,43 @@ def test_a_print_in_a_branch_holding_a_loop_under_vmap_ends():
     assert out.strip().endswith("ok")
 
 
+def test_a_jitted_helper_in_a_batched_branch_runs_only_for_its_lanes():
+    # `collatz_steps(0)` never ends: the lane with n == 0 must not run it.
+    out = _subprocess("""
+        import jax, jax.numpy as jnp, autoflow
+
+        @autoflow.jit
+        def collatz_steps(n):
+            steps = 0
+            while n != 1:
+                n = n // 2 if n % 2 == 0 else 3 * n + 1
+                steps += 1
+            return steps
+
+        def f(n):
+            if n > 0:
+                s = collatz_steps(n)
+            else:
+                s = -1
+            return s
+
+        def g(ns):
+            total = 0
+            for n in ns:
+                if n > 0:
+                    total += collatz_steps(n)
+            return total
+
+        want = [5, -1, 111]
+        for how in (jax.vmap, lambda h: jax.jit(jax.vmap(h)), lambda h: jax.vmap(jax.jit(h))):
+            assert how(autoflow.convert(f))(jnp.array([5, 0, 27])).tolist() == want
+        got = jax.jit(jax.vmap(autoflow.convert(g)))(jnp.array([[5, 0], [0, 27]]))
+        assert got.tolist() == [5, 111], got
+        print("ok")
+    """)
+    assert out.strip().endswith("ok")
+
+
 # -- the self-check judges JAX, not programs --------------------------------------------
 
 

@@ -147,7 +147,8 @@ class _Cond(jx.HiPrimitive):
     def branch(self, which, ops):
         """One branch's outputs on its operands, at this level."""
         if self.inner is None:
-            return jx.eval_jaxpr(self.t if which == "t" else self.f, (), *ops)
+            # (a `jit` in the branch runs in place: the lanes' mask reaches its loops)
+            return jx.eval_inlined(self.t if which == "t" else self.f, (), *ops)
         ops, needed = self._split(ops)
         axes = self._inner_axes()[1 if which == "t" else 2]
         return tuple(lanes.vmap(lambda o: self.inner.branch(which, o), (axes,), 0, self.size,
@@ -156,7 +157,7 @@ class _Cond(jx.HiPrimitive):
     def both(self, pred, tc, fc):
         """The select of both branches' outputs."""
         if self.inner is None:
-            return _pick(pred, jx.eval_jaxpr(self.t, (), *tc), jx.eval_jaxpr(self.f, (), *fc),
+            return _pick(pred, jx.eval_inlined(self.t, (), *tc), jx.eval_inlined(self.f, (), *fc),
                          self.free)
         (tc, needed), (fc, _) = self._split(tc), self._split(fc)
         if self.axes[0] is not None and jnp.ndim(pred) == 1:

@@ -180,6 +180,48 @@ def eval_jaxpr(jaxpr, consts, *args):
     return _core.eval_jaxpr(jaxpr, (), *consts, *args)
 
 
+# Equations that only call a jaxpr (a `jax.jit` inside the traced code, JAX's own
+# jitted helpers): ``eval_inlined`` runs their jaxpr in place.
+_CALLS = frozenset({"pjit", "jit", "closed_call", "core_call"})
+
+
+def eval_inlined(jaxpr, consts, *args):
+    """``eval_jaxpr``, with the jaxpr of each ``jit`` in it run in place (recursively).
+
+    autoflow's batching rules run a loop body or a branch under ``vmap`` with the mask
+    of the lanes still needed (``lanes``); JAX's batching rule of a ``jit`` batches
+    its jaxpr in a trace of its own, where the mask cannot reach the loops inside it
+    (a user's ``autoflow.jit`` helper in a loop body). Run in place, they are batched
+    by autoflow's rules, with the mask."""
+    closed_consts = ()
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr, closed_consts = jaxpr.jaxpr, jaxpr.consts
+    if not any(e.primitive.name in _CALLS for e in jaxpr.eqns):
+        return _core.eval_jaxpr(jaxpr, closed_consts, *consts, *args)
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, closed_consts))
+    env.update(zip(jaxpr.invars, [*consts, *args]))
+    for e in jaxpr.eqns:
+        inner = e.params.get("jaxpr", e.params.get("call_jaxpr"))
+        if e.primitive.name in _CALLS and isinstance(inner, (ClosedJaxpr, Jaxpr)):
+            outs = eval_inlined(inner, (), *map(read, e.invars))
+        else:
+            params = e.primitive.get_bind_params(dict(e.params))
+            subfuns = ()
+            if isinstance(params, tuple):  # up to JAX 0.9: (subfuns, params)
+                subfuns, params = params
+            with e.ctx.manager:
+                outs = e.primitive.bind(*subfuns, *map(read, e.invars), **params)
+            if not e.primitive.multiple_results:
+                outs = [outs]
+        env.update(zip(e.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
 def closed(jaxpr):
     return jaxpr if isinstance(jaxpr, ClosedJaxpr) else ClosedJaxpr(jaxpr, ())
 

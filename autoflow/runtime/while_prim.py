@@ -147,7 +147,8 @@ class _WhileLoop(jx.HiPrimitive):
         return jx.eval_jaxpr(self.cond_jaxpr, cc, *x)[0]
 
     def _body(self, bc, x):
-        return tuple(jx.eval_jaxpr(self.body_jaxpr, bc, *x))
+        # (a `jit` in the body runs in place: under vmap the lanes' mask reaches its loops)
+        return tuple(jx.eval_inlined(self.body_jaxpr, bc, *x))
 
     def _recompute(self, bc, x):
         """The body as the backward pass recomputes it (no callbacks)."""
