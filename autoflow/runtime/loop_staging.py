@@ -310,6 +310,53 @@ def _stopped_by_raises(body, merge, init, raises):
     return run, (lambda dyn: merge(dyn[:-1])), tuple(init) + (jnp.bool_(True),)
 
 
+def _closure_cells(fn, depth=4, seen=None):
+    """The closure cells of ``fn`` and of the functions its closure holds."""
+    seen = set() if seen is None else seen
+    if depth <= 0 or id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    if isinstance(fn, functools.partial):
+        return _closure_cells(fn.func, depth, seen)
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        out.append(cell)
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(value):
+            out += _closure_cells(value, depth - 1, seen)
+    return out
+
+
+def _keeping_cells(thunk, fn):
+    """``thunk``, run so that the closure cells of ``fn`` keep their contents."""
+    def run():
+        cells = _closure_cells(fn)
+        saved = []
+        for cell in cells:
+            try:
+                saved.append(cell.cell_contents)
+            except ValueError:
+                saved.append(_EMPTY)
+        try:
+            return thunk()
+        finally:
+            for cell, value in zip(cells, saved):
+                if value is _EMPTY:
+                    try:
+                        del cell.cell_contents
+                    except ValueError:
+                        pass
+                else:
+                    cell.cell_contents = value
+    return run
+
+
+_EMPTY = object()
+
+
 def _check_finished(limit, site, running):
     if bool(np.asarray(running)):
         from ..errors import LoopLimitError
@@ -567,7 +614,11 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 return full_body(k, dyn)[0]
             # A `raise` staged in the body fires only where the loop still runs
             # (under vmap a while loop runs its body for finished elements too).
-            with later.on_path(running):
+            # The test is evaluated only if an effect needs it, in the middle of the
+            # body: the cells it assigns (a converted test sets the variables closures
+            # read, `nonlocal v; v = v_2`) are given back what the body had put there.
+            with later.on_path(_keeping_cells(running, cond_fn) if callable(running)
+                               else running):
                 return full_body(k, dyn)[0]
 
         def test(dyn):

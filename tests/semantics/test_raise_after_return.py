@@ -88,3 +88,28 @@ def test_a_raise_in_a_loop_else_after_a_return_in_the_loop(n):
         check(raise_in_loop_else, F(1.5), I(n))
     else:
         check(raise_in_loop_else, F(1.5), I(n), expect_raise=ValueError)
+
+
+def raise_beside_a_closure(a, n, xs):
+    lst = [1.0, -1.0]
+    for v in xs:
+        if 0.0 <= lst[1]:
+            if a > 1:
+                raise ValueError(f"a is {a}")
+            lst.append(lst.pop(0) * 0.5)
+        else:
+            def g(z):
+                return z + v  # `v` is a cell: the converted loop test assigns it
+            if n > a:
+                break
+    return v, lst
+
+
+def test_a_check_in_a_loop_body_keeps_the_loop_variable_a_closure_reads():
+    # The check's path condition evaluates the loop's test in the body; the test (which
+    # sets the cell `v` to the carry) must not undo the body's `v = item`.
+    import jax.numpy as jnp
+
+    xs = jnp.asarray([-1.5, 1.25, 0.75])
+    check(raise_beside_a_closure, I(7), I(1), xs, vmap=[(I(1), I(0), xs), (I(2), I(3), xs)])
+    check(raise_beside_a_closure, I(0), I(3), xs)
