@@ -444,7 +444,8 @@ def _worker(items, tmp):
 def run(items, workers=1, timeout=TIMEOUT, log=None):
     """Check ``items`` (``(seed, composition)`` pairs) in ``workers`` processes;
     return their ``Outcome``s (``hang`` for those that did not finish in ``timeout``
-    seconds: the worker is killed and a new one goes on with the rest)."""
+    seconds, having used at least half of that in CPU time: the worker is killed and
+    a new one goes on with the rest)."""
     import queue
     import threading
 
@@ -454,7 +455,7 @@ def run(items, workers=1, timeout=TIMEOUT, log=None):
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     lines = queue.Queue()
     results = []
-    procs = {}  # worker -> [process, item running, since]
+    procs = {}  # worker -> [process, item running, since, its CPU seconds then]
 
     def start(k):
         if not todo[k]:
@@ -469,7 +470,7 @@ def run(items, workers=1, timeout=TIMEOUT, log=None):
                 lines.put((k, p, line.rstrip("\n")))
             lines.put((k, p, None))
         threading.Thread(target=read, daemon=True).start()
-        procs[k] = [p, None, time.monotonic()]
+        procs[k] = [p, None, time.monotonic(), 0.0]
 
     def record(k, o):
         results.append(o)
@@ -494,12 +495,13 @@ def run(items, workers=1, timeout=TIMEOUT, log=None):
                                       f"(exit status {p.returncode})"))
                 start(k)
             elif line.startswith("START "):
-                st[1], st[2] = line[6:], time.monotonic()
+                st[1], st[2], st[3] = line[6:], time.monotonic(), _cpu_seconds(p.pid)
             elif line.startswith("RESULT "):
                 record(k, Outcome(**json.loads(line[7:])))
                 st[1] = None
         for k, st in list(procs.items()):
-            if st[1] is not None and time.monotonic() - st[2] > timeout:
+            if st[1] is not None and time.monotonic() - st[2] > timeout and \
+                    not _cpu_seconds(st[0].pid) - st[3] <= timeout / 2:  # (nan: no /proc)
                 st[0].kill()
                 st[0].wait()
                 seed, kind = st[1].split()
@@ -508,6 +510,18 @@ def run(items, workers=1, timeout=TIMEOUT, log=None):
     for o in results:
         o.source = generate(o.seed)
     return results
+
+
+def _cpu_seconds(pid):
+    """CPU seconds process ``pid`` has used (a loaded machine slows a worker's wall
+    clock, not its CPU time: a spinning loop uses CPU; where /proc cannot tell, the
+    wall clock alone decides)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("inf")
 
 
 def plan(first, count, per_program=1):

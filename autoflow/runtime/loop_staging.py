@@ -298,7 +298,15 @@ def _stopped_by_raises(body, merge, init, raises):
             if raises:
                 later.after_raise(dyn[-1])
                 dyn = dyn[:-1]
-            new, outs = body(k, dyn)
+            try:
+                new, outs = body(k, dyn)
+            except raising.StagedRaise as r:
+                # Every path through the body raises: an iteration that runs raises
+                # (its check, staged here), and none follows it.
+                if not raises:
+                    raise Restart(("raises", None)) from None
+                r.emit()
+                return tuple(dyn) + (jnp.bool_(False),), ()
             ok = block.ok()
         if not raises:
             if ok is not None:

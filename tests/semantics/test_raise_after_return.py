@@ -113,3 +113,30 @@ def test_a_check_in_a_loop_body_keeps_the_loop_variable_a_closure_reads():
     xs = jnp.asarray([-1.5, 1.25, 0.75])
     check(raise_beside_a_closure, I(7), I(1), xs, vmap=[(I(1), I(0), xs), (I(2), I(3), xs)])
     check(raise_beside_a_closure, I(0), I(3), xs)
+
+
+def loop_that_always_raises(xs, k):
+    total = 0.0
+    for v in xs:
+        m = -5
+        if m < 0:  # concrete: every iteration raises, in a loop staged for its traced carries
+            raise ValueError(f"m must be non-negative, got {m}")
+        total = total + v
+    while k > 0:
+        k = k - 1
+    return total
+
+
+def loop_that_raises_if_it_runs(n, x):
+    i = 0
+    while i < n:
+        raise ValueError(f"ran with n={n}")
+    return x
+
+
+def test_a_loop_body_that_always_raises():
+    import jax.numpy as jnp
+
+    check(loop_that_always_raises, jnp.asarray([1.0, 2.0]), I(3), expect_raise=ValueError)
+    check(loop_that_raises_if_it_runs, I(2), F(1.0), expect_raise=ValueError)
+    check(loop_that_raises_if_it_runs, I(0), F(1.0), vmap=[(I(0), F(2.0))])
