@@ -640,7 +640,7 @@ def _may_raise(fn) -> bool:
             return True
     if any("range(" in line and line.count(",", line.index("range(")) >= 2 for line in lines):
         return True  # a `range` with a step: a traced step of 0 raises ValueError at run time
-    if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ")) or "warn(" in line
+    if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ", "if ")) or "warn(" in line
                for line in lines):
         return False
     try:
@@ -698,20 +698,23 @@ def _reaches_a_raise(code, lines) -> bool:
 
 def _zero_trip_read(fn) -> bool:
     """Does a loop in ``fn`` bind a variable that code after the loop reads (or the
-    body reads above where it binds it: the value of an earlier iteration), and
-    that nothing binds before it? (Such a read raises Python's
-    ``UnboundLocalError`` when the compiled code runs and nothing bound it.)"""
+    body reads above where it binds it: the value of an earlier iteration), or an
+    ``if`` on one of its paths only, and that nothing binds before it? (Such a read
+    raises Python's ``UnboundLocalError`` when the compiled code runs and nothing
+    bound it.)"""
     def names(node, ctx):
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
 
-    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.While, ast.For))]
+    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.While, ast.For, ast.If))]
     if not loops:
         return False
     args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
     for loop in loops:
-        inside = set().union(*(names(s, ast.Store) for s in loop.body))
+        inside = set().union(set(), *(names(s, ast.Store) for s in loop.body))
         if isinstance(loop, ast.For):
             inside |= names(loop.target, ast.Store)
+        elif isinstance(loop, ast.If):  # bound on one path only (an `if` can leave it unbound)
+            inside ^= set().union(set(), *(names(s, ast.Store) for s in loop.orelse))
         before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
                          and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
         end = loop.end_lineno or loop.lineno

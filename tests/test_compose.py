@@ -502,3 +502,55 @@ def test_internal_error_is_an_autoflow_error():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert float(autoflow.jit(elif_while)(jnp.int32(10))) == elif_while(10)
+
+
+def guarded_square(x, c):
+    if c > 5:
+        raise ValueError(f"bad value: {c}")
+    if x > 0:
+        print("positive", c)
+    return x * x
+
+
+def test_vmap_of_grad_runs_effects_and_checks_only_on_their_lanes_paths(capfd):
+    # (the effect in a `cond` that JAX's own rule batches: the host checks the gate)
+    xs, cs = jnp.array([1.5, -2.0, 3.0]), jnp.array([1, 2, 3])
+    capfd.readouterr()
+    got = jax.vmap(jax.grad(autoflow.convert(guarded_square)))(xs, cs)
+    jax.effects_barrier()
+    printed = sorted(capfd.readouterr().out.splitlines())
+    want = [jax.grad(guarded_square)(xs[i], cs[i]) for i in range(3)]
+    assert sorted(capfd.readouterr().out.splitlines()) == printed == ["positive 1", "positive 3"]
+    np.testing.assert_allclose(got, want)
+    with pytest.raises(ValueError, match="bad value: 7"):
+        jax.vmap(jax.grad(autoflow.convert(guarded_square)))(xs, jnp.array([1, 7, 3]))
+
+
+def prints_an_invariant_in_a_static_loop(x, xs):
+    total = 0.0
+    for row in -xs:
+        print("at", xs[1])  # depends on no carry: JAX's scan hoists it under grad
+        total = total + jnp.tanh(x) * row
+    return total + x
+
+
+@pytest.mark.parametrize("how", ["grad", "grad_jit", "grad_vmap", "jit_grad"])
+def test_a_print_in_a_static_loop_runs_each_iteration_under_grad(capfd, how):
+    # JAX's scan runs an effect that depends on no carry once under jax.grad (also
+    # outside a jit, where autoflow cannot see the grad): every iteration prints, as in
+    # Python, and the gradient is eager's.
+    cf = autoflow.convert(prints_an_invariant_in_a_static_loop)
+    xs = jnp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    x = jnp.array([0.5, 1.5])
+    if how == "grad_vmap":
+        got = jax.grad(lambda x: jax.vmap(cf)(x, xs).sum())(x)
+    else:
+        g = {"grad": jax.grad(cf), "grad_jit": jax.grad(jax.jit(cf)),
+             "jit_grad": jax.jit(jax.grad(cf))}[how]
+        got = jnp.stack([g(x[k], xs[k]) for k in range(2)])
+    jax.effects_barrier()
+    out = capfd.readouterr().out.splitlines()
+    want = [jax.grad(prints_an_invariant_in_a_static_loop)(x[k], xs[k]) for k in range(2)]
+    assert sorted(out) == sorted(capfd.readouterr().out.splitlines())
+    assert len(out) == 6
+    assert np.allclose(got, jnp.stack(want), rtol=1e-6)

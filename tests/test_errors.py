@@ -135,11 +135,27 @@ def internal_frames(exc) -> list[str]:
 # 1-4: traced `if`
 # ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("fn", [one_branch.one_branch, one_branch.one_branch_other_side])
+def test_an_array_assigned_in_one_branch_is_checked_when_read(fn):
+    # Python reads it where it is bound and raises UnboundLocalError where it is not:
+    # so does the compiled code, one compiled function for both (the check at run time).
+    jitted = autoflow.jit(fn)
+    for x in (1.0, -1.0):
+        try:
+            want = fn(x)
+        except UnboundLocalError as e:
+            with pytest.raises(UnboundLocalError) as info:
+                jitted(jnp.float32(x))
+            assert str(info.value) == str(e)
+        else:
+            assert float(jitted(jnp.float32(x))) == want
+
+
 @pytest.mark.parametrize("fn, name, side", [
-    (one_branch.one_branch, "y", "true"),
-    (one_branch.one_branch_other_side, "z", "false"),
+    (one_branch.label_on_one_branch, "label", "true"),
+    (one_branch.label_on_other_branch, "label", "false"),
 ])
-def test_variable_assigned_in_one_branch(fn, name, side):
+def test_a_value_that_is_no_array_assigned_in_one_branch(fn, name, side):
     exc = raises_conversion_error(fn, 1.0)
     msg = check_message(exc, fn, names=[name], construct="if")
     assert f"only when the condition is {side}" in msg
@@ -417,7 +433,7 @@ def test_user_jax_shape_error_keeps_type_and_line():
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fn, args", [
-    (one_branch.one_branch, (1.0,)),
+    (one_branch.label_on_one_branch, (1.0,)),
     (shapes.branch_shapes, (X3,)),
     (conditions.nonscalar_if, (X3,)),
     (returns.falls_off, (1.0,)),
@@ -439,9 +455,9 @@ def test_conversion_error_traceback_has_no_internal_frames(fn, args):
 
 def test_conversion_error_through_vmap_has_no_internal_frames():
     with pytest.raises(ConversionError) as info:
-        jax.vmap(autoflow.convert(one_branch.one_branch))(X3)
+        jax.vmap(autoflow.convert(one_branch.label_on_one_branch))(X3)
     exc = info.value
-    check_message(exc, one_branch.one_branch, names=["y"], construct="if")
+    check_message(exc, one_branch.label_on_one_branch, names=["label"], construct="if")
     assert internal_frames(exc) == []
 
 

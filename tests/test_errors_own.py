@@ -15,7 +15,6 @@ import jax.numpy as jnp
 import pytest
 
 import autoflow
-from autoflow.errors import ConversionError
 
 AUTOFLOW_DIR = os.path.dirname(os.path.abspath(autoflow.__file__)) + os.sep
 GENERATED = re.compile(r"\b(if_true|if_false|loop_body|loop_test|broke|did_return|af_\w+)\b")
@@ -100,16 +99,21 @@ def one_path_binds(x):
 
 
 @pytest.mark.parametrize("x", [1.0, -1.0, -10.0])
-def test_a_return_on_the_other_path_gives_the_error_without_the_return(x):
-    with pytest.raises(ConversionError) as with_return:
-        autoflow.jit(one_path_returns)(jnp.float32(x))
-    with pytest.raises(ConversionError) as without:
-        autoflow.jit(one_path_binds)(jnp.float32(x))
-    for info in (with_return, without):
-        text = str(info.value)
-        assert "`y` is assigned only when the condition is true" in text
-        assert "if x > 0:" in text and not isinstance(info.value, NameError)
-        assert not GENERATED.search(text), text
+def test_a_name_bound_on_one_path_is_pythons_error_where_it_is_unbound(x):
+    # with or without a `return` on the other path: Python's value, or its
+    # UnboundLocalError when the compiled code runs, at the user's line
+    for fn in (one_path_returns, one_path_binds):
+        try:
+            want = fn(x)
+        except UnboundLocalError as e:
+            with pytest.raises(UnboundLocalError) as info:
+                autoflow.jit(fn)(jnp.float32(x))
+            assert str(info.value) == str(e)
+            assert not GENERATED.search(str(info.value))
+            last = traceback.extract_tb(info.value.__traceback__)[-1]
+            assert last.line.strip() == "return y", last
+        else:
+            assert float(autoflow.jit(fn)(jnp.float32(x))) == float(want)
 
 
 def test_the_unbound_read_on_concrete_values_is_pythons_error():

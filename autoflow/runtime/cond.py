@@ -324,6 +324,17 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     # gives one more output: where it did not raise (`later.after_raise`), so that
     # the code after the `if` runs only there.
     raises = {"both": False}
+    # The variables (output indices) bound on some paths of the `if` only: zeros where
+    # they are not, and one more output each, a boolean "bound here", with which a
+    # read of the variable after the `if` checks at run time that it is bound
+    # (`later.ld`): Python's `UnboundLocalError` where it is not.
+    tracked = set()
+
+    def one_path(u, v):
+        """May the unbound ``u`` on one path be filled, given the other path's ``v``?"""
+        if u.guarded:
+            return _fill_spec(v) is not None
+        return names is not None and not expression and spec_of(v) is not None
 
     def make(key, fn):
         def branch():
@@ -342,9 +353,9 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 # of the other path's type), instead of a restart that traces both
                 # paths again; only the first path's need a restart (`_compare`).
                 for k, (mine, theirs) in enumerate(zip(parts_of(out, names), parts_of(other[0], names))):
-                    if k not in fills and isinstance(mine, Undefined) and mine.guarded \
-                            and _fill_spec(theirs) is not None:
+                    if k not in fills and isinstance(mine, Undefined) and one_path(mine, theirs):
                         fills[k] = _fill_spec(theirs)
+            unbound = set()  # the one-path variables this path leaves unbound
             if fills:
                 parts = parts_of(out, names)
                 for k, p in enumerate(parts):
@@ -352,10 +363,22 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                         if fills[k] is _NONE:
                             parts[k] = None
                             continue
+                        if not p.guarded or p.track:
+                            unbound.add(k)
                         parts[k], zeros = fill(p, fills[k])
                         if zeros:
                             zeroed.add(k)
                 out = join_parts(parts, names)
+            bound = {}  # output index -> where it is bound (a traced bool), if not always
+            if names is not None:
+                for k, p in enumerate(parts_of(out, names)):
+                    flag = False if k in unbound else later.bound_flag(p)
+                    if flag is not None:
+                        bound[k] = flag
+                if set(bound) - tracked:
+                    if other is not None:  # the first path tracked none of these
+                        raise Restart(("defined", set(bound)))
+                    tracked.update(bound)
             leaves, tree = flatten(out)
             mask = [is_array_like(x) for x in leaves]
             records[key] = (out, leaves, tree, mask)
@@ -363,6 +386,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 _compare(records["t"], records["f"])
             dyn = [x for x, m in zip(leaves, mask) if m]
             dyn = [cast_to(x, targets[j]) if j in targets else x for j, x in enumerate(dyn)]
+            dyn += [as_pred(bound[k]) if k in bound else jnp.bool_(True) for k in sorted(tracked)]
             if raises["both"]:
                 dyn.append(jnp.bool_(True) if ok is None else as_pred(ok))
             return dyn
@@ -375,7 +399,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         new_fills = {}
         for k, (a, b) in enumerate(zip(parts_of(t_out, names), parts_of(f_out, names))):
             for u, v in ((a, b), (b, a)):
-                if isinstance(u, Undefined) and u.guarded and _fill_spec(v) is not None:
+                if isinstance(u, Undefined) and one_path(u, v):
                     new_fills[k] = _fill_spec(v)
         if new_fills:
             raise Restart(("fill", new_fills))
@@ -427,6 +451,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         except Restart as r:
             if isinstance(r.changes, tuple) and r.changes[0] == "raises":
                 raises["both"] = True
+            elif isinstance(r.changes, tuple) and r.changes[0] == "defined":
+                tracked.update(r.changes[1])
             elif isinstance(r.changes, tuple):
                 fills.update(r.changes[1])
             else:
@@ -440,9 +466,17 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     if raises["both"]:
         *dyn, ok = dyn
         later.after_raise(ok)
+    defined = ()
+    if tracked:
+        dyn, defined = dyn[:-len(tracked)], dyn[-len(tracked):]
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
-    return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+    result = unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+    if tracked:
+        parts = parts_of(result, names)
+        for k, flag in zip(sorted(tracked), defined):
+            later.bound_if(parts[k], names[k], flag)
+    return result
 
 
 def _free(record, names, unread):

@@ -512,9 +512,16 @@ class _Effect(jx.HiPrimitive):
         if not gate:
             jax.debug.callback(self.call, *ops, ordered=True)
         else:
-            lax.cond(gate[0], lambda ops: jax.debug.callback(self.call, *ops, ordered=True),
-                     lambda ops: None, tuple(ops))
+            # (the host checks the gate too: a `cond` batched by JAX's own rule runs the
+            # callback for every lane)
+            lax.cond(gate[0], lambda ok, ops: jax.debug.callback(
+                         self._gated, ok, *ops, ordered=True),
+                     lambda ok, ops: None, gate[0], tuple(ops))
         return ()
+
+    def _gated(self, ok, *values):
+        if np.asarray(ok):
+            self.call(*values)
 
     def dce(self, used_outs):
         return True, True, self
@@ -524,13 +531,13 @@ class _Effect(jx.HiPrimitive):
         return (), ()
 
     def lin(self, nzs_in, *primals):
-        return self.expand(*primals), None
+        return self(*primals), None  # (bound one level up: vmapped, its batching rule)
 
     def linearized(self, residuals, *tangents):
         return ()
 
     def vjp_fwd(self, nzs_in, gate, ops):
-        return self.expand(gate, ops), None
+        return self(gate, ops), None
 
     def vjp_bwd_retval(self, res, out_ct):
         gate_av, op_av = self.in_avals
@@ -578,6 +585,18 @@ def bound_if(value, name, ran):
                 for k in [k for k, v in _loop_bound.items() if v[0]() is None]:
                     del _loop_bound[k]
             _loop_bound[id(leaf)] = (weakref.ref(leaf), name, ran)
+
+
+def bound_flag(value):
+    """Where ``value`` (a variable's) is bound, a traced boolean, if a staged statement
+    registered it (``bound_if``); else None."""
+    if not _loop_bound:
+        return None
+    for leaf in jax.tree_util.tree_leaves(value)[:1]:
+        entry = _loop_bound.get(id(leaf))
+        if entry is not None and entry[0]() is leaf:  # (a live value: its flag is too)
+            return entry[2]
+    return None
 
 
 def _unbound(ran, name):

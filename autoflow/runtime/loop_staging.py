@@ -117,7 +117,7 @@ def _appended(before, after):
 
 def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,
                can_accumulate, hinted=None, adds=None, fills=(), placeholders=None,
-               first_bound=(), start=0, guessed=()):
+               first_bound=(), start=0, guessed=(), bound=None):
     """The staged body of ``loop`` for one choice of carry types, and ``merge``.
 
     ``body(k, dyn)`` returns ``(new carries, appended values)``; ``accum``
@@ -158,15 +158,22 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
         merged = merge(dyn)
         if first_bound:
             # Variables unbound when the loop started, carried from zeros: bound
-            # once an iteration has run; a read before that raises Python's
-            # error when the compiled code runs (`later.ld`).
+            # once an iteration has run (or where the flags `bound` carries say so,
+            # where the body binds them on some paths only); a read where one is
+            # not bound raises Python's error when the compiled code runs (`later.ld`).
             parts = parts_of(merged, names)
-            for j in first_bound:
-                later.bound_if(parts[j], names[j], k > start)
+            flags = bound.inputs if bound is not None and bound.inputs is not None \
+                else [k > start] * len(first_bound)
+            for j, flag in zip(first_bound, flags):
+                later.bound_if(parts[j], names[j], flag)
         if placeholders is not None:
             placeholders.begin()
         with staged_block(), placing(placeholders):
             new = step(k, merged)
+        if first_bound and bound is not None:
+            parts = parts_of(new, names)
+            bound.outputs = [later.bound_flag(parts[j]) for j in first_bound]
+            bound.started = flags
         outs = []
         if accum or can_accumulate:
             parts = parts_of(new, names)
@@ -213,7 +220,13 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             # an input made for a variable the body leaves unbound, or of another
             # type than it binds: trace the loop again without placeholders
             raise Restart(("unplace", None))
-        if defines and adds is not None and all(
+        # (a variable the body binds on some paths only needs a flag "bound yet" carried:
+        # the loop is traced again with it, `_carrying_bound`, not added as a carry)
+        some_paths = bound is not None and any(
+            later.bound_flag(parts_of(new, names)[j]) is not None for j in defines)
+        if some_paths:
+            bound.wanted = True
+        if defines and adds is not None and not some_paths and all(
                 not ({before[j].name, names[j]} & fills) or before[j].exit and LOOP in fills
                 for j in defines):
             parts = parts_of(new, names)
@@ -285,6 +298,41 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
         return tuple(out), tuple(outs)
 
     return body, merge
+
+
+class _Bound:
+    """The flags "bound yet" of the variables a loop's body binds first (on some
+    paths only): ``n`` carried (0: not carried), their values at the start of the
+    iteration being traced (``inputs``), and what the body leaves them
+    (``outputs``: ``later.bound_flag`` of each variable, None where it is bound)."""
+
+    def __init__(self, n):
+        self.n, self.inputs, self.outputs, self.started = n, None, None, None
+        self.wanted = False  # (the body binds a new variable on some paths only)
+
+
+def _carrying_bound(body, merge, init, bound):
+    """``(body, merge, init)`` of a loop whose carries end with ``bound.n`` flags "bound
+    yet" (False at the start); with none carried, a body that binds one of its new
+    variables on some paths only restarts the loop with them (``Restart("bound")``)."""
+    if not bound.n:
+        def run(k, dyn):
+            bound.inputs = None
+            new, outs = body(k, dyn)
+            started = bound.started or ()
+            if any(f is not None and f is not s for f, s in zip(bound.outputs or (), started)):
+                raise Restart(("bound", None))
+            return new, outs
+        return run, merge, init
+    n = bound.n
+
+    def carried(k, dyn):
+        bound.inputs = list(dyn[len(dyn) - n:])
+        new, outs = body(k, dyn[:len(dyn) - n])
+        flags = tuple(jnp.bool_(True) if f is None else as_pred(f) for f in bound.outputs)
+        return tuple(new) + flags, outs
+    return (carried, (lambda dyn: merge(dyn[:len(dyn) - n])),
+            tuple(init) + (jnp.bool_(False),) * n)
 
 
 def _stopped_by_raises(body, merge, init, raises):
@@ -580,6 +628,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                        for k, p in enumerate(parts_of(state, names))], names)
         log_fills(names[k] for k in hinted)
     raises = False  # a `raise` is staged in the body: the loop carries where none raised
+    bound_carried = False  # the body binds a variable on some paths: the loop carries where
     for _ in range(16):
         if accum:
             state = join_parts([_Appended() if j in accum else p
@@ -600,9 +649,11 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
         first_bound = [j for j, a in enumerate(parts_of(entry_state, names))
                        if isinstance(a, Undefined) and not a.exit
                        and not isinstance(current[j], Undefined)]
+        bound = _Bound(len(first_bound) if bound_carried else 0)
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form, hinted, grown, fills,
-                                      placeholders, first_bound, start, guessed)
+                                      placeholders, first_bound, start, guessed, bound)
+        full_body, merge, init = _carrying_bound(full_body, merge, init, bound)
         full_body, merge, init = _stopped_by_raises(full_body, merge, init, raises)
 
         def while_loop(cond, body, init):
@@ -670,11 +721,14 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                     def run_scan():
                         return lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
                                         None, length=length, unroll=unroll)
-                    if _reverse_mode() and not accum and while_prim.available():
+                    if not accum and while_prim.available():
                         # Under jax.grad, JAX's scan runs the effects of its body (prints,
-                        # checks) once, not at every iteration: traced apart first, a body
-                        # with effects is a while form instead, which runs them in its
-                        # forward pass at every iteration (while_prim).
+                        # checks) that do not depend on the carry once, not at every
+                        # iteration (its partial evaluation hoists them), and a grad
+                        # outside a jit or vmap cannot be seen from here: traced apart
+                        # first (the scan is then one equation, evaluated as traced), a
+                        # body with effects is a while form instead, which runs them at
+                        # every iteration (while_prim).
                         (_, dyn), stacked = _scan_without_effects(run_scan)
                         if dyn is None:
                             return stage_loop(kind, entry_state, names, site, step=step,
@@ -733,6 +787,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             if kind_of_change == "raises":  # (see `_stopped_by_raises`)
                 raises = True
                 continue
+            if kind_of_change == "bound":  # (see `_carrying_bound`)
+                bound_carried = True
+                continue
             if kind_of_change == "accumulate":
                 accum.update({j: parts_of(state, names)[j] for j in changes})
             elif kind_of_change == "keys":
@@ -750,6 +807,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 state = join_parts([None if k in changes else p
                                     for k, p in enumerate(parts_of(state, names))], names)
             elif kind_of_change == "define":
+                if bound.wanted:  # its flags "bound yet" too, in the same new trace
+                    bound_carried = True
                 defined.update(changes)
                 log_fills(names[j] for j in changes)  # (for the loops around this one)
                 state = join_parts([zeros_of(changes[k]) if k in changes else p
@@ -769,8 +828,11 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 "Pass `max_loop_iterations=N` to `autoflow.jit`/`autoflow.convert` (the loop "
                 "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
                 "count static."))
+        tail = dyn
         if raises:  # what follows the loop runs only where its body did not raise
-            later.after_raise(dyn[-1])
+            later.after_raise(tail[-1])
+            tail = tail[:-1]
+        final_bound = tail[len(tail) - bound.n:] if bound.n else ()
         result = merge(dyn)
         if grown:
             # the carries the body added, zeros before the first iteration
@@ -788,6 +850,10 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             for j, before in enumerate(parts_of(entry_state, names)):
                 if isinstance(before, Undefined) and not before.exit:
                     later.bound_if(parts[j], names[j], ran_to > start)
+        if final_bound:  # bound where an iteration bound it (`_carrying_bound`)
+            parts = parts_of(result, names)
+            for j, flag in zip(first_bound, final_bound):
+                later.bound_if(parts[j], names[j], flag)
         if key is not None and defined:
             if len(_DEFINED) >= _DEFINED_LIMIT:
                 _DEFINED.clear()

@@ -65,8 +65,8 @@ def _loop_state(init):
     bound on one path of a traced ``if`` in the body: it is read later only
     where it was bound, so staged branches may fill it with zeros.
     """
-    return tuple(Undefined(x.name, guarded=True, exit=x.exit) if isinstance(x, Undefined)
-                 else x for x in init)
+    return tuple(Undefined(x.name, guarded=True, exit=x.exit, track=not x.guarded)
+                 if isinstance(x, Undefined) else x for x in init)
 
 
 @reissuing

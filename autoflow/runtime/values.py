@@ -56,18 +56,22 @@ class Undefined:
     a computation raises an error that names the variable.
     """
 
-    __slots__ = ("name", "guarded", "exit")
+    __slots__ = ("name", "guarded", "exit", "track")
 
-    def __init__(self, name, guarded=False, exit=False):  # noqa: A002 - a flag's name
+    def __init__(self, name, guarded=False, exit=False, track=False):  # noqa: A002
         # ``guarded``: every read is guarded by a flag (``retval`` is only read
         # when ``returned`` is true), so a staged branch may fill it with zeros.
         # ``exit``: moreover the value is only read after the loop that binds it,
         # and only when it is bound in the iteration that leaves the loop (the
         # value of a `return` inside a loop): what an iteration that does not
         # leave binds, or does not, is never read (see `loop_staging.stage_loop`).
+        # ``track``: filled like a guarded one, but its reads are not guarded (a
+        # variable a loop's body binds first): where it is bound is tracked
+        # (``later.bound_if``), and a read where it is not raises at run time.
         self.name = name
         self.guarded = guarded or exit
         self.exit = exit
+        self.track = track
 
     def __repr__(self):
         return f"<undefined {self.name}>"

@@ -95,10 +95,10 @@ class ControlFlow:
         # Variables some statement may leave unbound (`af.Undefined`): user
         # reads of them go through `af.ld`, which raises Python's error.
         self.maybe_unbound = set()
-        # Those a loop may leave unbound (first bound in its body): a staged loop
-        # gives them zeros, so every read goes through `af.ld`, which checks
-        # when the compiled code runs that the loop ran (arithmetic on them
-        # would not fail by itself).
+        # Those a loop (first bound in its body) or an `if` (bound on one path) may
+        # leave unbound: a staged loop or `if` gives them zeros there, so every read
+        # goes through `af.ld`, which checks when the compiled code runs that the
+        # variable is bound (arithmetic on zeros would not fail by itself).
         self.loop_unbound = set()
         # What the analysis needs from each statement's subtree, computed once
         # (not once per level of nesting): see analysis.summaries.
@@ -237,10 +237,11 @@ class ControlFlow:
         for n in names:
             if n not in stmt.af_maybe_before:
                 self.maybe_unbound.add(n)
-                if isinstance(stmt, (gast.While, gast.For)):
+                guarded = guard is True or n in guard
+                if isinstance(stmt, (gast.While, gast.For)) or not guarded:
                     self.loop_unbound.add(n)
                 template = ("NAME = AF.Undefined(TEXT, guarded=True)"
-                            if guard is True or n in guard else "NAME = AF.Undefined(TEXT)")
+                            if guarded else "NAME = AF.Undefined(TEXT)")
                 out += replace(template, NAME=n, AF=self.ctx.af,
                                TEXT=gast.Constant(value=n, kind=None), at=stmt)
         return out

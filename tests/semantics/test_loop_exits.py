@@ -258,7 +258,9 @@ def test_a_variable_bound_on_one_path_keeps_its_last_value():
     # a second trace with it carried).
 
     loop_staging._DEFINED.clear()
-    assert _traces(bound_on_one_path, F(3.0), I(6)) == (1 if PLACES else 2)
+    # (a variable first bound on one path carries a flag "bound yet", for the read after
+    # the loop: the body is traced once more with it)
+    assert _traces(bound_on_one_path, F(3.0), I(6)) == 2
     check_cases(bound_on_one_path, [(F(3.0), I(6)), (F(3.0), I(1)), (F(0.5), I(6))],
                 vmap=[(F(5.0), I(9)), (F(1.2), I(3))])
 
@@ -507,7 +509,8 @@ def test_variables_bound_on_some_paths_are_carried_from_one_trace(monkeypatch):
              [(F(4.0), I(7)), (F(2.1), I(3))]),
             (bound_in_nested_if, [(F(3.0), I(8)), (F(0.5), I(3)), (F(0.1), I(4))],
              [(F(0.6), I(5)), (F(5.0), I(9))])):
-        assert _traces(fn, *cases[0]) == (1 if PLACES else 2), fn.__name__
+        # (with its flag "bound yet": see test_a_variable_bound_on_one_path_keeps_its_last_value)
+        assert _traces(fn, *cases[0]) == 2, fn.__name__
         check_cases(fn, cases, vmap=batch)
     check_cases(nested_if_total, [(F(0.5), I(3)), (F(3.0), I(8))], grad=True)
 

@@ -12,7 +12,7 @@ import builtins
 
 import jax.numpy as jnp
 
-from .oracle import F, I, check, check_cases, check_error
+from .oracle import F, I, check, check_cases
 
 RANGE = range
 
@@ -92,9 +92,9 @@ def deleted_under_traced_if(x):
 
 
 def test_deleted_under_traced_if():
-    check(deleted_under_traced_if, F(-1.0), traced=False)
-    check(deleted_under_traced_if, F(1.0), traced=False, expect_raise=UnboundLocalError)
-    check_error(deleted_under_traced_if, F(-1.0), names=["y"])
+    # unbound on one path: Python's value, or its UnboundLocalError at run time
+    check(deleted_under_traced_if, F(-1.0), vmap=[(F(-2.0),)], grad=True)
+    check(deleted_under_traced_if, F(1.0), expect_raise=UnboundLocalError)
 
 
 def name_error_on_concrete_path(x, flag):
@@ -149,10 +149,8 @@ def annotated_then_assigned_on_one_branch(x):
 
 
 def test_annotated_then_assigned_on_one_branch():
-    check(annotated_then_assigned_on_one_branch, F(2.0), traced=False)
-    check(annotated_then_assigned_on_one_branch, F(-2.0), traced=False,
-          expect_raise=UnboundLocalError)
-    check_error(annotated_then_assigned_on_one_branch, F(2.0), names=["y"])
+    check(annotated_then_assigned_on_one_branch, F(2.0), vmap=[(F(3.0),)], grad=True)
+    check(annotated_then_assigned_on_one_branch, F(-2.0), expect_raise=UnboundLocalError)
 
 
 def annotated_before_traced_while(x):

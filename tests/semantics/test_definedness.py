@@ -1,0 +1,139 @@
+"""A variable bound on some paths only: read where it is bound, Python's value; read
+where it is not, Python's `UnboundLocalError` when the compiled code runs (no zeros, no
+refusal); a read that only an untaken path makes, no error. Each against eager Python,
+under `jit`, `vmap` and `grad`."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import pytest
+
+from .oracle import F, I, check
+
+
+def one_path(x, c):
+    if c > 0:
+        u = x * 2.0
+    return x + u
+
+
+def other_path_rebinds(x, c, r):
+    if c > 0:
+        u = x * 2.0
+    if r > 0:
+        u = 3.0
+    return x + u
+
+
+def nested(x, c, r):
+    if c > 0:
+        if r > 0:
+            u = x * 2.0
+        y = 1.0
+    else:
+        y = 2.0
+    return y + u
+
+
+def read_under_the_same_test(x, c):
+    q = c > 0
+    if q:
+        u = jnp.sin(x)
+    y = x * 0.5
+    if q:
+        y = y + u
+    return y
+
+
+def untaken_read(x, c):
+    if c > 0:
+        v4 = x + 1.0
+        return v4
+    else:
+        return x * 2.0
+
+
+def find_for(xs, limit):
+    for i in range(3):
+        if xs[i] > limit:
+            found = xs[i]
+    return found
+
+
+def find_while(xs, limit):
+    i = 0
+    while i < 3:
+        if xs[i] > limit:
+            found = xs[i] * 2.0
+        i += 1
+    return found
+
+
+def numba_ssa(v, x, n):
+    # (Numba's SSA regression test: `p` is bound in the first iteration unless i == x)
+    for i in range(n):
+        if i == 0:
+            if i == x:
+                pass
+            else:
+                p = v
+        else:
+            p = p + v
+    return p
+
+
+def found_after_break(xs, limit):
+    for v in xs:
+        if v > limit:
+            hit = v
+            break
+    return hit * 2.0
+
+
+CASES = [
+    (one_path, [(F(2.0), I(1)), (F(2.0), I(-1))]),
+    (other_path_rebinds, [(F(2.0), I(1), I(1)), (F(2.0), I(1), I(-1)), (F(2.0), I(-1), I(1)),
+                          (F(2.0), I(-1), I(-1))]),
+    (nested, [(F(2.0), I(1), I(1)), (F(2.0), I(1), I(-1)), (F(2.0), I(-1), I(1))]),
+    (read_under_the_same_test, [(F(2.0), I(1)), (F(2.0), I(-1))]),
+    (untaken_read, [(F(2.0), I(1)), (F(2.0), I(-1))]),
+]
+
+
+def _raises(fn, args):
+    try:
+        fn(*args)
+    except UnboundLocalError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("fn, inputs", CASES, ids=[c[0].__name__ for c in CASES])
+def test_a_variable_bound_on_some_paths_of_an_if(fn, inputs):
+    bound = [a for a in inputs if not _raises(fn, a)]
+    for args in inputs:
+        if args in bound:
+            check(fn, *args, vmap=[a for a in bound if a is not args], grad=True)
+        else:
+            check(fn, *args, expect_raise=UnboundLocalError)
+
+
+XS = jnp.asarray([1.0, 5.0, 2.0])
+
+
+@pytest.mark.parametrize("fn", [find_for, find_while], ids=lambda f: f.__name__)
+def test_a_variable_a_loop_binds_on_some_iterations(fn):
+    check(fn, XS, F(3.0), vmap=[(XS, F(1.5)), (XS + 1.0, F(0.5))], grad=True)
+    check(fn, XS, F(9.0), expect_raise=UnboundLocalError)
+
+
+def test_numbas_ssa_case_raises_where_python_does():
+    check(numba_ssa, F(1.0), I(1), I(3), vmap=[(F(2.0), I(2), I(3))], grad=True)
+    check(numba_ssa, F(1.0), I(0), I(3), expect_raise=UnboundLocalError)
+    check(numba_ssa, F(1.0), I(0), I(1), expect_raise=UnboundLocalError)
+    check(numba_ssa, F(1.0), I(0), I(0), expect_raise=UnboundLocalError)
+
+
+def test_a_variable_bound_before_a_break():
+    check(found_after_break, XS, F(3.0), vmap=[(XS, F(1.5))], grad=True)
+    check(found_after_break, XS, F(9.0), expect_raise=UnboundLocalError)
