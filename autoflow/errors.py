@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 
+# JAX's traceback filtering adds this note to an exception leaving ``jax.jit``; the
+# traceback of autoflow's errors is the user's code already, and the message (file,
+# line, caret, fix) is complete: the note would end it with "the traceback of the
+# following exception" and nothing following.
+_JAX_FRAMES_NOTE = "JAX has removed its internal frames from the traceback"
+
+
 class AutoflowError(Exception):
     """Base class of every exception autoflow raises."""
+
+    def add_note(self, note, /):
+        if isinstance(note, str) and _JAX_FRAMES_NOTE in note:
+            return
+        super().add_note(note)
 
 
 class ConversionError(AutoflowError):

@@ -466,6 +466,7 @@ def _low_rules():
 
     global _direct
     _direct = _direct_lowering()
+    located = _op_location()
 
     def lowering(ctx, *args, _prim):
         direct = _direct if DIRECT else None
@@ -475,7 +476,8 @@ def _low_rules():
                 platforms=tuple(getattr(ctx.module_context, "platforms", ())))
             if form is not None:
                 try:
-                    out = direct(ctx, args, form)
+                    with located(ctx, {"while": while_p, "cond": cond_p}.get(form[0])):
+                        out = direct(ctx, args, form)
                 except Exception as e:  # noqa: BLE001 - JAX's private lowering API changed
                     use_direct_lowering(False)
                     _lose("direct lowering", f"{type(e).__name__}: {e}")
@@ -484,10 +486,40 @@ def _low_rules():
                     out = None
                 if out is not None:
                     return out
-        return traced(ctx, *args, _prim=_prim)
+        with located(ctx, None):
+            return traced(ctx, *args, _prim=_prim)
 
     return dict(is_high=is_high, impl=impl, staging_for=staging_for, lowering=lowering,
                 register=mlir.register_lowering)
+
+
+def _op_location():
+    """``located(ctx, jax_prim)``: a context in which the ops emitted for one of
+    autoflow's equations are named as JAX names its own: ``jit(f)/while`` for a loop
+    emitted as JAX's ``while`` (``jax_prim``), ``jit(f)`` for what a traced ``expand``
+    emits (its equations add their own names). Without it the ops sit under the
+    equation's name (``jit(f)/while_loop``), and XLA names the fused ops of a loop body
+    ``jit(f)/while_loop/jit(f)/while/body/add``, where hand-written ``lax`` gives
+    ``jit(f)/while/body/add`` (what a profiler shows). JAX's own location, unchanged,
+    where ``mlir.source_info_to_location`` differs."""
+    import contextlib
+
+    try:
+        from jax._src.interpreters import mlir
+
+        to_location = mlir.source_info_to_location
+        if list(inspect.signature(to_location).parameters)[:4] != [
+                "ctx", "primitive", "name_stack", "traceback"]:
+            raise TypeError("mlir.source_info_to_location changed")
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return lambda ctx, prim: contextlib.nullcontext()
+
+    def located(ctx, prim):
+        try:
+            return to_location(ctx.module_context, prim, ctx.name_stack, ctx.traceback)
+        except Exception:  # noqa: BLE001 - only names: keep JAX's own
+            return contextlib.nullcontext()
+    return located
 
 
 # Lower primitives with a ``low_form`` by emitting it (tests compare the two lowerings).
