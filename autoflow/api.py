@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _registry
+from . import _pickling, _registry
 from .core.deep import paused_gc, run_deep
 from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
@@ -308,6 +308,8 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
         new = make_function(code, fn, runtime.bound(options), alias)
         functools.update_wrapper(new, fn)
         setattr(new, _CONVERTED, True)
+        # `pickle` by reference, even kept under another name than `fn` (_pickling)
+        new.__module__ = _pickling.module_name(fn, options) or new.__module__
         _by_function.setdefault(fn, {})[options] = (fn.__code__, new)
         return new
 
@@ -825,6 +827,8 @@ def _linearizing() -> bool:
 
     return current_trace_kind() == "LinearizeTrace"
 
+
+_pickling.install()
 
 # What the runtime calls back (see _registry: no import circle between the two).
 _registry.convert, _registry.converted_as, _registry.is_jax_wrapper = (

@@ -296,3 +296,22 @@ def test_converted_functions_under_other_names_pickle_into_a_fresh_process():
         eager = [float(pickled_fns.normalise(x).sum()), float(pickled_fns.make_nested().__wrapped__(x).sum())]
         np.testing.assert_allclose(row, eager, rtol=1e-6)
     # (under jit in the fresh process: the loaded functions are the converted ones)
+
+
+def test_a_converted_function_under_another_name_pickles_with_plain_pickle():
+    """Plain `pickle` (what `multiprocessing`'s spawn uses) saves a function by name;
+    `converted_normalise = autoflow.convert(normalise)` is found again in a fresh process
+    (converted there), not confused with `normalise`."""
+    from . import pickled_fns
+
+    f = pickled_fns.converted_normalise
+    assert pickle.loads(pickle.dumps(f)) is f
+    assert repr(f).startswith("<function normalise at ")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_LOAD)], input=pickle.dumps([f]),
+                         capture_output=True, cwd=root, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=root, JAX_PLATFORMS="cpu"))
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    rows = [float(line) for line in out.stdout.decode().split("\n") if line]
+    for x, got in zip(([1.0, 2.0], [0.1, 0.2], [4.0, 0.5]), rows):
+        np.testing.assert_allclose(got, float(pickled_fns.normalise(jnp.array(x)).sum()), rtol=1e-6)
