@@ -360,8 +360,10 @@ def explain(fn: Callable[..., Any], *args: Any, hlo: bool = False, **kwargs: Any
 
     from .runtime.events import plain_loops
 
+    from .runtime.jax_internals import dce_for_display
+
     with events.recording() as log, plain_loops():  # show the while loops they compile to
-        jaxpr = jax.make_jaxpr(flat)(*specs)
+        jaxpr = dce_for_display(jax.make_jaxpr(flat)(*specs))
     text_hlo = jax.jit(flat).lower(*specs).as_text() if hlo else None
 
     findings = _statements(original)

@@ -277,6 +277,67 @@ except ImportError as e:  # pragma: no cover - another JAX
     while_p = cond_p = _lose("bind while/cond", str(e))
 
 
+# -- dead code left out of a jaxpr shown to people (`autoflow explain`) ---------------
+
+def _while_dce_rule(used_outs, eqn):
+    """Dead-code elimination of a ``while`` equation's carries: a carry stays when its
+    result is used, the condition reads it, or the body reads it to compute one that
+    stays (JAX keeps every carry of a ``while``). Its constants are kept."""
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+    carry_in = eqn.invars[nc + nb:]
+    need = [bool(u) for u in used_outs]
+    _, cond_reads = _pe.dce_jaxpr(cond.jaxpr, [True])
+    need = [a or b for a, b in zip(need, cond_reads[nc:])]
+    while True:
+        _, body_reads = _pe.dce_jaxpr(body.jaxpr, need)
+        more = [a or b for a, b in zip(need, body_reads[nb:])]
+        if more == need:
+            break
+        need = more
+    if not any(need) and not _pe.has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    kept = [i for i, k in enumerate(need) if k]
+    new_body, _ = _pe.dce_jaxpr(body.jaxpr, need, instantiate=True)
+    new_body = new_body.replace(invars=body.jaxpr.invars[:nb]
+                                + [body.jaxpr.invars[nb + i] for i in kept])
+    new_cond, _ = _pe.dce_jaxpr(cond.jaxpr, [True], instantiate=True)
+    new_cond = new_cond.replace(invars=cond.jaxpr.invars[:nc]
+                                + [cond.jaxpr.invars[nc + i] for i in kept])
+    params = dict(p, cond_jaxpr=ClosedJaxpr(new_cond, cond.consts),
+                  body_jaxpr=ClosedJaxpr(new_body, body.consts))
+    new_eqn = eqn.replace(invars=eqn.invars[:nc + nb] + [carry_in[i] for i in kept],
+                          outvars=[eqn.outvars[i] for i in kept], params=params)
+    return [True] * (nc + nb) + need, new_eqn
+
+
+def dce_for_display(closed_jaxpr):
+    """``closed_jaxpr`` without the equations (and loop carries) whose results nothing
+    uses, its inputs as they were: what ``autoflow explain`` prints (a traced function
+    computes values it then drops, such as a loop test tried before the loop is
+    staged; XLA drops them too). The jaxpr as it is where JAX's internals differ."""
+    try:
+        jaxpr = closed_jaxpr.jaxpr
+        rules = _pe.dce_rules
+        previous = rules.get(while_p, None) if while_p is not None else None
+        if while_p is not None:
+            rules[while_p] = _while_dce_rule
+        try:
+            new, _ = _pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
+        finally:
+            if while_p is not None:
+                if previous is None:
+                    rules.pop(while_p, None)
+                else:
+                    rules[while_p] = previous
+            # (DCE results are cached per jaxpr: none made with this rule stays behind)
+            getattr(getattr(_pe, "_dce_jaxpr", None), "cache_clear", lambda: None)()
+        return ClosedJaxpr(new, closed_jaxpr.consts)
+    except Exception:  # noqa: BLE001 - only what is shown: show it all
+        return closed_jaxpr
+
+
 # -- inputs made while a loop body is traced ------------------------------------------
 
 def _body_input_maker():
