@@ -36,7 +36,7 @@ from .carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_lab
                       logging_fills, new_input, parts_of, placing, same_spec, spec_of, zeros_of)
 from .cond_cost import loop_gate
 from .jax_internals import current_trace_kind
-from .teach import value_advice
+from .teach import growing_list, value_advice
 from .values import (Mixed, Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like,
                      is_extended, promote, same_static, staged_block, structure, unflatten)
 from .while_prim import DEFAULT_CHECKPOINTS
@@ -242,6 +242,8 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                     if fit is not None and isinstance(b, list) and b:
                         raise ConversionError(message(
                             site(), f"{fit[0]} (this loop is traced)", fit[1]))
+                    if type(a) is list and type(b) is list and len(b) > len(a):
+                        raise ConversionError(message(site(), *growing_list(name, a, b, site())))
                     hint = (f" (for a list built with `append`, preallocate an array and set "
                             f"`{name} = {name}.at[i].set(value)`)" if isinstance(a, list) else "")
                     raise ConversionError(message(

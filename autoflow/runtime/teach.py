@@ -486,6 +486,99 @@ def value_advice(label, a, b, construct):
             "arrays it holds in variables of their own.")
 
 
+def _loop_function(site):
+    """The frame of the user's function running the loop at ``site`` (suspended in the
+    runtime's loop operator), or None."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == site.filename and not is_generated(code) \
+                and not _internal(code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _bound_names(site):
+    """The names the loop at ``site`` reads in its header: ``n`` of ``for i in range(n):``
+    and of ``while i < n:``, not the loop's own target."""
+    import io
+    import tokenize
+
+    head = site.source_line().strip()
+    try:  # (without a comment at its end)
+        comments = [t for t in tokenize.generate_tokens(io.StringIO(head).readline)
+                    if t.type == tokenize.COMMENT]
+        if comments:
+            head = head[:comments[0].start[1]].rstrip()
+        tree = ast.parse(head + ("\n    pass" if head.endswith(":") else ""))
+    except (SyntaxError, tokenize.TokenError):
+        return []
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        part = node.iter
+    elif isinstance(node, ast.While):
+        part = node.test
+    else:
+        return []
+    seen = []
+    for n in ast.walk(part):
+        if isinstance(n, ast.Name) and n.id not in seen and n.id not in (
+                "range", "enumerate", "zip", "reversed", "len"):
+            seen.append(n.id)
+    return seen
+
+
+def growing_list(label, before, after, site):
+    """``(what, what to do)`` for a list that a traced loop appends to (its length
+    would be traced): both fixes that work, the static bound spelled with the user's
+    function and argument, and a buffer of fixed capacity with a count."""
+    from .values import aval_of, structure
+
+    what = (f"`{label}` grows in each iteration of this traced loop ({structure(before)} "
+            f"before an iteration, {structure(after)} after it): a staged loop carries values "
+            "of one fixed structure, and this list's length would be known only when the "
+            "compiled code runs")
+    frame = _loop_function(site)
+    bounds = _bound_names(site)
+    traced = _traced_names(frame, bounds) if frame is not None else []
+    params = _params(frame) if frame is not None else []
+    fn = frame.f_code.co_name if frame is not None else "f"
+    static = [n for n in traced if n in params]
+    if static:
+        names = ", ".join(f'"{n}"' for n in static) + ("," if len(static) == 1 else "")
+        shown = ", ".join(f"`{n}`" for n in static)
+        first = (f"Make the loop's bound static, so that the loop runs as Python and the list "
+                 f"is built as written: {shown} "
+                 f"{'is an argument' if len(static) == 1 else 'are arguments'} of `{fn}`, so "
+                 f"call `autoflow.jit({fn}, static_argnames=({names}))` (or decorate `{fn}` "
+                 f"with `@autoflow.jit(static_argnames=({names}))`); each new value compiles "
+                 "once.")
+    elif traced:
+        shown = ", ".join(f"`{n}`" for n in traced)
+        first = (f"Make the loop's bound static, so that the loop runs as Python: {shown} "
+                 f"{'is' if len(traced) == 1 else 'are'} traced here; pass the arguments of "
+                 f"`{fn}` {'it is' if len(traced) == 1 else 'they are'} computed from as "
+                 f"static ones (`autoflow.jit({fn}, static_argnames=(...))`).")
+    else:
+        first = ("Make the loop's trip count static (from Python numbers or arguments marked "
+                 "with `static_argnames`), so that the loop runs as Python.")
+    item = after[-1] if isinstance(after, list) and after else None
+    try:
+        shape, dtype, _ = aval_of(item)
+        dims = "(capacity,)" if not shape else "(capacity, " + ", ".join(map(str, shape)) + ")"
+        buffer = f"jnp.zeros({dims}, jnp.{dtype.name})"
+    except Exception:  # noqa: BLE001 - not an array: the general form
+        buffer = "jnp.zeros((capacity, *item_shape), item_dtype)"
+    second = (f"Or keep a buffer of fixed size and a count: `{label} = {buffer}` (`capacity` "
+              "a Python int, at least the most items) and `count = 0` before the loop, "
+              f"`{label} = {label}.at[count].set(item)` and `count = count + 1` in it instead "
+              f"of `append`; the first `count` rows of `{label}` are the items.")
+    return what, first + " " + second
+
+
 def reissuing(operator):
     """Decorator for the runtime operators that stage ``lax`` control flow:
     a JAX tracing error raised by the user's code in a staged branch or body
