@@ -52,11 +52,11 @@ def _strict(strict):
 def do_not_convert(fn: F) -> F:
     """Mark ``fn`` so that autoflow never converts it (it runs as written).
 
-    Example::
-
-        @autoflow.do_not_convert
-        def python_only(x):
-            ...
+    ```python
+    @autoflow.do_not_convert
+    def python_only(x):
+        ...
+    ```
     """
     try:
         setattr(fn, _DO_NOT_CONVERT, True)
@@ -226,11 +226,13 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
 
     The result runs ``if``/``while``/``for`` as Python on concrete values and
     as ``lax.cond``/``lax.while_loop``/``lax.fori_loop``... on traced ones, so
-    it composes with ``jax.jit``, ``jax.grad`` and ``jax.vmap``::
+    it composes with ``jax.jit``, ``jax.grad`` and ``jax.vmap``:
 
-        f = autoflow.convert(f)
-        jax.vmap(f)(xs)
-        jax.grad(f)(x)
+    ```python
+    f = autoflow.convert(f)
+    jax.vmap(f)(xs)
+    jax.grad(f)(x)
+    ```
 
     Options:
 
@@ -546,18 +548,20 @@ def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
     ``asserts``, ``max_loop_iterations``, ``checkpoints``) and every keyword argument
     of ``jax.jit``, and returns what ``jax.jit``
     returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
-    or with arguments::
+    or with arguments:
 
-        @autoflow.jit
-        def collatz_steps(n):
-            steps = 0
-            while n != 1:
-                n = n // 2 if n % 2 == 0 else 3 * n + 1
-                steps += 1
-            return steps
+    ```python
+    @autoflow.jit
+    def collatz_steps(n):
+        steps = 0
+        while n != 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            steps += 1
+        return steps
 
-        @autoflow.jit(static_argnames=["n"])
-        def power(x, n): ...
+    @autoflow.jit(static_argnames=["n"])
+    def power(x, n): ...
+    ```
     """
     if fn is None:
         return functools.partial(jit, strict=strict, recursive=recursive, include=include,

@@ -1,14 +1,14 @@
 """``autoflow.explain``: what each control-flow statement lowered to, at trace time.
 
-::
-
-    >>> print(autoflow.explain(collatz_steps, "i32"))
-    collatz_steps(i32[])
-    control flow at trace time:
-      examples/collatz.py:30:5: while -> lax.while_loop
-      examples/collatz.py:31:9: if -> lax.cond
-    jaxpr:
-      { lambda ; a:i32[]. let ... }
+```text
+>>> print(autoflow.explain(collatz_steps, "i32"))
+collatz_steps(i32[])
+control flow at trace time:
+  examples/collatz.py:30:5: while -> lax.while_loop
+  examples/collatz.py:31:9: if -> lax.cond
+jaxpr:
+  { lambda ; a:i32[]. let ... }
+```
 
 The converted function (``autoflow.convert``) is traced with
 ``jax.make_jaxpr`` on abstract arguments while ``runtime.events`` records
