@@ -56,3 +56,15 @@ class PerformanceWarning(ConversionWarning):
     """Converted code is correct but slower than it could be: a loop with traced
     carries was unrolled into one copy of its body per iteration under ``jit``.
     Shown once per loop; ``autoflow.unroll(iterable)`` says it is intended."""
+
+
+# Errors defined with the runtime (which imports JAX), named here as tracebacks show them.
+_RUNTIME = {"CarryShapeError": "loop_staging", "UnboundVariableError": "values"}
+
+
+def __getattr__(name):
+    if name in _RUNTIME:
+        import importlib
+
+        return getattr(importlib.import_module(f"autoflow.runtime.{_RUNTIME[name]}"), name)
+    raise AttributeError(f"module 'autoflow.errors' has no attribute {name!r}")
