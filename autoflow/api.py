@@ -406,7 +406,18 @@ def _through_wrapper(fn, kw):
     if hit is not None:
         return hit
     new = None
-    if jax is not None and isinstance(fn, jax.custom_jvp):
+    if jax is not None and _jit_of_user_code(fn):
+        # `jax.jit(fn)` made before autoflow saw it: the same jit of `fn` converted
+        from .runtime.jax_internals import jit_options
+
+        options = jit_options(fn)
+        if options is None:
+            return None
+        converted = convert(fn.__wrapped__, **kw)
+        if converted is fn.__wrapped__:
+            return fn
+        new = jax.jit(converted, **options)
+    elif jax is not None and isinstance(fn, jax.custom_jvp):
         new = jax.custom_jvp(convert(fn.fun, **kw), nondiff_argnums=fn.nondiff_argnums)
         if fn.jvp is not None:
             new.defjvp(convert(fn.jvp, **kw), symbolic_zeros=fn.symbolic_zeros)
@@ -427,7 +438,7 @@ def _through_wrapper(fn, kw):
         converted = convert(inner, **kw)
         if converted is inner:
             return fn
-        new = _swap_in_closure(fn, inner, converted, depth=4)
+        new = _swap_in_closure(fn, inner, converted, depth=4, kw=kw)
     if new is None:
         return None
     if _cacheable(fn):
@@ -436,10 +447,11 @@ def _through_wrapper(fn, kw):
     return new
 
 
-def _swap_in_closure(fn, old, new, depth):
+def _swap_in_closure(fn, old, new, depth, kw=None):
     """A copy of function ``fn`` whose closure holds ``new`` where it held ``old``,
     looking through the closures of the library functions it holds (``jax.checkpoint``
-    wraps its remat function in another wrapper). ``None`` if ``old`` is not there."""
+    wraps its remat function in another wrapper), and a ``jax.jit`` of ``old`` made
+    again of ``new`` (``jax.checkpoint(jax.jit(f))``). ``None`` if ``old`` is not there."""
     if depth == 0 or not inspect.isfunction(fn):
         return None
     cells, found = list(fn.__closure__ or ()), False
@@ -456,8 +468,12 @@ def _swap_in_closure(fn, old, new, depth):
         if value is old:
             cells[i], found = types.CellType(new), True
         elif inspect.isfunction(value) and value is not fn and is_library_value(value):
-            swapped = _swap_in_closure(value, old, new, depth - 1)
+            swapped = _swap_in_closure(value, old, new, depth - 1, kw)
             if swapped is not None:
+                cells[i], found = types.CellType(swapped), True
+        elif kw is not None and _jit_of_user_code(value) and inspect.unwrap(value) is old:
+            swapped = _through_wrapper(value, kw)
+            if swapped is not None and swapped is not value:
                 cells[i], found = types.CellType(swapped), True
     if not found:
         return None
@@ -497,9 +513,24 @@ def _cell_value(cell):
 
 
 def is_jax_wrapper(f) -> bool:
-    """Is ``f`` one of JAX's wrapper objects that ``convert`` sees through?"""
+    """Is ``f`` one of JAX's wrapper objects that ``convert`` sees through
+    (``custom_jvp``, ``custom_vjp``, and ``jax.jit`` of a user function)?"""
     jax = sys.modules.get("jax")
-    return jax is not None and isinstance(f, (jax.custom_jvp, jax.custom_vjp))
+    return jax is not None and (isinstance(f, (jax.custom_jvp, jax.custom_vjp))
+                                or _jit_of_user_code(f))
+
+
+def _jit_of_user_code(f) -> bool:
+    """``jax.jit(fn)`` (at module level, say) of a function of the user's, possibly
+    through library wrappers (``jax.jit(jax.checkpoint(fn))``)?"""
+    if type(f).__name__ != "PjitFunction":
+        return False
+    from .runtime.jax_internals import is_jit_wrapper
+
+    if not is_jit_wrapper(f):
+        return False
+    inner = inspect.unwrap(f)
+    return inspect.isfunction(inner) and not is_library_value(inner)
 
 
 def _uses_no_runtime(code, alias) -> bool:

@@ -140,6 +140,26 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    counts = {}
+    for item in drop:
+        t = _tier_of(item, set())
+        counts[t] = counts.get(t, 0) + 1
+    config._autoflow_tiers = (tier, len(keep), counts)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line, even with ``-q``: the tier that ran, and how to run the tests it left out
+    (pytest's own summary counts them as "deselected")."""
+    ran = getattr(config, "_autoflow_tiers", None)
+    if ran is None:
+        return
+    tier, kept, counts = ran
+    if not counts:
+        return
+    rest = ", ".join(f"{n} in the {t} tier (--tier {t})" for t, n in sorted(counts.items()))
+    terminalreporter.write_line(
+        f"autoflow: ran the {tier} tier ({kept} tests); not run here: {rest}; "
+        f"everything: --tier all (the table: SLOW in tests/conftest.py)")
 
 
 def pytest_report_header(config):

@@ -277,6 +277,38 @@ except ImportError as e:  # pragma: no cover - another JAX
     while_p = cond_p = _lose("bind while/cond", str(e))
 
 
+# -- jax.jit around a user function ------------------------------------------------
+
+def is_jit_wrapper(f) -> bool:
+    """Is ``f`` what ``jax.jit(fn)`` returns, around a Python callable (``__wrapped__``)?
+    (Told by the type's name: ``PjitFunction`` in every release since 0.4.)"""
+    return type(f).__name__ == "PjitFunction" and callable(getattr(f, "__wrapped__", None))
+
+
+def jit_options(f):
+    """The keyword arguments ``jax.jit`` was given for ``f`` that matter inside another
+    trace (static and donated arguments, ``keep_unused``, ``inline``), read from its
+    private ``_jit_info`` (0.4.3x-0.11); None where that is missing or where ``f`` was given
+    shardings, layouts, a device or compiler options, which could not be given again
+    faithfully (``jax.jit(f)`` of a converted ``f`` is then not made)."""
+    info = getattr(f, "_jit_info", None)
+    try:
+        unset = type(info.in_shardings_leaves[0]).__name__ if info.in_shardings_leaves else None
+        if info.user_specified_in_shardings or any(
+                type(x).__name__ != unset for x in info.out_shardings_leaves) \
+                or any(x is not None for x in info.in_layouts_leaves + info.out_layouts_leaves) \
+                or info.device is not None or info.backend is not None \
+                or getattr(info, "compiler_options_kvs", ()) or info.use_resource_env:
+            return None
+        return dict(static_argnums=tuple(info.static_argnums),
+                    static_argnames=tuple(info.static_argnames),
+                    donate_argnums=tuple(info.donate_argnums),
+                    donate_argnames=tuple(info.donate_argnames),
+                    keep_unused=bool(info.keep_unused), inline=bool(info.inline))
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
 # -- dead code left out of a jaxpr shown to people (`autoflow explain`) ---------------
 
 def _while_dce_rule(used_outs, eqn):
