@@ -47,6 +47,15 @@ def test_plugin_golden_update_and_behaviour(tmp_path):
     assert "    return x * 1e-4  # nothing to convert here\n" in after.read_text()
     r = run_pytest(proj)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_plugin_reports_stale_goldens_and_behaviour_mismatches(tmp_path):
+    """(The slow tier: five more pytest processes.)"""
+    proj = tmp_path / "proj"
+    shutil.copytree(PROJECT, proj)
+    after = proj / "golden" / "step.after.py"
+    r = run_pytest(proj, "--autoflow-update")
+    assert r.returncode == 0, r.stdout + r.stderr
     # A stale golden: a readable unified diff naming the line that changed.
     after.write_text(after.read_text().replace("x * 2.0", "x * 3.0"))
     r = run_pytest(proj)
