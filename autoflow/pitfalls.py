@@ -555,7 +555,7 @@ def find(source: str, filename: str = "<string>", tree=None, static=None):
     return [p for p in unique if not _is_silenced(p, silenced)]
 
 
-_REDUCTIONS = frozenset({"sum", "any", "all", "max", "min"})
+_REDUCTIONS = frozenset({"sum", "any", "all", "max", "min", "len"})
 _NP = ("np", "numpy", "onp")
 _NP_MADE = frozenset({"zeros", "ones", "empty", "full", "array", "arange", "zeros_like",
                       "ones_like", "empty_like", "full_like", "eye", "identity", "linspace",

@@ -170,6 +170,45 @@ SLOW = {
     "tests/test_vocabulary.py::test_typed_keys_under_vmap": "typed keys carried is fast",
     "tests/test_direct_lowering.py::test_direct_lowering_compiles_to_the_same_program[3]":
         "[0] is fast",
+    "tests/semantics/test_long_chains.py::test_chain_values[-3.0]": "[-0.5], [0.5], [1.5] are fast",
+    "tests/semantics/test_long_chains.py::test_chain_values[-1.5]": "as above",
+    "tests/semantics/test_long_chains.py::test_chain_values[2.5]": "as above",
+    "tests/semantics/test_long_chains.py::test_chain_values[-2.0]": "as above",
+    "tests/semantics/test_long_chains.py::test_chain_values[1.0]": "as above",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args1]": "[args0] is fast",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args2]": "[args0] is fast",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args3]": "[args0] is fast",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args4]": "[args0] is fast",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args5]": "[args0] is fast",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args6]": "[args0] is fast",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args7]": "[args0] is fast",
+    "tests/test_long_tail.py::test_in_range_with_traced_values[args8]": "[args0] is fast",
+    "tests/test_long_tail.py::test_variables_bound_in_an_earlier_iteration[3-": "[0-*], [1-*] are fast",
+    "tests/test_long_tail.py::test_a_settling_carry_under_vmap_and_grad": "vmap and grad of it",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[min_default]":
+        "max_default is fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[max_key]": "as above",
+    "tests/test_vocabulary_tail.py::test_a_zero_step_under_vmap": "vmap of it",
+    "tests/test_vocabulary.py::test_typed_keys_carried[1.0-rbg]": "[1.0-None] is fast",
+    "tests/test_gradients.py::test_vector_carry": "a vector carry; the scalar ones are fast",
+    "tests/test_gradients.py::test_a_raise_in_a_differentiated_loop":
+        "a raise in a loop is fast in tests/test_errors_teach.py",
+    "tests/test_lowering.py::test_select_is_differentiated_like_a_cond[0.0]": "[4.0], [-1.0] are fast",
+    "tests/test_direct_lowering.py::test_a_loop_compiles_to_the_same_program_whatever_was_traced_before[nested_search]":
+        "[search] is fast",
+    "tests/semantics/test_loop_exits.py::test_a_one_path_binding_in_an_inner_loop_keeps_its_last_value":
+        "test_a_variable_bound_on_one_path_keeps_its_last_value is fast",
+    "tests/semantics/test_loop_exits.py::test_hoisted_breaks_match_python":
+        "the fixtures break_* are fast",
+    "tests/test_cli.py::test_explain_golden[examples/bisection.py:bisect-": "the collatz golden is fast",
+    "tests/test_python_effects.py::test_effects_match_python[policy_iteration]": "the small programs are fast",
+    "tests/test_python_effects.py::test_effects_match_python[sinkhorn]": "as above",
+    "tests/test_vmap_loops.py::test_primitives_are_low_equations": "a structural check of the jaxpr",
+    "tests/test_lane_machine.py::test_flat_lanes_give_each_lane_its_eager_result[0.1]": "[0.5] is fast",
+    "tests/test_library_wrappers.py::test_checkpointed_functions_called_from_converted_code[1]":
+        "[0] is fast",
+    "tests/test_library_wrappers.py::test_module_level_jit_and_checkpoint_called_from_converted_code[1]":
+        "[0] is fast",
     "tests/test_python_effects.py::test_a_loop_whose_first_test_python_ran_stages_no_zero_trip_check":
         "a sampler run under vmap of random keys (`while True:` is in the fixtures)",
 }

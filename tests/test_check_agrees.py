@@ -101,6 +101,19 @@ def _calls(fn_node):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
+_seen: dict = {}
+
+
+def _checked(source, filename, static):
+    """What ``autoflow check`` says of a file: its findings and its warnings (once per
+    file and static names: a file holds several programs)."""
+    key = (source, filename, repr(sorted((k, sorted(v)) for k, v in (static or {}).items())))
+    if key not in _seen:
+        _seen[key] = (check.check_source(source, filename, static=static),
+                      pitfalls.find(source, filename, static=static))
+    return _seen[key]
+
+
 def prediction(source, filename, entry, static=None):
     """``(fails, what check said)`` for the function ``entry`` of ``source`` and the
     functions of the same source it calls (by name, transitively). ``static``: function
@@ -116,11 +129,12 @@ def prediction(source, filename, entry, static=None):
         reached.add(name)
         todo.extend(_calls(functions[name]))
     said = []
-    for f in check.check_source(source, filename, static=static):
+    findings, warnings_ = _checked(source, filename, static)
+    for f in findings:
         if f.function.split(".")[0] in reached and not f.ok:
             said.append(f.format())
     spans = [(functions[n].lineno, functions[n].end_lineno) for n in reached]
-    for p in pitfalls.find(source, filename, static=static):
+    for p in warnings_:
         if p.code in check.FAILING_CODES and any(a <= p.line <= b for a, b in spans):
             said.append(p.format().splitlines()[0])
     return bool(said), (said[0] if said else "")
