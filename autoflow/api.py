@@ -523,7 +523,7 @@ def is_jax_wrapper(f) -> bool:
 def _jit_of_user_code(f) -> bool:
     """``jax.jit(fn)`` (at module level, say) of a function of the user's, possibly
     through library wrappers (``jax.jit(jax.checkpoint(fn))``)?"""
-    if type(f).__name__ != "PjitFunction":
+    if "jax" not in sys.modules or not callable(getattr(f, "__wrapped__", None)):
         return False
     from .runtime.jax_internals import is_jit_wrapper
 

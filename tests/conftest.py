@@ -189,6 +189,22 @@ SLOW = {
         "max_default is fast",
     "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[max_key]": "as above",
     "tests/test_vocabulary_tail.py::test_a_zero_step_under_vmap": "vmap of it",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[sum_start]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[sum_start_keyword]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[sum_listcomp]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[sum_of_tests]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[all_gen]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[all_listcomp]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[two_ifs_and_enumerate]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
+    "tests/test_vocabulary_tail.py::test_filtered_reductions_match_python[in_a_loop]":
+        "sum_gen, len_listcomp, any_gen, max_default, nested_fors are fast",
     "tests/test_vocabulary.py::test_typed_keys_carried[1.0-rbg]": "[1.0-None] is fast",
     "tests/test_gradients.py::test_vector_carry": "a vector carry; the scalar ones are fast",
     "tests/test_gradients.py::test_a_raise_in_a_differentiated_loop":
@@ -205,6 +221,8 @@ SLOW = {
     "tests/test_python_effects.py::test_effects_match_python[sinkhorn]": "as above",
     "tests/test_vmap_loops.py::test_primitives_are_low_equations": "a structural check of the jaxpr",
     "tests/test_lane_machine.py::test_flat_lanes_give_each_lane_its_eager_result[0.1]": "[0.5] is fast",
+    "tests/test_library_wrappers.py::test_equinox_sequential_of_a_user_layer[1]": "[0] is fast",
+    "tests/test_library_wrappers.py::test_equinox_sequential_of_a_user_layer[2]": "[0] is fast",
     "tests/test_library_wrappers.py::test_checkpointed_functions_called_from_converted_code[1]":
         "[0] is fast",
     "tests/test_library_wrappers.py::test_module_level_jit_and_checkpoint_called_from_converted_code[1]":
