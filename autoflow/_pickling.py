@@ -70,9 +70,9 @@ class _Converted(types.ModuleType):
         fn = getattr(target, name, None)
         if not inspect.isfunction(fn):
             raise AttributeError(name)
-        from .api import convert
+        from . import _registry  # (api.convert, registered when api is imported)
 
-        return convert(fn, **_options(parts[2]))
+        return _registry.convert(fn, **_options(parts[2]))
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -337,9 +337,8 @@ class _Reader:
             return self.traced_test(s)
         if isinstance(s, ast.For):
             it = s.iter
-            return isinstance(it, ast.Call) and dotted(it.func) in ("range", "autoflow.roll",
-                                                                    "roll") \
-                and dotted(it.func) == "range" and any(mentions(a, self.traced) for a in it.args)
+            return isinstance(it, ast.Call) and dotted(it.func) == "range" \
+                and any(mentions(a, self.traced) for a in it.args)
         return False
 
     def staged(self, s) -> bool:

@@ -569,7 +569,10 @@ def _low_rules():
                 platforms=tuple(getattr(ctx.module_context, "platforms", ())))
             if form is not None:
                 try:
-                    with located(ctx, {"while": while_p, "cond": cond_p}.get(form[0])):
+                    # (a select is named as `jnp.where`'s `select_n`)
+                    with located(ctx, {"while": while_p, "cond": cond_p,
+                                       "select": getattr(jax.lax, "select_n_p", None)
+                                       }.get(form[0])):
                         out = direct(ctx, args, form)
                 except Exception as e:  # noqa: BLE001 - JAX's private lowering API changed
                     use_direct_lowering(False)
