@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from .api import convert, do_not_convert, jit, to_source
-from .errors import (AutoflowError, ConversionError, ConversionWarning, LoopLimitError,
-                     PerformanceWarning, TracingError)
+from .errors import (AutoflowError, ConversionError, ConversionWarning, InternalError,
+                     LoopLimitError, PerformanceWarning, TracingError)
 from .explain import explain
 from .hooks import install_import_hook
 
@@ -49,7 +49,7 @@ def roll(iterable: Iterable[_T], unroll: int = 1) -> Iterable[_T]:  # noqa: A002
     return _roll(iterable, unroll)
 
 
-__all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "LoopLimitError",
+__all__ = ["AutoflowError", "ConversionError", "ConversionWarning", "InternalError", "LoopLimitError",
            "PerformanceWarning", "TracingError", "convert", "do_not_convert", "explain",
            "install_import_hook", "jit", "roll", "to_source", "trace_print", "unroll"]
 __version__ = "0.1.0"

@@ -52,6 +52,11 @@ class TracingError(AutoflowError):
         return self.args[0] if self.args else ""
 
 
+class InternalError(AutoflowError, RuntimeError):
+    """autoflow failed on a program it should handle: a bug in autoflow (the message
+    names the user's statement and asks for a report)."""
+
+
 class PerformanceWarning(ConversionWarning):
     """Converted code is correct but slower than it could be: a loop with traced
     carries was unrolled into one copy of its body per iteration under ``jit``.

@@ -258,8 +258,8 @@ def test_a_loop_that_prints_traces_its_quiet_body_only_for_a_backward_pass(monke
     # the body without its prints is what the backward pass recomputes: made when
     # first needed, not for every loop that prints
     made = []
-    quiet = while_prim._quiet_closed
-    monkeypatch.setattr(while_prim, "_quiet_closed", lambda c: made.append(1) or quiet(c))
+    quiet = while_prim.quiet_closed
+    monkeypatch.setattr(while_prim, "quiet_closed", lambda c: made.append(1) or quiet(c))
     got = autoflow.jit(prints_in_a_loop)(jnp.float32(1.0))
     assert made == []
     assert np.allclose(float(got), prints_in_a_loop(1.0), rtol=1e-6)

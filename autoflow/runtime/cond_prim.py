@@ -25,7 +25,7 @@ from . import jax_internals as jx
 from . import lanes, selfcheck
 from .cond_cost import GPU_PLATFORMS, GPU_SELECT, decide, gating, in_lanes, set_choice, under_lanes
 from .events import plain_now
-from .prim_util import inexact, instantiate
+from .prim_util import inexact, instantiate, quiet_closed
 
 
 def _select(pred, a, b):
@@ -97,36 +97,59 @@ class _Cond(jx.HiPrimitive):
             self.out_aval = tuple(t.out_avals)
         else:
             self.out_aval = tuple(_unmapped(a, 0, size) for a in inner.out_aval)
-        # masked: the last true operand is the mask of the lanes whose results
-        # are read (runtime/lanes.py); the loops in the branches run only for them.
+        # masked: the last operand of each branch is the mask of the lanes whose
+        # results are read (runtime/lanes.py); the loops in the branches run only
+        # for them.
         # free: outputs nothing reads where the predicate is false (a loop's guard
         # on the iteration that leaves it): a select takes the true branch's.
         # select_on: the platforms on which a cond-kind `if` is lowered as a select
         # (scalar branches on a GPU, see GPU_SCALAR_SELECT_OUTPUTS).
         self.params = dict(t=t, f=f, kind=kind, inner=inner, axes=axes, size=size,
                            masked=masked, free=tuple(free), select_on=tuple(select_on))
-        self.effects = frozenset()
+        # a branch that prints or checks: staged as a cond (`cond_cost.decide`), whose
+        # effects happen when the compiled code runs
+        self.effects = (frozenset(t.effects) | frozenset(f.effects)) if inner is None \
+            else inner.effects
+        self.source_info = jx.source_here()  # (for an internal error's line)
         super().__init__()
 
     # -- meaning --------------------------------------------------------------
 
-    def _split(self, tc):
-        """The true operands without this level's lane mask, and the mask."""
+    def dce(self, used_outs):
+        # An `if` whose branches print or check runs even when no result is used.
+        if self.effects:
+            return True, True, self
+        return super().dce(used_outs)
+
+    def quiet(self):
+        """This ``if`` without debug callbacks (what a backward pass recomputes)."""
+        if not self.effects:
+            return self
+        quiet = self.__dict__.get("_quiet")
+        if quiet is None:
+            p = self.params
+            quiet = self.__dict__["_quiet"] = _Cond(
+                quiet_closed(p["t"]), quiet_closed(p["f"]), p["kind"], self.in_avals,
+                None if p["inner"] is None else p["inner"].quiet(), p["axes"], p["size"],
+                p["masked"], p["free"], p["select_on"])
+        return quiet
+
+    def _split(self, ops):
+        """A branch's operands without this level's lane mask, and the mask."""
         if self.masked:
-            return tuple(tc[:-1]), tc[-1]
-        return tuple(tc), None
+            return tuple(ops[:-1]), ops[-1]
+        return tuple(ops), None
 
     def _inner_axes(self):
         dp, dt, df = self.axes
-        return (dp, dt[:-1] if self.masked else dt, df)
+        return (dp, dt[:-1], df[:-1]) if self.masked else (dp, dt, df)
 
     def branch(self, which, ops):
         """One branch's outputs on its operands, at this level."""
         if self.inner is None:
-            return jx.eval_jaxpr(self.t if which == "t" else self.f, (), *ops)
-        needed = None  # (the mask is among the true operands: the false branch runs unmasked)
-        if which == "t":
-            ops, needed = self._split(ops)
+            # (a `jit` in the branch runs in place: the lanes' mask reaches its loops)
+            return jx.eval_inlined(self.t if which == "t" else self.f, (), *ops)
+        ops, needed = self._split(ops)
         axes = self._inner_axes()[1 if which == "t" else 2]
         return tuple(lanes.vmap(lambda o: self.inner.branch(which, o), (axes,), 0, self.size,
                                 needed)(tuple(ops)))
@@ -134,9 +157,9 @@ class _Cond(jx.HiPrimitive):
     def both(self, pred, tc, fc):
         """The select of both branches' outputs."""
         if self.inner is None:
-            return _pick(pred, jx.eval_jaxpr(self.t, (), *tc), jx.eval_jaxpr(self.f, (), *fc),
+            return _pick(pred, jx.eval_inlined(self.t, (), *tc), jx.eval_inlined(self.f, (), *fc),
                          self.free)
-        tc, needed = self._split(tc)
+        (tc, needed), (fc, _) = self._split(tc), self._split(fc)
         if self.axes[0] is not None and jnp.ndim(pred) == 1:
             # A batched predicate: each branch runs for the lanes that take it
             # (its loops only for those), and the select picks per lane.
@@ -174,9 +197,15 @@ class _Cond(jx.HiPrimitive):
             # branches in a trace of its own, where this level's lane mask cannot reach
             # the loops in them: lanes.mask_for.) The operands are the cond's own, so
             # the mask is a value of the trace each branch is traced in.
-            return tuple(lax.cond(pred, lambda t, f: tuple(self.branch("t", t)),
-                                  lambda t, f: tuple(self.branch("f", f)), tuple(tc), tuple(fc)))
-        tc, needed = self._split(tc)
+            (tc, needed), (fc, _) = self._split(tc), self._split(fc)
+
+            def branch(which, ops, needed):  # one branch batched here, for the needed lanes
+                axes = self._inner_axes()[1 if which == "t" else 2]
+                return tuple(lanes.vmap(lambda o: self.inner.branch(which, o), (axes,), 0,
+                                        self.size, needed)(tuple(ops)))
+            return tuple(lax.cond(pred, lambda t, f, m: branch("t", t, m),
+                                  lambda t, f, m: branch("f", f, m), tc, tuple(fc), needed))
+        (tc, needed), (fc, _) = self._split(tc), self._split(fc)
         return tuple(lanes.vmap(self.inner.expand, self._inner_axes(), 0, self.size, needed)(
             pred, tc, fc))
 
@@ -239,7 +268,7 @@ class _Cond(jx.HiPrimitive):
         return self.expand(*primals), primals
 
     def linearized(self, residuals, *tangents):
-        return self.jvp(residuals, tangents)[1]
+        return self.quiet().jvp(residuals, tangents)[1]  # (the effects ran in `lin`)
 
     # -- reverse mode -----------------------------------------------------------
 
@@ -255,7 +284,7 @@ class _Cond(jx.HiPrimitive):
             return lax.cond(pred,
                             lambda: (_vjp(self.t, tc, ct), zeros(self.in_avals[2])),
                             lambda: (zeros(self.in_avals[1]), _vjp(self.f, fc, ct)))
-        tc, _ = self._split(tc)
+        (tc, _), (fc, _) = self._split(tc), self._split(fc)
         gt, gf = jax.vmap(self.inner.bwd, (*self._inner_axes(), 0), 0, axis_size=self.size)(
             pred, tc, fc, ct)
         _, ta, fa = self._inner_axes()
@@ -270,7 +299,7 @@ class _Cond(jx.HiPrimitive):
         pred, tc, fc = res
         ct = tuple(jnp.zeros(a.shape, a.dtype) if isinstance(c, jx.Zero) and inexact(a)
                    else c for c, a in zip(out_ct, self.out_aval))
-        gt, gf = self.bwd(pred, tc, fc, ct)
+        gt, gf = self.quiet().bwd(pred, tc, fc, ct)  # (the effects ran in `vjp_fwd`)
 
         def spread(grads, avals):
             grads, out = iter(grads), []
@@ -298,8 +327,8 @@ class _Cond(jx.HiPrimitive):
         axes = (axis(dp), tuple(map(axis, dt)), tuple(map(axis, df)))
         needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
         if needed is not None:
-            args = (args[0], args[1] + (needed,), args[2])
-            axes = (axes[0], axes[1] + (0,), axes[2])
+            args = (args[0], args[1] + (needed,), args[2] + (needed,))
+            axes = (axes[0], axes[1] + (0,), axes[2] + (0,))
         in_avals = tuple(jx.typeof(x) for x in args[:1]) + tuple(
             tuple(jx.typeof(x) for x in group) for group in args[1:])
         prim = _Cond(self.t, self.f, self.kind, in_avals, inner=self, axes=axes, size=size,
@@ -356,7 +385,7 @@ def stage_if(pred, true_fn, false_fn, guard=False, free=lambda: ()):
     f = jx.trace_thunk(false_fn)
     choice, why = decide(t, f, batched, guard)
     set_choice(choice)
-    if why == "a branch has effects":
+    if why == "a branch has effects" and (jx.in_custom_rule() or not selfcheck.effects_ok()):
         return lax.cond(pred, lambda: jx.eval_jaxpr(t, ()), lambda: jx.eval_jaxpr(f, ()))
     if jx.in_custom_rule():  # JAX's own operations, which partial evaluation can split
         if why == "batched predicate":  # (JAX's cond would stop_gradient the tangents)

@@ -17,11 +17,12 @@ import sys
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..core.origin import message, user_frames, user_site
 from ..errors import ConversionError
-from .later import Thunk, after_raise, fail, later
+from .later import Thunk, fail, later
 from .state import derived, is_original, mutates
 from .teach import is_generated
 from .values import Tracer, as_pred, in_staged_block, is_traced, staging as under_trace, truth
@@ -269,12 +270,11 @@ def _written(args):
 # assert
 # ---------------------------------------------------------------------------
 
-def _check_assert(ok, msg, site):
-    if not ok:
-        msg = msg() if isinstance(msg, Thunk) else msg
-        exc = AssertionError(msg) if msg is not None else AssertionError()
-        raise fail(exc, site, f"(the traced `assert` at {site} failed when the compiled "
-                   "code ran)")
+def _assertion_failed(msg, site):
+    msg = msg() if isinstance(msg, Thunk) else msg
+    exc = AssertionError(msg) if msg is not None else AssertionError()
+    raise fail(exc, site, f"(the traced `assert` at {site} failed when the compiled "
+               "code ran)")
 
 
 def assert_(test, msg=None):
@@ -298,8 +298,10 @@ def assert_(test, msg=None):
         except Exception:  # it needs run-time values: made from them, when it fails
             msg = Thunk(msg)
     try:
-        later(_check_assert, (as_pred(test), msg, site), site=site)
-        after_raise(test)  # what follows runs only where the assertion held
+        # (the host is called only where it fails; what follows runs only where it held)
+        later(_assertion_failed, (msg, site), site=site, when=jnp.logical_not(as_pred(test)))
     except Exception as e:  # pragma: no cover - callbacks unsupported in this context
+        if getattr(e, "__autoflow_site__", None) is not None:
+            raise  # the assertion failed as it was staged (run at once: vmap without jit)
         raise ConversionError(message(site, f"cannot stage this traced `assert` ({e})",
                                       "Check the condition outside the jitted function.")) from None

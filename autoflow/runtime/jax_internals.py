@@ -68,6 +68,10 @@ NEWEST_TESTED = (0, 11, 2)
 FULL_RANGE = ">=0.10.2,<=0.11.2"
 
 Tracer = jax.core.Tracer
+try:  # the effect of `jax.debug.callback(..., ordered=True)` (later._Effect has it)
+    from jax._src.debugging import ordered_debug_effect as ORDERED_DEBUG
+except ImportError:  # pragma: no cover - another JAX: later stages plain callbacks
+    ORDERED_DEBUG = None
 DEBUGGING_LOGGER = "jax._src.debugging"  # the logger failed debug callbacks report to
 lost: dict = {}  # path -> why it is not available (filled here and by selfcheck)
 on_loss = None  # called when a path is lost while a program is lowered (selfcheck.warn_lost)
@@ -107,6 +111,14 @@ def of_current_trace(x) -> bool:
         return True
     trace = getattr(x, "_trace", None)
     return trace is None or trace is _core.trace_ctx.trace
+
+
+def source_here():
+    """JAX's source information for an equation staged here (the user's line in it)."""
+    try:
+        return _source_info_util.current()
+    except Exception:  # noqa: BLE001 - JAX's API changed: no line
+        return None
 
 
 def current_trace_kind() -> str:
@@ -168,6 +180,48 @@ def eval_jaxpr(jaxpr, consts, *args):
     return _core.eval_jaxpr(jaxpr, (), *consts, *args)
 
 
+# Equations that only call a jaxpr (a `jax.jit` inside the traced code, JAX's own
+# jitted helpers): ``eval_inlined`` runs their jaxpr in place.
+_CALLS = frozenset({"pjit", "jit", "closed_call", "core_call"})
+
+
+def eval_inlined(jaxpr, consts, *args):
+    """``eval_jaxpr``, with the jaxpr of each ``jit`` in it run in place (recursively).
+
+    autoflow's batching rules run a loop body or a branch under ``vmap`` with the mask
+    of the lanes still needed (``lanes``); JAX's batching rule of a ``jit`` batches
+    its jaxpr in a trace of its own, where the mask cannot reach the loops inside it
+    (a user's ``autoflow.jit`` helper in a loop body). Run in place, they are batched
+    by autoflow's rules, with the mask."""
+    closed_consts = ()
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr, closed_consts = jaxpr.jaxpr, jaxpr.consts
+    if not any(e.primitive.name in _CALLS for e in jaxpr.eqns):
+        return _core.eval_jaxpr(jaxpr, closed_consts, *consts, *args)
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, closed_consts))
+    env.update(zip(jaxpr.invars, [*consts, *args]))
+    for e in jaxpr.eqns:
+        inner = e.params.get("jaxpr", e.params.get("call_jaxpr"))
+        if e.primitive.name in _CALLS and isinstance(inner, (ClosedJaxpr, Jaxpr)):
+            outs = eval_inlined(inner, (), *map(read, e.invars))
+        else:
+            params = e.primitive.get_bind_params(dict(e.params))
+            subfuns = ()
+            if isinstance(params, tuple):  # up to JAX 0.9: (subfuns, params)
+                subfuns, params = params
+            with e.ctx.manager:
+                outs = e.primitive.bind(*subfuns, *map(read, e.invars), **params)
+            if not e.primitive.multiple_results:
+                outs = [outs]
+        env.update(zip(e.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
 def closed(jaxpr):
     return jaxpr if isinstance(jaxpr, ClosedJaxpr) else ClosedJaxpr(jaxpr, ())
 
@@ -222,7 +276,7 @@ def eval_without(jaxpr, consts, args, skip, rewrite):
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
     for e in jaxpr.eqns:
-        if e.primitive.name in skip:
+        if e.primitive.name in skip or getattr(e.params.get("_prim"), "is_effect", False):
             continue
         params = e.primitive.get_bind_params(rewrite(dict(e.params)))
         subfuns = ()
@@ -574,7 +628,13 @@ def _low_rules():
                                        "select": getattr(jax.lax, "select_n_p", None)
                                        }.get(form[0])):
                         out = direct(ctx, args, form)
-                except Exception as e:  # noqa: BLE001 - JAX's private lowering API changed
+                except Exception as e:  # noqa: BLE001 - JAX's private lowering API, or a bug
+                    # Only autoflow's own probe program can tell that JAX's private
+                    # lowering API changed (`selfcheck`); the failure of one program
+                    # is autoflow's bug in that program, reported as such, and turns
+                    # nothing off for the programs after it.
+                    if probe_direct is None or probe_direct() is None:
+                        raise internal_error(_prim, e) from e
                     use_direct_lowering(False)
                     _lose("direct lowering", f"{type(e).__name__}: {e}")
                     if on_loss is not None:
@@ -621,6 +681,28 @@ def _op_location():
 # Lower primitives with a ``low_form`` by emitting it (tests compare the two lowerings).
 DIRECT = True
 _direct = None
+# () -> None if autoflow's probe program lowers directly on this JAX, else why not
+# (selfcheck.direct_problem, cached): asked when a program's direct lowering fails.
+probe_direct = None
+
+
+def internal_error(prim, exc):
+    """autoflow's error for a program of the user's that autoflow failed to lower: an
+    autoflow bug, at the user's line of the statement ``prim`` stands for (where JAX
+    gave it a source location when it was staged)."""
+    from ..errors import InternalError
+
+    where = "a converted statement"
+    try:
+        frame = _source_info_util.user_frame(getattr(prim, "source_info").traceback)
+        if frame is not None:
+            where = f"the statement at {frame.file_name}:{frame.start_line}"
+    except Exception:  # noqa: BLE001 - JAX's traceback API changed: no line
+        pass
+    return InternalError(
+        f"autoflow failed to compile {where} ({type(exc).__name__}: {exc}). This is a "
+        f"bug in autoflow, not in your program or in JAX {jax.__version__}: please report "
+        "it with the function and the arguments' shapes and dtypes.")
 
 
 def use_direct_lowering(on: bool) -> None:

@@ -49,6 +49,9 @@ import numpy as np
 from jax import lax
 
 from ..core.origin import user_site
+from . import jax_internals as jx
+from . import selfcheck
+from .events import plain_now
 from .jax_internals import DEBUGGING_LOGGER, current_trace
 from .values import Tracer, UnboundVariableError, Undefined, as_pred, is_traced
 
@@ -412,13 +415,15 @@ class _Count:
 count = _Count()  # how many effects were staged so far (see `loops._rerunnable`)
 
 
-def later(fn, args=(), kwargs=None, site=None, when=None):
+def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
     """``fn(*args, **kwargs)`` when the compiled code runs, where the path
     condition (and ``when``, a traced boolean, if given) holds, in program
     order (see the module's docstring). An exception it raises then is the
     user's, from their line ``site``. ``when`` is for checks, whose ``fn``
     raises: the code after one runs only where ``when`` is false
-    (``after_raise``)."""
+    (``after_raise``). ``check`` (implied by ``when``): ``fn`` raises, so under
+    ``vmap`` it is called once, for the first lane where it applies, not once
+    per lane (see ``_Effect``)."""
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
@@ -427,11 +432,7 @@ def later(fn, args=(), kwargs=None, site=None, when=None):
     if when is not None:
         pred = as_pred(when) if pred is True else jnp.logical_and(pred, as_pred(when))
 
-    def run(*values, gated=pred is not True):
-        if gated:
-            ok, values = values[0], values[1:]
-            if not np.asarray(ok):
-                return
+    def call(*values):
         full = list(leaves)
         for i, w, v in builtins.zip(where, weak, values):
             full[i] = host_value(v, w)
@@ -447,14 +448,115 @@ def later(fn, args=(), kwargs=None, site=None, when=None):
     count.staged += 1
     if when is not None:  # a check that raises: what follows runs only where it did not
         after_raise(jnp.logical_not(as_pred(when)))
+    if _effects_as_primitive():
+        gate = () if pred is True else (as_pred(pred),)
+        _Effect(call, tuple(jx.typeof(x) for x in gate),
+                tuple(jx.typeof(x) for x in operands), check or when is not None)(
+                    gate, tuple(operands))
+        return
+
+    def run(ok, *values):
+        if np.asarray(ok):
+            call(*values)
+
     if pred is True:
-        jax.debug.callback(run, *operands, ordered=True)
+        jax.debug.callback(call, *operands, ordered=True)
         return
     # Where the path is not taken the host is not called at all (a cheap `if` is
     # a select, so the callback is in a `cond` of its own); under `vmap` that
     # `cond` runs for every element, and `run` checks each element's `ok`.
     lax.cond(pred, lambda ok, ops: jax.debug.callback(run, ok, *ops, ordered=True),
              lambda ok, ops: None, pred, operands)
+
+
+def _effects_as_primitive():
+    """May ``later`` stage ``_Effect`` (autoflow's primitives, with ordered effects, on
+    this JAX; not inside a JAX custom-derivative rule, nor for ``autoflow explain``,
+    which shows the callbacks it compiles to)?"""
+    return jx.ORDERED_DEBUG is not None and not plain_now() and selfcheck.ready() \
+        and selfcheck.effects_ok() and not jx.in_custom_rule()
+
+
+class _Effect(jx.HiPrimitive):
+    """``call(*operands)`` when the compiled code runs, where ``gate`` (no gate: always,
+    else one traced boolean) holds: an ordered host callback, in a ``cond`` of its own
+    so that where the gate is false the host is not called.
+
+    Under ``vmap`` it is what Python does lane by lane: an effect (a ``print``, a
+    warning, a log record) happens once per lane whose gate holds, in lane order,
+    whether or not its operands are batched (JAX's own callback would happen once
+    for operands that are not); a check (``check``: ``call`` raises) calls the host
+    once, for the first lane whose gate holds (Python would stop there)."""
+
+    stage_low = True
+    primitive_name = "effect"
+    is_effect = True  # (left out of a backward pass's recomputation: prim_util.quiet_closed)
+
+    def __init__(self, call, gate_avals, op_avals, check):
+        self.in_avals = (gate_avals, op_avals)
+        self.out_aval = ()
+        self.params = dict(call=call, stops=bool(check))
+        self.effects = frozenset({jx.ORDERED_DEBUG})
+        super().__init__()
+
+    def __call__(self, *args):
+        return jx.bind(self, args)
+
+    def expand(self, gate, ops):
+        if not jx.tracing():
+            # run now (`vmap` without `jit`): the user's exception itself, not JAX's
+            # error about a failed callback
+            if not gate or np.asarray(gate[0]):
+                self.call(*ops)
+            return ()
+        if not gate:
+            jax.debug.callback(self.call, *ops, ordered=True)
+        else:
+            lax.cond(gate[0], lambda ops: jax.debug.callback(self.call, *ops, ordered=True),
+                     lambda ops: None, tuple(ops))
+        return ()
+
+    def dce(self, used_outs):
+        return True, True, self
+
+    def jvp(self, primals, tangents):
+        self(*primals)
+        return (), ()
+
+    def lin(self, nzs_in, *primals):
+        return self.expand(*primals), None
+
+    def linearized(self, residuals, *tangents):
+        return ()
+
+    def vjp_fwd(self, nzs_in, gate, ops):
+        return self.expand(gate, ops), None
+
+    def vjp_bwd_retval(self, res, out_ct):
+        gate_av, op_av = self.in_avals
+        return (tuple(jx.Zero(a.to_ct_aval()) for a in gate_av),
+                tuple(jx.Zero(a.to_ct_aval()) for a in op_av))
+
+    def batch(self, axis_data, args, dims):
+        size = axis_data.size
+        (gate, ops), (dgate, dops) = args, dims
+
+        def lanes_of(x, d):
+            x = jnp.asarray(x)
+            return jnp.moveaxis(x, d, 0) if d is not None else \
+                jnp.broadcast_to(x, (size,) + x.shape)
+
+        gate = lanes_of(gate[0], dgate[0]) if gate else jnp.ones((size,), bool)
+        ops = [lanes_of(x, d) for x, d in builtins.zip(ops, dops)]
+        lane_avals = tuple(jx.typeof(x[0]) for x in ops)
+        one = _Effect(self.call, (jx.typeof(gate[0]),), lane_avals, self.stops)
+        if self.stops:  # Python stops at the first lane that raises: call once, for it
+            first = jnp.argmax(gate)
+            one((jnp.any(gate),), tuple(x[first] for x in ops))
+        else:
+            for i in builtins.range(size):
+                one((gate[i],), tuple(x[i] for x in ops))
+        return (), ()
 
 
 # ---------------------------------------------------------------------------
@@ -504,3 +606,7 @@ def ld(value):
                 _, name, ran = entry
                 later(_unbound, (ran, name), site=user_site(2), when=jnp.logical_not(ran))
     return value
+
+
+if jx.install_low_staging():  # staged as a low equation, named `effect` (see jax_internals)
+    jx.name_primitives([_Effect])

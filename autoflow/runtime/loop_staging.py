@@ -31,6 +31,7 @@ from jax import lax
 
 from ..core.origin import message
 from ..errors import ConversionError
+from . import jax_internals as jx
 from . import later, loopdebug, raising, while_prim
 from .carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_labels, log_fills,
                       logging_fills, new_input, parts_of, placing, same_spec, spec_of, zeros_of)
@@ -320,6 +321,69 @@ def _stopped_by_raises(body, merge, init, raises):
     return run, (lambda dyn: merge(dyn[:-1])), tuple(init) + (jnp.bool_(True),)
 
 
+def _scan_without_effects(run_scan):
+    """``run_scan()`` staged here, traced apart first: ``((None, None), None)`` if its
+    body has effects (then nothing is staged)."""
+    with later.scope():  # (what came before, a raise guard, reaches the body as here)
+        out_tree = []
+
+        def flat():
+            leaves, tree = jax.tree_util.tree_flatten(run_scan())
+            out_tree.append(tree)
+            return leaves
+        closed = jx.trace_thunk(flat)
+    if jx.has_effects(closed.effects):
+        return (None, None), None
+    return jax.tree_util.tree_unflatten(out_tree[0], jx.eval_jaxpr(closed, ()))
+
+
+def _closure_cells(fn, depth=4, seen=None):
+    """The closure cells of ``fn`` and of the functions its closure holds."""
+    seen = set() if seen is None else seen
+    if depth <= 0 or id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    if isinstance(fn, functools.partial):
+        return _closure_cells(fn.func, depth, seen)
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        out.append(cell)
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(value):
+            out += _closure_cells(value, depth - 1, seen)
+    return out
+
+
+def _keeping_cells(thunk, fn):
+    """``thunk``, run so that the closure cells of ``fn`` keep their contents."""
+    def run():
+        cells = _closure_cells(fn)
+        saved = []
+        for cell in cells:
+            try:
+                saved.append(cell.cell_contents)
+            except ValueError:
+                saved.append(_EMPTY)
+        try:
+            return thunk()
+        finally:
+            for cell, value in zip(cells, saved):
+                if value is _EMPTY:
+                    try:
+                        del cell.cell_contents
+                    except ValueError:
+                        pass
+                else:
+                    cell.cell_contents = value
+    return run
+
+
+_EMPTY = object()
+
+
 def _check_finished(limit, site, running):
     if bool(np.asarray(running)):
         from ..errors import LoopLimitError
@@ -458,7 +522,7 @@ def _entry_types(state, body):
 
 
 def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
-         max_iterations=None, checkpoints=None, memo=None, runs=False):
+         max_iterations=None, checkpoints=None, memo=None, runs=False, scan=True):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
@@ -471,12 +535,14 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
     With ``max_iterations`` it is a masked ``lax.scan`` of that many steps.
     ``memo`` (the user's loop body function) identifies the loop for ``_DEFINED``.
     ``runs``: the loop's first test is known to be true (a ``while`` restaged from
-    before an iteration Python ran), so it binds what its body binds.
+    before an iteration Python ran), so it binds what its body binds. ``scan=False``:
+    a static trip count is a while form too (a body with effects under reverse mode:
+    JAX's scan runs an effect of its body once, not once per iteration, there).
     """
     if checkpoints is None:
         checkpoints = DEFAULT_CHECKPOINTS
     accum = {}  # variable index -> the list before the loop (see _loop_body)
-    scan_form = cond_fn is None and isinstance(length, int)
+    scan_form = cond_fn is None and isinstance(length, int) and scan
     key = hinted = None
     use_inputs = new_input is not None
     bounded = max_iterations is not None or (not while_prim.available() and _reverse_mode()
@@ -577,7 +643,11 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 return full_body(k, dyn)[0]
             # A `raise` staged in the body fires only where the loop still runs
             # (under vmap a while loop runs its body for finished elements too).
-            with later.on_path(running):
+            # The test is evaluated only if an effect needs it, in the middle of the
+            # body: the cells it assigns (a converted test sets the variables closures
+            # read, `nonlocal v; v = v_2`) are given back what the body had put there.
+            with later.on_path(_keeping_cells(running, cond_fn) if callable(running)
+                               else running):
                 return full_body(k, dyn)[0]
 
         def test(dyn):
@@ -599,8 +669,23 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                     def scan_fn(c, _):
                         new, outs = full_body(c[0], c[1])
                         return (c[0] + 1, new), outs
-                    (_, dyn), stacked = lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
-                                                 None, length=length, unroll=unroll)
+                    def run_scan():
+                        return lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
+                                        None, length=length, unroll=unroll)
+                    if _reverse_mode() and not accum and while_prim.available():
+                        # Under jax.grad, JAX's scan runs the effects of its body (prints,
+                        # checks) once, not at every iteration: traced apart first, a body
+                        # with effects is a while form instead, which runs them in its
+                        # forward pass at every iteration (while_prim).
+                        (_, dyn), stacked = _scan_without_effects(run_scan)
+                        if dyn is None:
+                            return stage_loop(kind, entry_state, names, site, step=step,
+                                              cond_fn=cond_fn, start=start, length=length,
+                                              unroll=unroll, max_iterations=max_iterations,
+                                              checkpoints=checkpoints, memo=memo, runs=runs,
+                                              scan=False)
+                    else:
+                        (_, dyn), stacked = run_scan()
                 elif bounded:
                     # max_loop_iterations: a masked scan of that many steps. (On a JAX
                     # without checkpointed loops, also a static range with `break`

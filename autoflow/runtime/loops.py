@@ -505,6 +505,11 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     if start >= seq.length:
         events.note("for", "python")
         return unpack(state)
+    if start and test is not None and truth(test(*state), caller_site,
+                                            what="loop condition") is False:
+        # the peeled iteration left the loop (a `break` or `return` taken as Python)
+        events.note("for", "python")
+        return unpack(state)
     if start == 1 and _rerunnable(before_peel, shared, peel,
                                   [f for f in (body, test) if f is not None]):
         # One copy of the body: the peeled iteration only told us that the loop

@@ -138,6 +138,25 @@ def _effects_problem():
     return None
 
 
+def direct_problem():
+    """None if autoflow's probe program (a loop, a cond and a select) lowers with
+    direct lowering on this JAX, else what failed. Asked (once: the answer is the
+    same for every program) when a program's direct lowering fails, to tell a
+    change of JAX's private lowering API from a bug in that program."""
+    if "direct" not in _lazy:
+        def lowered(x):
+            return jax.jit(_program(parts["while_loop"], _ours)).lower(x).as_text()
+        _lazy["direct"] = None  # (a failure inside the probe raises, to here)
+        try:
+            lowered(np.float32(1.5))
+        except Exception as e:  # noqa: BLE001 - any failure of the private path
+            _lazy["direct"] = f"{type(e).__name__}: {_first_line(e)}"
+    return _lazy["direct"]
+
+
+jx.probe_direct = direct_problem
+
+
 def _always(depth=2):
     return True
 

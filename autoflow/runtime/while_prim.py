@@ -54,7 +54,7 @@ from . import checkpointing, lane_machine, lanes
 from . import jax_internals as jx
 from . import selfcheck
 from .events import GATED_CONDS, plain_now
-from .prim_util import inexact, instantiate, specs
+from .prim_util import inexact, instantiate, quiet_closed, specs
 
 
 DEFAULT_CHECKPOINTS = 64
@@ -95,33 +95,6 @@ def _placed_inputs(jaxpr, first, made, avals):
         return None
 
 
-def _quiet_params(params):
-    """An equation's params with the loops and branches in them quiet too."""
-    for k, v in params.items():
-        if isinstance(v, jx.ClosedJaxpr) and v.effects:
-            params[k] = _quiet_closed(v)
-        elif isinstance(v, tuple) and v and all(isinstance(j, jx.ClosedJaxpr) for j in v) \
-                and any(j.effects for j in v):
-            params[k] = tuple(_quiet_closed(j) for j in v)
-        elif isinstance(v, _WhileLoop) and v.effects:
-            params[k] = v.quiet()
-    return params
-
-
-def _quiet_eval(jaxpr, consts, args):
-    return jx.eval_without(jaxpr, consts, args, ("debug_callback", "debug_print"), _quiet_params)
-
-
-def _quiet_closed(closed):
-    """``closed`` (a ClosedJaxpr) without its debug callbacks."""
-    jaxpr = closed.jaxpr if isinstance(closed, jx.ClosedJaxpr) else closed
-    consts = closed.consts if isinstance(closed, jx.ClosedJaxpr) else ()
-    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype,
-                                  weak_type=getattr(v.aval, "weak_type", False))
-             for v in jaxpr.invars]
-    return jax.make_jaxpr(lambda *a: _quiet_eval(jaxpr, consts, a))(*specs)
-
-
 def _floats(avals):
     """The positions of the inexact (differentiable) values among ``avals``."""
     return tuple(i for i, a in enumerate(avals) if inexact(a))
@@ -154,6 +127,7 @@ class _WhileLoop(jx.HiPrimitive):
         # gated: its condition holds the branch's predicate (cond_cost.loop_gate), so
         # in the branch a select does not take it runs no iteration
         self.gated = gated
+        self.source_info = jx.source_here()  # (for an internal error's line)
         super().__init__()
 
     @property
@@ -164,7 +138,7 @@ class _WhileLoop(jx.HiPrimitive):
         quiet = self.__dict__.get("_quiet_body")
         if quiet is None:
             body = self.params["body_jaxpr"]
-            quiet = self.__dict__["_quiet_body"] = _quiet_closed(body) if self.effects else body
+            quiet = self.__dict__["_quiet_body"] = quiet_closed(body) if self.effects else body
         return quiet
 
     # -- meaning --------------------------------------------------------------
@@ -173,7 +147,8 @@ class _WhileLoop(jx.HiPrimitive):
         return jx.eval_jaxpr(self.cond_jaxpr, cc, *x)[0]
 
     def _body(self, bc, x):
-        return tuple(jx.eval_jaxpr(self.body_jaxpr, bc, *x))
+        # (a `jit` in the body runs in place: under vmap the lanes' mask reaches its loops)
+        return tuple(jx.eval_inlined(self.body_jaxpr, bc, *x))
 
     def _recompute(self, bc, x):
         """The body as the backward pass recomputes it (no callbacks)."""
@@ -189,7 +164,7 @@ class _WhileLoop(jx.HiPrimitive):
         """This loop without debug callbacks."""
         if not self.effects:
             return self
-        return _WhileLoop(_quiet_closed(self.cond_jaxpr), self.quiet_body, self.in_avals,
+        return _WhileLoop(quiet_closed(self.cond_jaxpr), self.quiet_body, self.in_avals,
                           self.checkpoints, frozenset())
 
     def expand(self, cc, bc, carry):

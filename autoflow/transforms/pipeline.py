@@ -35,13 +35,14 @@ Order matters, and each step relies on the ones before it:
 2. ``early_exits.lower_jumps``: ``break``/``continue`` (including the ones
    step 1 made) become boolean flags; a loop ``else`` becomes ``if not
    broke:``. Loops are now plain loops.
-   ``raises`` (after the above, which turned the ``raise`` statements a
-   ``try`` catches itself into flags): ``raise EXC`` in a branch or loop
-   becomes ``raise af.exception(lambda: EXC)`` (a check at run time when the
-   path is traced), and each ``try`` lets autoflow's own errors through first.
 3. ``returns``: the code after an ``if`` that returns moves into the branches
    that fall through, so every returning ``if`` returns on both paths and a
    traced one can become one ``lax.cond`` whose value is returned.
+   ``raises`` (after the above: the ``raise`` statements a ``try`` catches
+   itself are flags now, and a ``raise`` after a returning ``if`` has moved
+   into its branch): ``raise EXC`` in a branch or loop becomes ``raise
+   af.exception(lambda: EXC)`` (a check at run time when the path is traced),
+   and each ``try`` lets autoflow's own errors through first.
 4. ``logical``: ``and``/``or``/``not``/``a if c else b``/chained comparisons,
    including the ``not broke`` tests steps 1-2 generated.
 5. ``control_flow``: ``if``/``while``/``for`` become operator calls with
@@ -270,8 +271,8 @@ PASSES = [
     ("tables", _tables),
     ("writes", _writes),
     ("early_exits", _lower_exits),
-    ("raises", _raises),
     ("returns", _lower_returns),
+    ("raises", _raises),
     ("logical", _logical),
     ("control_flow", _control_flow),
 ]

@@ -1,0 +1,63 @@
+"""The composing fuzzer (``tests/fuzz_compose.py``): random programs, each lane under
+``vmap``, ``jit(vmap)``, ``vmap(jit)``, nested ``vmap``, ``in_axes`` mixing batched and
+unbatched arguments, ``grad``/``jvp`` compositions, against the eager run of that lane.
+
+Each program runs in a worker process, killed if it does not finish in time (a hang
+is a failure, not a stuck test run). Profiles (environment variables):
+
+* ``AUTOFLOW_COMPOSE_EXAMPLES``: programs in the fast tier's run (default 48, one
+  composition each, in turn);
+* ``AUTOFLOW_COMPOSE_SLOW_EXAMPLES``: programs in the slow tier's run (default 300,
+  three compositions each);
+* ``AUTOFLOW_COMPOSE_SEED``: the first seed (default 0).
+
+A failure prints each distinct error once with its program, and how to rerun it
+(``python -m tests.fuzz_compose SEED --composition KIND``). The long run (10,000
+programs) is ``python -m tests.fuzz_compose 0 --scan 10000 --per-program 1
+--workers 2``; its last result is in ``benchmarks/COMPOSE_FUZZ.md``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from . import fuzz_compose
+
+FIRST = int(os.environ.get("AUTOFLOW_COMPOSE_SEED", "0"))
+FAST = int(os.environ.get("AUTOFLOW_COMPOSE_EXAMPLES", "48"))
+SLOW = int(os.environ.get("AUTOFLOW_COMPOSE_SLOW_EXAMPLES", "300"))
+MAX_REFUSALS = 0.05  # (mostly a variable bound on one path of a traced `if`: issue 44)
+
+
+def _verdict(outcomes):
+    bad = [o for o in outcomes if o.kind in ("difference", "internal", "hang", "generator")]
+    refused = [o for o in outcomes if o.kind == "refused"]
+    print(fuzz_compose.summary(outcomes))
+    if bad:
+        shown, seen = [], set()
+        for o in bad:
+            if o.signature() not in seen:
+                seen.add(o.signature())
+                shown.append(o.report())
+        pytest.fail(fuzz_compose.summary(outcomes) + "\n\n" + "\n\n".join(shown[:6]),
+                    pytrace=False)
+    assert len(refused) <= MAX_REFUSALS * len(outcomes), fuzz_compose.summary(outcomes)
+    assert len(outcomes) > 0
+
+
+def test_every_lane_is_eager_python_under_each_composition():
+    _verdict(fuzz_compose.run(fuzz_compose.plan(FIRST, FAST, 1)))
+
+
+@pytest.mark.slow
+def test_every_lane_is_eager_python_under_each_composition_long():
+    _verdict(fuzz_compose.run(fuzz_compose.plan(FIRST + 1000, SLOW, 3), workers=2))
+
+
+def test_the_generator_writes_what_compositions_break():
+    sources = [fuzz_compose.generate(seed) for seed in range(40)]
+    for piece in ("raise ValueError", "while m", "print(", "if q"):
+        assert any(piece in s for s in sources), piece
+    assert fuzz_compose.generate(7) == fuzz_compose.generate(7)
