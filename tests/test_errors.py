@@ -442,6 +442,31 @@ def test_conversion_error_traceback_has_no_internal_frames(fn, args):
     assert frame.lineno == marked_line(fn)
 
 
+def test_no_note_of_jax_about_frames_it_removed_after_autoflows_error():
+    """JAX's traceback filtering notes "For simplicity, JAX has removed its internal
+    frames from the traceback of the following exception" on what leaves `jax.jit`:
+    after autoflow's message (which already ends with what to do) nothing followed it."""
+    for fn, args in ((loops.list_grows, (1.0, 3)), (one_branch.one_branch, (1.0,))):
+        exc = raises_conversion_error(fn, *args)
+        printed = "".join(traceback.format_exception(exc))
+        assert "removed its internal frames" not in printed, printed
+        assert printed.rstrip().endswith(str(exc).splitlines()[-1]), printed
+    with pytest.raises(jax.errors.TracerBoolConversionError) as info:
+        autoflow.jit(user_errors_do_not_convert)(1.0)
+    assert "removed its internal frames" not in "".join(traceback.format_exception(info.value))
+
+
+@autoflow.do_not_convert
+def _magnitude(x):
+    if x > 0:
+        return x
+    return -x
+
+
+def user_errors_do_not_convert(x):
+    return _magnitude(x)
+
+
 def test_conversion_error_through_vmap_has_no_internal_frames():
     with pytest.raises(ConversionError) as info:
         jax.vmap(autoflow.convert(one_branch.one_branch))(X3)
