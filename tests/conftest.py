@@ -227,6 +227,14 @@ SLOW = {
         "[0] is fast",
     "tests/test_library_wrappers.py::test_module_level_jit_and_checkpoint_called_from_converted_code[1]":
         "[0] is fast",
+    # (issue 42's composing tests, after merging main: the fuzzer's 48 programs take
+    # about 120 s alone on 2 busy cores; test_compose.py keeps every composition fast)
+    "tests/test_fuzz_compose.py::test_every_lane_is_eager_python_under_each_composition":
+        "48 random programs in worker processes; the slow tier also runs the long profile",
+    "tests/test_compose.py::test_float_programs_gradients[float_elif_while]":
+        "[float_elif] is fast",
+    "tests/test_compose.py::test_float_programs_gradients[one_path_in_loop]": "as above",
+    "tests/test_compose.py::test_float_programs_gradients[loop_with_break_return]": "as above",
     "tests/test_python_effects.py::test_a_loop_whose_first_test_python_ran_stages_no_zero_trip_check":
         "a sampler run under vmap of random keys (`while True:` is in the fixtures)",
 }
