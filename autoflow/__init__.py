@@ -33,9 +33,11 @@ def trace_print(*args: Any, **kwargs: Any) -> None:
     path taken, at every call, as in Python. ``autoflow.trace_print`` is
     Python's ``print`` run once per trace, on every path traced (both
     branches of a traced ``if``), showing traced values as tracers: for
-    looking at shapes and dtypes while debugging a trace::
+    looking at shapes and dtypes while debugging a trace:
 
-        autoflow.trace_print("x:", x.shape, x.dtype)
+    ```python
+    autoflow.trace_print("x:", x.shape, x.dtype)
+    ```
     """
     print(*args, **kwargs)
 

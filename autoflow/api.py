@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from . import _registry
+from . import _pickling, _registry
 from .core.deep import paused_gc, run_deep
 from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
@@ -52,11 +52,11 @@ def _strict(strict):
 def do_not_convert(fn: F) -> F:
     """Mark ``fn`` so that autoflow never converts it (it runs as written).
 
-    Example::
-
-        @autoflow.do_not_convert
-        def python_only(x):
-            ...
+    ```python
+    @autoflow.do_not_convert
+    def python_only(x):
+        ...
+    ```
     """
     try:
         setattr(fn, _DO_NOT_CONVERT, True)
@@ -226,11 +226,13 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
 
     The result runs ``if``/``while``/``for`` as Python on concrete values and
     as ``lax.cond``/``lax.while_loop``/``lax.fori_loop``... on traced ones, so
-    it composes with ``jax.jit``, ``jax.grad`` and ``jax.vmap``::
+    it composes with ``jax.jit``, ``jax.grad`` and ``jax.vmap``:
 
-        f = autoflow.convert(f)
-        jax.vmap(f)(xs)
-        jax.grad(f)(x)
+    ```python
+    f = autoflow.convert(f)
+    jax.vmap(f)(xs)
+    jax.grad(f)(x)
+    ```
 
     Options:
 
@@ -308,6 +310,8 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
         new = make_function(code, fn, runtime.bound(options), alias)
         functools.update_wrapper(new, fn)
         setattr(new, _CONVERTED, True)
+        # `pickle` by reference, even kept under another name than `fn` (_pickling)
+        new.__module__ = _pickling.module_name(fn, options) or new.__module__
         _by_function.setdefault(fn, {})[options] = (fn.__code__, new)
         return new
 
@@ -402,7 +406,18 @@ def _through_wrapper(fn, kw):
     if hit is not None:
         return hit
     new = None
-    if jax is not None and isinstance(fn, jax.custom_jvp):
+    if jax is not None and _jit_of_user_code(fn):
+        # `jax.jit(fn)` made before autoflow saw it: the same jit of `fn` converted
+        from .runtime.jax_internals import jit_options
+
+        options = jit_options(fn)
+        if options is None:
+            return None
+        converted = convert(fn.__wrapped__, **kw)
+        if converted is fn.__wrapped__:
+            return fn
+        new = jax.jit(converted, **options)
+    elif jax is not None and isinstance(fn, jax.custom_jvp):
         new = jax.custom_jvp(convert(fn.fun, **kw), nondiff_argnums=fn.nondiff_argnums)
         if fn.jvp is not None:
             new.defjvp(convert(fn.jvp, **kw), symbolic_zeros=fn.symbolic_zeros)
@@ -423,7 +438,7 @@ def _through_wrapper(fn, kw):
         converted = convert(inner, **kw)
         if converted is inner:
             return fn
-        new = _swap_in_closure(fn, inner, converted, depth=4)
+        new = _swap_in_closure(fn, inner, converted, depth=4, kw=kw)
     if new is None:
         return None
     if _cacheable(fn):
@@ -432,10 +447,11 @@ def _through_wrapper(fn, kw):
     return new
 
 
-def _swap_in_closure(fn, old, new, depth):
+def _swap_in_closure(fn, old, new, depth, kw=None):
     """A copy of function ``fn`` whose closure holds ``new`` where it held ``old``,
     looking through the closures of the library functions it holds (``jax.checkpoint``
-    wraps its remat function in another wrapper). ``None`` if ``old`` is not there."""
+    wraps its remat function in another wrapper), and a ``jax.jit`` of ``old`` made
+    again of ``new`` (``jax.checkpoint(jax.jit(f))``). ``None`` if ``old`` is not there."""
     if depth == 0 or not inspect.isfunction(fn):
         return None
     cells, found = list(fn.__closure__ or ()), False
@@ -452,8 +468,12 @@ def _swap_in_closure(fn, old, new, depth):
         if value is old:
             cells[i], found = types.CellType(new), True
         elif inspect.isfunction(value) and value is not fn and is_library_value(value):
-            swapped = _swap_in_closure(value, old, new, depth - 1)
+            swapped = _swap_in_closure(value, old, new, depth - 1, kw)
             if swapped is not None:
+                cells[i], found = types.CellType(swapped), True
+        elif kw is not None and _jit_of_user_code(value) and inspect.unwrap(value) is old:
+            swapped = _through_wrapper(value, kw)
+            if swapped is not None and swapped is not value:
                 cells[i], found = types.CellType(swapped), True
     if not found:
         return None
@@ -493,9 +513,24 @@ def _cell_value(cell):
 
 
 def is_jax_wrapper(f) -> bool:
-    """Is ``f`` one of JAX's wrapper objects that ``convert`` sees through?"""
+    """Is ``f`` one of JAX's wrapper objects that ``convert`` sees through
+    (``custom_jvp``, ``custom_vjp``, and ``jax.jit`` of a user function)?"""
     jax = sys.modules.get("jax")
-    return jax is not None and isinstance(f, (jax.custom_jvp, jax.custom_vjp))
+    return jax is not None and (isinstance(f, (jax.custom_jvp, jax.custom_vjp))
+                                or _jit_of_user_code(f))
+
+
+def _jit_of_user_code(f) -> bool:
+    """``jax.jit(fn)`` (at module level, say) of a function of the user's, possibly
+    through library wrappers (``jax.jit(jax.checkpoint(fn))``)?"""
+    if "jax" not in sys.modules or not callable(getattr(f, "__wrapped__", None)):
+        return False
+    from .runtime.jax_internals import is_jit_wrapper
+
+    if not is_jit_wrapper(f):
+        return False
+    inner = inspect.unwrap(f)
+    return inspect.isfunction(inner) and not is_library_value(inner)
 
 
 def _uses_no_runtime(code, alias) -> bool:
@@ -544,18 +579,20 @@ def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
     ``asserts``, ``max_loop_iterations``, ``checkpoints``) and every keyword argument
     of ``jax.jit``, and returns what ``jax.jit``
     returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
-    or with arguments::
+    or with arguments:
 
-        @autoflow.jit
-        def collatz_steps(n):
-            steps = 0
-            while n != 1:
-                n = n // 2 if n % 2 == 0 else 3 * n + 1
-                steps += 1
-            return steps
+    ```python
+    @autoflow.jit
+    def collatz_steps(n):
+        steps = 0
+        while n != 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            steps += 1
+        return steps
 
-        @autoflow.jit(static_argnames=["n"])
-        def power(x, n): ...
+    @autoflow.jit(static_argnames=["n"])
+    def power(x, n): ...
+    ```
     """
     if fn is None:
         return functools.partial(jit, strict=strict, recursive=recursive, include=include,
@@ -828,6 +865,8 @@ def _linearizing() -> bool:
 
     return current_trace_kind() == "LinearizeTrace"
 
+
+_pickling.install()
 
 # What the runtime calls back (see _registry: no import circle between the two).
 _registry.convert, _registry.converted_as, _registry.is_jax_wrapper = (

@@ -497,6 +497,76 @@ def check_function(fn_node, filename, qualname, *, reserved=None, namer=None, al
     return reader.findings()
 
 
+# `autoflow check` warnings (autoflow.pitfalls) whose code says the program fails under
+# jit with traced arguments; the others are about speed or surprises.
+def _failing_codes():
+    from .pitfalls import FAILING
+
+    return FAILING
+
+
+FAILING_CODES = _failing_codes()
+
+
+class _TracedFacts:
+    """What fails when a function is traced (``autoflow.traced``), read from the
+    standard library's AST of the same source, for the findings of each function."""
+
+    def __init__(self, source, static=None):
+        import ast
+
+        from . import pitfalls
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source)
+            module = pitfalls._Module(tree)
+        except (SyntaxError, ValueError, RecursionError):
+            self.nodes, self.static, self.traced = {}, {}, set()
+            return
+        self.nodes = {(n.lineno, n.name): n for n in ast.walk(tree)
+                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.static = {id(fn): info[1] for fn, info in module.jitted.items()}
+        self.extra = static or {}
+        # the functions read as traced: the jitted ones and those they call, or every
+        # function of a module that jits none (as pitfalls reads them)
+        self.traced = {id(fn) for fn in module.jitted} | {
+            id(fn) for fn in pitfalls.implicit_entries(module, static)}
+
+    def apply(self, node, found, filename, qual):
+        """``found`` (the findings of gast function ``node``) with the statements that
+        fail when traced marked ``FAILS``, and their reasons."""
+        from . import traced
+
+        fn = self.nodes.get((node.lineno, node.name))
+        if fn is None or isinstance(fn, __import__("ast").AsyncFunctionDef) \
+                or id(fn) not in self.traced:
+            return found
+        static = set(self.static.get(id(fn), ())) | set(self.extra.get(fn.name, ()))
+        if found and found[0].kind == "function":
+            if "do_not_convert" not in found[0].note:
+                return found
+            problems = traced.do_not_convert_problems(fn, static)
+            becomes = "python"
+        else:
+            problems = traced.problems(fn, static)
+            becomes = None
+        if not problems:
+            return found
+        by_key = {(f.line, f.col, f.kind): f for f in found}
+        for p in problems:
+            f = by_key.get((p.line, p.col, p.kind))
+            if f is None:
+                f = Finding(filename, qual, p.line, p.col, p.kind, FAILS, reason=p.reason,
+                            becomes=becomes or {"if": "lax.cond", "while": "lax.while_loop"}.get(
+                                p.kind, "lax.fori_loop"))
+                found.append(f)
+            elif f.ok and f.status != INFO:
+                f.status, f.reason = FAILS, p.reason
+        return sorted(found, key=lambda f: (f.line, f.col, f.kind))
+
+
 def parse(source: str):
     """``gast.parse`` without the parser's warnings (invalid escapes...) on stderr."""
     with warnings.catch_warnings():
@@ -505,13 +575,17 @@ def parse(source: str):
 
 
 def check_source(source: str, filename: str = "<string>", only: str | None = None, *,
-                 keep_going: bool = True):
+                 keep_going: bool = True, static=None):
     """Findings for every top-level function and method of ``source``.
 
     Raises ``SyntaxError`` when it does not parse, and ``LookupError`` when
     ``only`` (a ``Class.method``-style name) names no function. With
     ``keep_going``, an unexpected error converting one function (an autoflow
     bug) becomes an ``INTERNAL`` finding for that function instead.
+
+    A statement "fails when traced" as ``autoflow.jit`` with traced arguments would
+    first trace it (``autoflow.traced``): every parameter traced unless a ``jit`` in
+    the module marks it static, or ``static`` (function name -> parameter names) does.
     """
     tree = parse(source)
     reserved = referenced_names(tree)
@@ -520,6 +594,7 @@ def check_source(source: str, filename: str = "<string>", only: str | None = Non
     imports = import_kinds(tree, filename)
     out = []
     seen = False
+    traced_facts = _TracedFacts(source, static)
 
     def visit(body, prefix):
         nonlocal seen
@@ -532,8 +607,9 @@ def check_source(source: str, filename: str = "<string>", only: str | None = Non
                 try:
                     # A namer per function, as `convert_module` does, so the
                     # flags reported (`broke`...) are the names convert prints.
-                    out.extend(check_function(node, filename, qual, reserved=reserved,
-                                              alias=alias, shadowed=shadowed, imports=imports))
+                    found = check_function(node, filename, qual, reserved=reserved,
+                                           alias=alias, shadowed=shadowed, imports=imports)
+                    out.extend(traced_facts.apply(node, found, filename, qual))
                 except Exception as e:  # noqa: BLE001 - reported per function
                     if not keep_going:
                         raise
@@ -567,8 +643,12 @@ def summary(findings, filename) -> str:
     return text
 
 
-def report(findings, filename) -> str:
-    """The text ``autoflow check`` prints for one file."""
-    lines = [f.format() for f in findings]
+def report(findings, filename, warnings=()) -> str:
+    """The text ``autoflow check`` prints for one file: each statement and each warning
+    (``autoflow.pitfalls``) in line order, a warning after the statement on its line,
+    then the summary."""
+    items = [((f.line, 0, f.col), f.format()) for f in findings]
+    items += [((w.line, 1, w.col), w.format()) for w in warnings]
+    lines = [text for _, text in sorted(items, key=lambda item: item[0])]
     lines.append(summary(findings, filename))
     return "\n".join(lines) + "\n"

@@ -5,7 +5,8 @@ them, and never import JAX. ``explain`` imports the file (running its
 top-level code) and traces one function with JAX.
 
 Exit status: 0 success; 1 an input cannot be read or parsed (``check``: or a
-statement cannot convert, or ``--strict`` and a pitfall warning; ``explain``: or the function cannot be traced); 2
+statement cannot convert or fails when traced, or a warning says the program fails, or
+``--strict`` and any warning; ``explain``: or the function cannot be traced); 2
 usage errors; 3 an internal error, which is an autoflow bug.
 """
 
@@ -279,7 +280,8 @@ def cmd_check(args) -> int:
         try:
             source = read_source(path)
             try:
-                findings = check.check_source(source, name, only=args.function)
+                static = _static_table(source, args.static)
+                findings = check.check_source(source, name, only=args.function, static=static)
             except SyntaxError as e:
                 raise _syntax_error(name, e) from None
             except LookupError:
@@ -294,10 +296,10 @@ def cmd_check(args) -> int:
             _error(str(_Bug(name, e)))
             status = max(status, EXIT_BUG)
             continue
-        found = _pitfalls(source, name, args.function)
-        reports.append("".join(p.format() + "\n" for p in found) + check.report(findings, name))
-        if found and args.strict:
-            status = max(status, EXIT_INPUT)
+        found = _pitfalls(source, name, args.function, static)
+        reports.append(check.report(findings, name, found))
+        if found and args.strict or any(p.code in check.FAILING_CODES for p in found):
+            status = max(status, EXIT_INPUT)  # (a warning that says the program fails)
         if any(f.status == check.INTERNAL for f in findings):
             status = max(status, EXIT_BUG)
         elif not all(f.ok for f in findings):
@@ -306,13 +308,21 @@ def cmd_check(args) -> int:
     return status
 
 
-def _pitfalls(source, name, function=None):
+def _static_table(source, names):
+    """``--static NAME``: function name -> the parameters so named, for every function."""
+    wanted = {n.strip() for item in names or () for n in item.split(",") if n.strip()}
+    if not wanted:
+        return None
+    return {q.rsplit(".", 1)[-1]: wanted for q, _ in _functions(source)}
+
+
+def _pitfalls(source, name, function=None, static=None):
     """The classic jit pitfalls in ``source`` (``autoflow.pitfalls``); with
     ``function`` (``Class.method``), only those inside that function."""
     from . import pitfalls
 
     try:
-        found = pitfalls.find(source, name)
+        found = pitfalls.find(source, name, static=static)
         if function is None or not found:
             return found
         node = _function_node(ast.parse(source), function.split("."))
@@ -470,14 +480,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="For every control-flow statement of each FILE: its line, its kind, what it "
                     "becomes when its condition is traced (lax.cond, lax.while_loop, "
                     "lax.fori_loop...), the variables it carries, and why it would fall back "
-                    "to Python or fail. The files are read and parsed only, never imported or "
+                    "to Python or fail; and the classic jit pitfalls, as warnings, in line "
+                    "order. A function is read as `autoflow.jit` traces it at its first call "
+                    "with traced arguments: what check says fails raises there, what it says "
+                    "converts traces. The files are read and parsed only, never imported or "
                     "run. `-` reads standard input.",
-        epilog=_EXIT_HELP % " or a statement cannot convert, or --strict and a warning")
+        epilog=_EXIT_HELP % (" or a statement cannot convert or fails when traced, or a "
+                             "warning says the program fails (AF102, AF103, AF108-AF111), or "
+                             "--strict and any warning"))
     chk.add_argument("files", nargs="+", metavar="FILE", help="a Python file, or - for stdin")
     chk.add_argument("--function", metavar="NAME", help="check only this function")
+    chk.add_argument("--static", action="append", metavar="NAME[,NAME...]",
+                     help="parameters that are static (as with `static_argnames`) in the "
+                          "functions checked; by default every parameter without a default "
+                          "value is taken as traced, unless a `jit` in the file marks it static")
     chk.add_argument("--strict", action="store_true",
                      help="exit with status 1 when there are warnings (classic jit pitfalls: "
-                          "AF101..AF106; silence one on its line with "
+                          "AF101..AF111; silence one on its line with "
                           "`# autoflow: ignore[AF104]`)")
     chk.set_defaults(handler=cmd_check)
 

@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 
+# JAX's traceback filtering adds this note to an exception leaving ``jax.jit``; the
+# traceback of autoflow's errors is the user's code already, and the message (file,
+# line, caret, fix) is complete: the note would end it with "the traceback of the
+# following exception" and nothing following.
+_JAX_FRAMES_NOTE = "JAX has removed its internal frames from the traceback"
+
+
 class AutoflowError(Exception):
     """Base class of every exception autoflow raises."""
+
+    def add_note(self, note, /):
+        if isinstance(note, str) and _JAX_FRAMES_NOTE in note:
+            return
+        super().add_note(note)
 
 
 class ConversionError(AutoflowError):
@@ -49,3 +61,15 @@ class PerformanceWarning(ConversionWarning):
     """Converted code is correct but slower than it could be: a loop with traced
     carries was unrolled into one copy of its body per iteration under ``jit``.
     Shown once per loop; ``autoflow.unroll(iterable)`` says it is intended."""
+
+
+# Errors defined with the runtime (which imports JAX), named here as tracebacks show them.
+_RUNTIME = {"CarryShapeError": "loop_staging", "UnboundVariableError": "values"}
+
+
+def __getattr__(name):
+    if name in _RUNTIME:
+        import importlib
+
+        return getattr(importlib.import_module(f"autoflow.runtime.{_RUNTIME[name]}"), name)
+    raise AttributeError(f"module 'autoflow.errors' has no attribute {name!r}")

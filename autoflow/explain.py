@@ -1,14 +1,14 @@
 """``autoflow.explain``: what each control-flow statement lowered to, at trace time.
 
-::
-
-    >>> print(autoflow.explain(collatz_steps, "i32"))
-    collatz_steps(i32[])
-    control flow at trace time:
-      examples/collatz.py:30:5: while -> lax.while_loop
-      examples/collatz.py:31:9: if -> lax.cond
-    jaxpr:
-      { lambda ; a:i32[]. let ... }
+```text
+>>> print(autoflow.explain(collatz_steps, "i32"))
+collatz_steps(i32[])
+control flow at trace time:
+  examples/collatz.py:30:5: while -> lax.while_loop
+  examples/collatz.py:31:9: if -> lax.cond
+jaxpr:
+  { lambda ; a:i32[]. let ... }
+```
 
 The converted function (``autoflow.convert``) is traced with
 ``jax.make_jaxpr`` on abstract arguments while ``runtime.events`` records
@@ -360,8 +360,10 @@ def explain(fn: Callable[..., Any], *args: Any, hlo: bool = False, **kwargs: Any
 
     from .runtime.events import plain_loops
 
+    from .runtime.jax_internals import dce_for_display
+
     with events.recording() as log, plain_loops():  # show the while loops they compile to
-        jaxpr = jax.make_jaxpr(flat)(*specs)
+        jaxpr = dce_for_display(jax.make_jaxpr(flat)(*specs))
     text_hlo = jax.jit(flat).lower(*specs).as_text() if hlo else None
 
     findings = _statements(original)

@@ -127,11 +127,13 @@ def install_import_hook(*packages: str, directories: Iterable[str | os.PathLike[
     they are imported; ``directories``: also every module whose file lies there.
 
     Takes ``autoflow.convert``'s options. Modules imported before the hook is
-    installed are not affected. Example::
+    installed are not affected. For example:
 
-        import autoflow
-        with autoflow.install_import_hook("mymodel"):
-            import mymodel          # mymodel's functions and methods are converted
+    ```python
+    import autoflow
+    with autoflow.install_import_hook("mymodel"):
+        import mymodel          # mymodel's functions and methods are converted
+    ```
     """
     finder = _Finder(packages, directories, options)
     sys.meta_path.insert(0, finder)

@@ -22,9 +22,18 @@ commas), or ``# autoflow: ignore`` for every code.
   index where a concrete number is needed (``x[:i]``, ``jnp.zeros(i)``): autoflow
   unrolls such a loop, one copy of the body per step.
 
+* **AF108** a comprehension filtered by a traced condition (``[v for v in xs if v >
+  0]``): its length depends on values (a reduction of it, ``sum(...)``, is fine).
+* **AF109** a slice with a traced bound (``x[:n]``): its size must be static.
+* **AF110** ``.item()``, ``.tolist()`` or ``np.asarray`` of a traced value.
+* **AF111** a traced value written into a NumPy array (``buf[i] = x``).
+
 "Jitted" functions are those decorated with something named ``jit`` (or
-``autoflow.convert``), or passed to a call of such a name in the module.
-No JAX here.
+``autoflow.convert``), or passed to a call of such a name in the module. The codes that
+say the program fails (``FAILING``: AF102, AF103, AF108-AF111) are also looked for in
+the functions the jitted ones call, or, in a module that jits nothing, in every function
+and method, read as ``autoflow.jit`` with traced arguments would trace them
+(``autoflow.traced``). No JAX here.
 """
 
 from __future__ import annotations
@@ -45,6 +54,10 @@ CODES = {
     "AF105": "print of traced values",
     "AF106": "large Python loop unrolled under jit",
     "AF107": "loop index used where a concrete number is needed: the loop unrolls",
+    "AF108": "comprehension filtered by a traced condition",
+    "AF109": "traced slice bound",
+    "AF110": "`.item()` or `np.asarray` of a traced value",
+    "AF111": "traced value written into a NumPy array",
 }
 
 _SIZED = {"zeros": 0, "ones": 0, "empty": 0, "full": 0, "arange": None, "eye": 0,
@@ -333,20 +346,66 @@ def _loops_containing(fn):
     return inside
 
 
-def find(source: str, filename: str = "<string>", tree=None):
-    """The pitfalls of ``source``, sorted by position, silenced ones left out."""
+def implicit_entries(mod, static=None):
+    """Functions read as if ``autoflow.jit`` traced them with traced arguments (for the
+    warnings that say a program fails, ``FAILING``), besides the jitted ones: the
+    functions the jitted ones call (by name), or every function and method of a module
+    that jits none. ``static``: function name -> parameters taken as static."""
+    static = static or {}
+    tops = {n.name: n for n in mod.tree.body if isinstance(n, (ast.FunctionDef,
+                                                                ast.AsyncFunctionDef))}
+    methods = [m for c in mod.tree.body if isinstance(c, ast.ClassDef) for m in c.body
+               if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if mod.jitted:
+        reached, todo = set(), [fn.name for fn in mod.jitted]
+        while todo:
+            name = todo.pop()
+            if name in reached:
+                continue
+            reached.add(name)
+            fn = tops.get(name) or next((f for f in mod.jitted if f.name == name), None)
+            if fn is not None:
+                todo.extend(n.func.id for n in ast.walk(fn)
+                            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
+        chosen = [tops[n] for n in reached if n in tops]
+    else:
+        chosen = list(tops.values()) + methods
+    return {fn: set(static.get(fn.name, ())) for fn in chosen if fn not in mod.jitted}
+
+
+# The codes that say the program fails under jit with traced arguments (the others
+# are about speed or surprises): `autoflow check` reads every function for these.
+FAILING = frozenset({"AF102", "AF103", "AF108", "AF109", "AF110", "AF111"})
+
+
+def find(source: str, filename: str = "<string>", tree=None, static=None):
+    """The pitfalls of ``source``, sorted by position, silenced ones left out.
+
+    ``static``: function name -> parameter names taken as static (besides what the
+    module's own ``jit`` calls mark static)."""
+    from .traced import traced_names
+
     tree = tree if tree is not None else ast.parse(source)
     mod = _Module(tree)
     out = []
 
-    def add(node, code, text, fix):
-        out.append(Pitfall(filename, node.lineno, node.col_offset, code, text, fix))
+    reading = {"implicit": False}  # reading a function that no jit names: FAILING only
 
-    for fn, (jitname, static, converted) in mod.jitted.items():
+    def add(node, code, text, fix):
+        if code in FAILING or not reading["implicit"]:
+            out.append(Pitfall(filename, node.lineno, node.col_offset, code, text, fix))
+
+    entries = [(fn, info, False) for fn, info in mod.jitted.items()]
+    entries += [(fn, ("autoflow.jit", st, True), True)
+                for fn, st in implicit_entries(mod, static).items()]
+    for fn, (jitname, static_names, converted), implicit in entries:
+        reading["implicit"] = implicit
+        static_names = set(static_names) | set((static or {}).get(fn.name, ()))
         params = [p for p in _params(fn)]
-        traced = [p for p in params if p not in static and p != "self"]
+        traced = [p for p in params if p not in static_names and p != "self"]
         local = _locals(fn)
-        derived = _derived(fn, traced)
+        derived = traced_names(fn, static_names)
+        _failing(fn, derived, add)
         # AF101: globals rebound elsewhere
         reported = set()
         for node in ast.walk(fn):
@@ -458,6 +517,7 @@ def find(source: str, filename: str = "<string>", tree=None):
                         f"for `x[:{i}]`, `lax.dynamic_slice` for a window of fixed size), so the "
                         "loop stages as one `lax.fori_loop`; or, for a short loop, say the "
                         "unrolling is intended: `for ... in autoflow.unroll(range(...))`.")
+    reading["implicit"] = False
     # AF104: jit of a lambda or nested function inside a loop (any function)
     for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] \
             + [tree]:
@@ -493,6 +553,87 @@ def find(source: str, filename: str = "<string>", tree=None):
             unique.append(p)
     silenced = _silenced(source)
     return [p for p in unique if not _is_silenced(p, silenced)]
+
+
+_REDUCTIONS = frozenset({"sum", "any", "all", "max", "min", "len"})
+_NP = ("np", "numpy", "onp")
+_NP_MADE = frozenset({"zeros", "ones", "empty", "full", "array", "arange", "zeros_like",
+                      "ones_like", "empty_like", "full_like", "eye", "identity", "linspace",
+                      "copy"})
+
+
+def _failing(fn, traced, add):
+    """AF108-AF111: a traced value where Python needs a concrete one."""
+    from .traced import mentions
+
+    reduced = {id(n.args[0]) for n in ast.walk(fn) if isinstance(n, ast.Call)
+               and _dotted(n.func) in _REDUCTIONS and n.args}
+    numpy_arrays = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            base, _, last = _dotted(node.value.func).rpartition(".")
+            if base in _NP and last in _NP_MADE:
+                numpy_arrays |= {n for t in node.targets for n in _target_names(t)}
+    for node in ast.walk(fn):
+        # AF108: a comprehension filtered by a traced condition
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) \
+                and id(node) not in reduced:
+            cond = next((c for g in node.generators for c in g.ifs if mentions(c, traced)), None)
+            if cond is not None:
+                add(cond, "AF108",
+                    f"this comprehension keeps the items for which `{ast.unparse(cond)}` holds, "
+                    "a traced condition: the number of items would depend on values, which a "
+                    "jitted function cannot have",
+                    f"keep every item and mask: `jnp.where({ast.unparse(cond)}, item, 0)` over "
+                    "an array, reduce it directly (`sum(... if ...)` is a masked sum), or "
+                    "write a `for` loop that updates an array.")
+        # AF109: a slice bound that is traced
+        if isinstance(node, ast.Subscript):
+            for part in ([node.slice] if not isinstance(node.slice, ast.Tuple)
+                         else node.slice.elts):
+                if isinstance(part, ast.Slice):
+                    bound = next((b for b in (part.lower, part.upper, part.step)
+                                  if b is not None and mentions(b, traced)), None)
+                    if bound is not None:
+                        name = _first_mentioned(bound, traced) or ast.unparse(bound)
+                        base = ast.unparse(node.value)
+                        add(node, "AF109",
+                            f"`{ast.unparse(node)}`: the slice bound `{ast.unparse(bound)}` is "
+                            "traced, and the size of a slice must be known when compiling",
+                            f"slice a fixed size at a traced start (`lax.dynamic_slice_in_dim("
+                            f"{base}, start, size)`), or keep the whole array and mask it "
+                            f"(`jnp.where(jnp.arange(len({base})) < {name}, {base}, 0)`); or "
+                            f"mark `{name}` static if it is an argument.")
+                        break
+        # AF110: a traced value made a Python or NumPy value
+        if isinstance(node, ast.Call):
+            called = _dotted(node.func)
+            base, _, last = called.rpartition(".")
+            concrete = None
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("item", "tolist") \
+                    and not node.args and mentions(node.func.value, traced):
+                concrete = f".{node.func.attr}()"
+            elif base in _NP and last in ("asarray", "array", "asanyarray") and node.args \
+                    and mentions(node.args[0], traced):
+                concrete = called
+            if concrete is not None:
+                add(node, "AF110",
+                    f"`{ast.unparse(node)}` needs a concrete value, but its argument is traced "
+                    "(known only when the compiled code runs)",
+                    f"remove `{concrete}` and keep the `jnp` array (it works in arithmetic and "
+                    "in traced conditions); use `jnp` instead of NumPy on traced values.")
+        # AF111: a traced value written into a NumPy array
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                and t.value.id in numpy_arrays for t in node.targets) \
+                and mentions(node.value, traced):
+            target = next(t for t in node.targets if isinstance(t, ast.Subscript))
+            name = target.value.id
+            add(node, "AF111",
+                f"`{ast.unparse(target)} = ...` writes a traced value into `{name}`, a NumPy "
+                "array, which can only hold concrete values",
+                f"make `{name}` a JAX array (`jnp.zeros(...)`) and update it functionally: "
+                f"`{name} = {name}.at[{ast.unparse(target.slice)}].set(...)`.")
 
 
 def _concrete_use(loop, name):

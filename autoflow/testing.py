@@ -1,13 +1,15 @@
 """Golden before/after checks of conversions, for users' tests and ours.
 
 With pytest, use the ``autoflow_golden`` fixture of autoflow's plugin
-(installed with autoflow; paths are relative to the test file)::
+(installed with autoflow; paths are relative to the test file):
 
-    def test_step(autoflow_golden):
-        autoflow_golden.check_conversion("golden/step.py")          # step.after.py
-        autoflow_golden.check_conversion("golden/step.py", function="step")
-                                                             # step.step.after.py
-        autoflow_golden.check_behaviour("golden/step.py", {"step": [(1.0,), (-2.0,)]})
+```python
+def test_step(autoflow_golden):
+    autoflow_golden.check_conversion("golden/step.py")          # step.after.py
+    autoflow_golden.check_conversion("golden/step.py", function="step")
+                                                         # step.step.after.py
+    autoflow_golden.check_behaviour("golden/step.py", {"step": [(1.0,), (-2.0,)]})
+```
 
 ``pytest --autoflow-update`` rewrites the expected files instead of comparing;
 review their diff. The same functions are importable from

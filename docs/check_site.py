@@ -6,7 +6,10 @@
 Serves the site on a local port, starts Chromium headless with its DevTools port, and
 over the DevTools websocket (the `websocket-client` package of the `docs` extra) loads
 every page of the site. A page fails on any console error, uncaught exception, failed
-request (a missing stylesheet, script or image) or load that does not finish. Then it
+request (a missing stylesheet, script or image) or load that does not finish, and on
+what a reader should not see: a reStructuredText `::` in the text (outside code), a
+backslash-escaped `|` (a table's escape shown as is), a line of code wider than its
+box. Then it
 types a function name into the site's search (`?q=convert`) and fails unless a result
 links to the API reference. Exits 0 when all is well; prints one line per page.
 
@@ -133,6 +136,41 @@ def problems(events: list[dict]) -> list[str]:
     return out
 
 
+# What a reader must never see in a page's text: reStructuredText's `::` ending a
+# paragraph (a docstring written for Sphinx), outside code; a backslash-escaped `|` (a
+# Markdown table cell's escape shown as is, `case 0 \| 1:` in a code span); and a code
+# block wider than its box (a line that runs out of sight).
+_RENDERING = r"""
+(() => {
+  const root = document.querySelector('.md-content') || document.body;
+  const out = [];
+  const walk = (n) => {
+    if (n.nodeType === 3) {
+      const t = n.textContent;
+      const inCode = n.parentElement.closest('pre, code');
+      const at = (i) => JSON.stringify(t.slice(Math.max(0, i - 50), i + 10));
+      if (t.includes('\\|')) out.push('a backslash-escaped | in the text: ' + at(t.indexOf('\\|')));
+      if (!inCode && t.includes('::')) out.push('reStructuredText :: in the text: ' + at(t.indexOf('::')));
+    } else if (n.nodeType === 1 && !['SCRIPT', 'STYLE'].includes(n.tagName)) {
+      n.childNodes.forEach(walk);
+    }
+  };
+  walk(root);
+  document.querySelectorAll('pre > code').forEach((c) => {
+    if (c.scrollWidth > c.clientWidth + 1) {
+      const longest = c.innerText.split('\n').sort((a, b) => b.length - a.length)[0];
+      out.push('a code line wider than its box (cut off or hidden): ' + JSON.stringify(longest.slice(-40)));
+    }
+  });
+  return out;
+})()
+"""
+
+
+def rendering_problems(dt) -> list[str]:
+    return dt.evaluate(_RENDERING) or []
+
+
 def pages(site: Path) -> list[str]:
     return sorted(str(p.relative_to(site).parent).replace(os.sep, "/") + "/"
                   for p in site.rglob("index.html")
@@ -216,6 +254,7 @@ def check(base: str, port: int, site: Path, query: str) -> int:
         found = problems(dt.events)
         if not title:
             found.append("no title")
+        found += rendering_problems(dt)
         print(("FAIL " if found else "ok   ") + f"{rel or './'}  ({title})")
         for p in found:
             print("       " + p)

@@ -7,6 +7,9 @@ the site is built, so that they cannot drift from them.
   text and that both run to the same results.
 * `<!-- include: PATH -->`: the Markdown file PATH (from the repository root), its
   headings one level down, so that it sits under the including page's heading.
+* After each python block marked `<!-- raises: ... -->` (a failing example), the message
+  it raises, run when the site is built (`raised_messages`): the pages show what the
+  program really raises, never a copy that could drift.
 """
 
 from __future__ import annotations
@@ -127,7 +130,91 @@ def include(path: str) -> str:
     return "\n".join(out) + "\n"
 
 
+# -- the messages of a page's failing examples, as they are raised ---------------------
+
+_MARK = re.compile(r"^\s*<!--\s*(skip|raises|source-of|fix)\s*:\s*(.*?)\s*-->\s*$")
+
+
+def _python_blocks(lines):
+    """``(first line, last line, code, marks)`` of each fenced python block (0-based)."""
+    out, marks, i = [], {}, 0
+    while i < len(lines):
+        line = lines[i]
+        mark = _MARK.match(line)
+        if mark:
+            marks[mark.group(1)] = mark.group(2)
+        elif line.startswith("```"):
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            if line.strip() == "```python":
+                out.append((i, j, "\n".join(lines[i + 1:j]) + "\n", marks))
+            marks, i = {}, j
+        elif line.strip():
+            marks = {}
+        i += 1
+    return out
+
+
+def raised_messages(markdown: str) -> dict[int, str]:
+    """Run a page's python blocks in order (as tests/test_docs.py does), each from a file
+    ``model.py`` of its own; for each block marked ``<!-- raises: ... -->``, what Python
+    prints last for the exception it raises (paths shortened to ``model.py``), by the
+    line of the block's closing fence. A block that does not raise what its mark says
+    fails the build: the page shows only what the program really raises."""
+    import tempfile
+    import traceback
+    import types
+
+    blocks = _python_blocks(markdown.splitlines())
+    if not any("raises" in marks for *_, marks in blocks):
+        return {}
+    module = types.ModuleType("docs_page")
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="autoflow-docs-") as tmp:
+        import sys
+
+        sys.modules[module.__name__] = module
+        try:
+            for k, (start, end, code, marks) in enumerate(blocks):
+                if "skip" in marks or "source-of" in marks:
+                    continue
+                folder = Path(tmp) / str(k)
+                folder.mkdir()
+                path = folder / "model.py"
+                path.write_text(code)
+                module.__file__ = str(path)
+                try:
+                    exec(compile(code, str(path), "exec"), module.__dict__)  # noqa: S102
+                except Exception as e:  # noqa: BLE001 - the example's own exception
+                    if "raises" not in marks:
+                        raise RuntimeError(f"docs: the block at line {start + 1} raised "
+                                           f"{type(e).__name__}: {e}") from e
+                    text = "".join(traceback.format_exception_only(type(e), e)).rstrip()
+                    out[end] = text.replace(str(folder) + "/", "")
+                else:
+                    if "raises" in marks:
+                        raise RuntimeError(f"docs: the block at line {start + 1} should raise "
+                                           f"{marks['raises']} and raised nothing")
+        finally:
+            sys.modules.pop(module.__name__, None)
+    return out
+
+
+def with_messages(markdown: str) -> str:
+    """``markdown`` with each failing example followed by the message it raises."""
+    messages = raised_messages(markdown)
+    if not messages:
+        return markdown
+    lines = markdown.splitlines()
+    for end in sorted(messages, reverse=True):
+        shown = ["", "It raises:", "", "```text", *messages[end].splitlines(), "```"]
+        lines[end + 1:end + 1] = shown
+    return "\n".join(lines) + "\n"
+
+
 def on_page_markdown(markdown, page, config, files):
     if "<!-- gallery -->" in markdown:
         markdown = markdown.replace("<!-- gallery -->", gallery())
+    markdown = with_messages(markdown)
     return re.sub(r"<!-- include: (\S+)(?: skip=\"[^\"]*\")? -->", lambda m: include(m.group(1)), markdown)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
 import warnings
 
@@ -44,9 +45,22 @@ def lowering_helper_deleted():
     _delete(hijax, "_call_hi_primitive_to_lojax")
 
 
+def _autoflow_dir():
+    """autoflow's package directory, found without importing it (a fault is injected
+    before autoflow is imported)."""
+    import importlib.util
+
+    return os.path.dirname(os.path.abspath(importlib.util.find_spec("autoflow").origin)) + os.sep
+
+
 def _from_autoflow(depth=2):
-    """Is the caller's caller autoflow's code (not JAX's own, which a release updates)?"""
-    return "/autoflow/" in sys._getframe(depth).f_code.co_filename
+    """Is the caller's caller autoflow's code (not JAX's own, which a release updates)?
+    (By the package's directory: a checkout in a folder named autoflow holds JAX too,
+    under .venv.)"""
+    return os.path.abspath(sys._getframe(depth).f_code.co_filename).startswith(_AUTOFLOW_DIR)
+
+
+_AUTOFLOW_DIR = _autoflow_dir()
 
 
 def trace_to_jaxpr_new_keyword():

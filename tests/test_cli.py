@@ -438,6 +438,70 @@ def test_explain_api():
     assert [low.lowered for low in concrete.lowerings] == [("python",), ("python",)]
 
 
+def _unused(jaxpr):
+    """Equations of ``jaxpr`` (at any depth) none of whose results is used, and loop
+    carries that nothing reads: what the printed jaxpr of ``explain`` must not show."""
+    out = []
+
+    def names(atoms):  # (variables; literals are constants)
+        return {v for v in atoms if not hasattr(v, "val")}
+
+    def walk(j):
+        used = names(j.outvars)
+        for eqn in reversed(j.eqns):
+            if not names(eqn.outvars) & used and not eqn.effects:
+                out.append(str(eqn).splitlines()[0])
+            used |= names(eqn.invars)
+            for sub in eqn.params.values():
+                for s in (sub if isinstance(sub, tuple) else (sub,)):
+                    inner = getattr(s, "jaxpr", None)
+                    if inner is not None and hasattr(inner, "eqns"):
+                        walk(inner)
+            if eqn.primitive.name == "while":
+                body, cond = eqn.params["body_jaxpr"].jaxpr, eqn.params["cond_jaxpr"].jaxpr
+                nb, nc = eqn.params["body_nconsts"], eqn.params["cond_nconsts"]
+                read = names(v for e in body.eqns + cond.eqns for v in e.invars) \
+                    | names(body.outvars) | names(cond.outvars)
+                for k, v in enumerate(eqn.outvars):
+                    if v not in used and body.invars[nb + k] not in read \
+                            and cond.invars[nc + k] not in read:
+                        out.append(f"unread carry {k} of {str(eqn).splitlines()[0]}")
+
+    walk(jaxpr.jaxpr)
+    return out
+
+
+def test_explain_shows_no_unused_equations_or_carries():
+    """The loop test tried before a loop is staged, and the iteration counter a loop
+    carries for the backward pass, are computed and dropped: `explain` leaves them out,
+    as XLA does (the same program otherwise)."""
+    import jax
+    import jax.numpy as jnp
+
+    from autoflow.explain import explain
+
+    from .equivalence import load_module
+
+    collatz = load_module(ROOT / "examples" / "collatz.py")
+    result = explain(collatz.collatz_steps, "i32")
+    assert _unused(result.jaxpr) == [], str(result.jaxpr)
+    (loop,) = [e for e in result.jaxpr.jaxpr.eqns if e.primitive.name == "while"]
+    assert len(loop.outvars) == 2  # n and steps: no extra counter
+    # what it computes is what the converted function computes
+    shown = jax.core.eval_jaxpr(result.jaxpr.jaxpr, result.jaxpr.consts, jnp.int32(27))
+    assert int(shown[0]) == collatz.collatz_steps(27) == 111
+
+    def summed(xs, n):
+        total = 0.0
+        for i in range(n):
+            total = total + xs[i]
+        return total
+    result = explain(summed, "f32[4]", "i32")
+    assert _unused(result.jaxpr) == [], str(result.jaxpr)
+    shown = jax.core.eval_jaxpr(result.jaxpr.jaxpr, result.jaxpr.consts, jnp.arange(4.0), 3)
+    assert float(shown[0]) == summed([0.0, 1.0, 2.0, 3.0], 3)
+
+
 def test_check_reports_a_traced_raise_an_except_would_catch(tmp_path):
     (tmp_path / "m.py").write_text(
         "def safe(a, b):\n"

@@ -297,3 +297,41 @@ def test_a_loop_compiles_to_the_same_program_whatever_was_traced_before(fn):
         want = jax.tree_util.tree_leaves(fn(*[np.asarray(b[k]) for b in batch]))
         assert [np.asarray(g[k]).item() for g in got] == pytest.approx(
             [np.asarray(w).item() for w in want], rel=1e-5)
+
+
+# ---- the names a profiler shows -----------------------------------------------------------
+
+def _op_names(jitted, *args):
+    text = jitted.lower(*args).compile().as_text()
+    return {re.sub(r"jit\(\w+\)", "jit(f)", n) for n in re.findall(r'op_name="([^"]*)"', text)}
+
+
+def _grow(x):
+    while x < 10.0:
+        x = x * 2.0 + 1.0
+    return x
+
+
+def _grow_lax(x):
+    return jax.lax.while_loop(lambda x: x < 10.0, lambda x: x * 2.0 + 1.0, x)
+
+
+def _pick(x):
+    if x > 0:
+        while x < 10.0:
+            x = x * 2.0
+    else:
+        x = jnp.sin(x)
+    return x
+
+
+def test_compiled_op_names_are_those_of_hand_written_lax():
+    """A converted loop's compiled operations carry the names JAX gives its own
+    `while` (`jit(f)/while/body/mul`), as a hand-written `lax.while_loop`'s do, not
+    `jit(f)/while_loop/jit(f)/while/body/mul` (issue 45)."""
+    x = jnp.float32(1.0)
+    ours, theirs = _op_names(autoflow.jit(_grow), x), _op_names(jax.jit(_grow_lax), x)
+    assert {"jit(f)/while/body/mul", "jit(f)/while/body/add", "jit(f)/while/cond/lt"} <= ours
+    assert ours - {"x"} <= theirs, (ours - theirs, theirs)
+    for names in (ours, _op_names(autoflow.jit(_pick), x)):
+        assert all(n.count("jit(") <= 1 and "while_loop" not in n for n in names), names

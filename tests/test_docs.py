@@ -7,7 +7,9 @@ Rules for a page's fenced blocks (``docs/contributing.md`` states them for autho
   its source. HTML comments on the lines just before the fence change that:
   ``<!-- raises: NAME -->``: the block must raise an exception whose class, or one of
   its bases, is called NAME (an error's example); ``<!-- raises: NAME: TEXT -->``: and
-  its message must contain TEXT; ``<!-- skip: REASON -->``: not run,
+  its message must contain TEXT; ``<!-- fix: TEXT -->``: the block applies a fix the
+  message of the last error raised on the page suggests, so TEXT (quoted from that
+  fix, as the user would copy it) must be in that message; ``<!-- skip: REASON -->``: not run,
   for the REASON given (it must not be empty); ``<!-- source-of: NAME -->``: the block
   is converted code, and must be exactly ``autoflow.to_source(NAME)`` for the function
   NAME that an earlier block of the page defined.
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)(.*)$")
-MARK = re.compile(r"^\s*<!--\s*(skip|raises|source-of)\s*:\s*(.*?)\s*-->\s*$")
+MARK = re.compile(r"^\s*<!--\s*(skip|raises|source-of|fix)\s*:\s*(.*?)\s*-->\s*$")
 INCLUDE = re.compile(r'^<!--\s*include:\s*(\S+)(?:\s+skip="([^"]*)")?\s*-->\s*$')
 
 
@@ -51,6 +53,7 @@ class Block:
     skip: str | None = None
     raises: str | None = None
     source_of: str | None = None
+    fix: str | None = None
 
     @property
     def where(self):
@@ -85,7 +88,7 @@ def blocks_of(path: Path, text: str | None = None, skip: str | None = None) -> l
                 j += 1
             out.append(Block(name, i + 1, lang, "\n".join(body) + "\n",
                              skip=marks.get("skip", skip), raises=marks.get("raises"),
-                             source_of=marks.get("source-of")))
+                             source_of=marks.get("source-of"), fix=marks.get("fix")))
             marks, i, prev_blank = {}, j + 1, False
             continue
         if line.startswith("    ") and line.strip() and prev_blank and not _in_list(lines, i):
@@ -135,11 +138,21 @@ def _commands(code):
 
 
 def _run_page(page, tmp_path):
+    """Run the page's python blocks in order; ``[(raises block, its message, [the fix
+    blocks after it])]``."""
     mod = types.ModuleType(f"docs_{page.stem.replace('-', '_')}")
     sys.modules[mod.__name__] = mod
+    errors = []
     try:
         for k, block in enumerate(b for b in ALL if b.page == str(page.relative_to(ROOT))
                                   and b.lang == "python" and b.skip is None):
+            if block.fix is not None:
+                # the fix the last error's message suggests, as written
+                assert errors, f"{block.where}: <!-- fix: --> without an error before it"
+                assert block.fix in errors[-1][1], (
+                    f"{block.where}: the message does not suggest {block.fix!r}:\n"
+                    f"{errors[-1][1]}")
+                errors[-1][2].append(block)
             if block.source_of is not None:
                 import autoflow
 
@@ -161,13 +174,16 @@ def _run_page(page, tmp_path):
                 names = {c.__name__ for c in type(e).__mro__}
                 assert name.strip() in names and text.strip() in str(e), (
                     f"{block.where}: expected {block.raises}, got {type(e).__name__}: {e}")
+                errors.append((block, str(e), []))
             else:
                 pytest.fail(f"{block.where}: expected {block.raises}, nothing was raised")
     finally:
         sys.modules.pop(mod.__name__, None)
+    return errors
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if any(
+# (the error reference runs in tests/test_advice.py: its errors and their fixes)
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name != "error-reference.md" and any(
     b.page == str(p.relative_to(ROOT)) and b.lang == "python" and b.skip is None for b in ALL)],
     ids=lambda p: p.name)
 def test_python_blocks_run(page, tmp_path, monkeypatch):

@@ -5,8 +5,9 @@ unbatched arguments, ``grad``/``jvp`` compositions, against the eager run of tha
 Each program runs in a worker process, killed if it does not finish in time (a hang
 is a failure, not a stuck test run). Profiles (environment variables):
 
-* ``AUTOFLOW_COMPOSE_EXAMPLES``: programs in the fast tier's run (default 48, one
-  composition each, in turn);
+* ``AUTOFLOW_COMPOSE_EXAMPLES``: programs in the short run (default 48, one
+  composition each, in turn; in the slow tier too, for the fast tier's time budget:
+  ``SLOW`` in ``tests/conftest.py``);
 * ``AUTOFLOW_COMPOSE_SLOW_EXAMPLES``: programs in the slow tier's run (default 300,
   three compositions each);
 * ``AUTOFLOW_COMPOSE_SEED``: the first seed (default 0).

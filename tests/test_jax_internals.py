@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -106,8 +107,16 @@ def test_programs_name_their_constructs_as_hand_written_lax_does():
     hlo = jax.jit(conv).lower(jnp.float32(300.0)).as_text(debug_info=True)
     assert "call_hi_primitive" not in hlo
     assert "halve_until_small)/while/" in hlo
+    # JAX's own names for what it emits (a profiler shows them): the loop is `while`, as
+    # hand-written `lax.while_loop` is, and its body's operations sit under it once
+    # (not `jit(f)/while_loop/jit(f)/while/body/...`); the `if`, a select here, is
+    # `select_n`, as `jnp.where` is
+    assert "halve_until_small)/while_loop" not in hlo
     if "direct lowering" not in jax_internals.lost:
-        assert "halve_until_small)/while_loop" in hlo and "halve_until_small)/while/body/if" in hlo
+        assert "halve_until_small)/while/body/select_n" in hlo, hlo
+    compiled = jax.jit(conv).lower(jnp.float32(300.0)).compile().as_text()
+    names = set(re.findall(r'op_name="([^"]*)"', compiled))
+    assert names and all(n.count("jit(") <= 1 for n in names), names
     for fn, arg in ((jax.grad(lambda x: conv(x)[0]), jnp.float32(300.0)),
                     (jax.vmap(conv), jnp.array([0.5, 300.0], jnp.float32))):
         assert "call_hi_primitive" not in str(jax.make_jaxpr(fn)(arg))

@@ -224,6 +224,51 @@ def test_checkpointed_functions_called_from_converted_code(i):
     assert "checkpoint" in jaxpr or "remat" in jaxpr
 
 
+# Module-level jax.jit and jax.checkpoint around each other (a traced `if` inside):
+# called from converted code, the user function inside is converted, and the wrappers
+# keep their settings (static arguments, the remat).
+
+@jax.checkpoint
+@jax.jit
+def ckpt_of_jit(x):
+    if jnp.sum(x) > 1.0:
+        x = x / jnp.sum(x)
+    return x * x
+
+
+@jax.jit
+@jax.checkpoint
+def jit_of_ckpt(x):
+    if jnp.sum(x) > 1.0:
+        x = x / jnp.sum(x)
+    return x * x
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def jit_static(x, n):
+    if jnp.sum(x) > 1.0:
+        x = x / jnp.sum(x)
+    return jnp.concatenate([x, jnp.zeros(n)])  # (n a shape: it must stay static)
+
+
+def calls_module_level_wrappers(x):
+    return ckpt_of_jit(x) + jit_of_ckpt(x) + jit_static(x, 2)[:x.shape[0]]
+
+
+@pytest.mark.parametrize("i", range(2))
+def test_module_level_jit_and_checkpoint_called_from_converted_code(i):
+    x = XS[i]
+    expected = 3.0 * normalise_fn(x) ** 2 - normalise_fn(x) ** 2 + normalise_fn(x)
+    close(autoflow.jit(calls_module_level_wrappers)(x), expected)
+    grad = jax.grad(lambda v: autoflow.jit(calls_module_level_wrappers)(v).sum())(x)
+    want = jax.grad(lambda v: (2.0 * normalise_fn(v) ** 2 + normalise_fn(v)).sum())(x)
+    close(grad, want)
+    jaxpr = str(jax.make_jaxpr(autoflow.convert(calls_module_level_wrappers))(x))
+    assert "checkpoint" in jaxpr or "remat" in jaxpr
+    # convert of the jitted function itself: jitted again, its static argument kept
+    assert autoflow.convert(jit_static)(x, 3).shape == (x.shape[0] + 3,)
+
+
 # ---- beartype / jaxtyped ------------------------------------------------------------------------
 
 beartype = pytest.importorskip("beartype").beartype
@@ -296,3 +341,22 @@ def test_converted_functions_under_other_names_pickle_into_a_fresh_process():
         eager = [float(pickled_fns.normalise(x).sum()), float(pickled_fns.make_nested().__wrapped__(x).sum())]
         np.testing.assert_allclose(row, eager, rtol=1e-6)
     # (under jit in the fresh process: the loaded functions are the converted ones)
+
+
+def test_a_converted_function_under_another_name_pickles_with_plain_pickle():
+    """Plain `pickle` (what `multiprocessing`'s spawn uses) saves a function by name;
+    `converted_normalise = autoflow.convert(normalise)` is found again in a fresh process
+    (converted there), not confused with `normalise`."""
+    from . import pickled_fns
+
+    f = pickled_fns.converted_normalise
+    assert pickle.loads(pickle.dumps(f)) is f
+    assert repr(f).startswith("<function normalise at ")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_LOAD)], input=pickle.dumps([f]),
+                         capture_output=True, cwd=root, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=root, JAX_PLATFORMS="cpu"))
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    rows = [float(line) for line in out.stdout.decode().split("\n") if line]
+    for x, got in zip(([1.0, 2.0], [0.1, 0.2], [4.0, 0.5]), rows):
+        np.testing.assert_allclose(got, float(pickled_fns.normalise(jnp.array(x)).sum()), rtol=1e-6)

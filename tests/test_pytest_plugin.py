@@ -18,6 +18,17 @@ def _plugin_args():
     return [] if installed else ["-p", "autoflow.pytest_plugin"]
 
 
+def copy_project(dest):
+    """The plugin project, copied into ``dest`` writable (the checkout may be read-only:
+    copying keeps file modes)."""
+    shutil.copytree(PROJECT, dest, copy_function=shutil.copyfile)
+    for folder, dirs, files in os.walk(dest):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    return dest
+
+
 def run_pytest(where, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOFLOW_REGENERATE="")
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -28,7 +39,7 @@ def run_pytest(where, *args):
 
 def test_plugin_golden_update_and_behaviour(tmp_path):
     proj = tmp_path / "proj"
-    shutil.copytree(PROJECT, proj)
+    copy_project(proj)
     after = proj / "golden" / "step.after.py"
     one = proj / "golden" / "step.step.after.py"
     # No expected files yet: the golden tests fail and say how to create them.
@@ -46,6 +57,15 @@ def test_plugin_golden_update_and_behaviour(tmp_path):
     # A function with nothing to convert keeps its text, literal spelling included.
     assert "    return x * 1e-4  # nothing to convert here\n" in after.read_text()
     r = run_pytest(proj)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_plugin_reports_stale_goldens_and_behaviour_mismatches(tmp_path):
+    """(The slow tier: five more pytest processes.)"""
+    proj = tmp_path / "proj"
+    copy_project(proj)
+    after = proj / "golden" / "step.after.py"
+    r = run_pytest(proj, "--autoflow-update")
     assert r.returncode == 0, r.stdout + r.stderr
     # A stale golden: a readable unified diff naming the line that changed.
     after.write_text(after.read_text().replace("x * 2.0", "x * 3.0"))

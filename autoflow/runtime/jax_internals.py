@@ -331,6 +331,99 @@ except ImportError as e:  # pragma: no cover - another JAX
     while_p = cond_p = _lose("bind while/cond", str(e))
 
 
+# -- jax.jit around a user function ------------------------------------------------
+
+def is_jit_wrapper(f) -> bool:
+    """Is ``f`` what ``jax.jit(fn)`` returns, around a Python callable (``__wrapped__``)?
+    (Told by the type's name: ``PjitFunction`` in every release since 0.4.)"""
+    return type(f).__name__ == "PjitFunction" and callable(getattr(f, "__wrapped__", None))
+
+
+def jit_options(f):
+    """The keyword arguments ``jax.jit`` was given for ``f`` that matter inside another
+    trace (static and donated arguments, ``keep_unused``, ``inline``), read from its
+    private ``_jit_info`` (0.4.3x-0.11); None where that is missing or where ``f`` was given
+    shardings, layouts, a device or compiler options, which could not be given again
+    faithfully (``jax.jit(f)`` of a converted ``f`` is then not made)."""
+    info = getattr(f, "_jit_info", None)
+    try:
+        unset = type(info.in_shardings_leaves[0]).__name__ if info.in_shardings_leaves else None
+        if info.user_specified_in_shardings or any(
+                type(x).__name__ != unset for x in info.out_shardings_leaves) \
+                or any(x is not None for x in info.in_layouts_leaves + info.out_layouts_leaves) \
+                or info.device is not None or info.backend is not None \
+                or getattr(info, "compiler_options_kvs", ()) or info.use_resource_env:
+            return None
+        return dict(static_argnums=tuple(info.static_argnums),
+                    static_argnames=tuple(info.static_argnames),
+                    donate_argnums=tuple(info.donate_argnums),
+                    donate_argnames=tuple(info.donate_argnames),
+                    keep_unused=bool(info.keep_unused), inline=bool(info.inline))
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+# -- dead code left out of a jaxpr shown to people (`autoflow explain`) ---------------
+
+def _while_dce_rule(used_outs, eqn):
+    """Dead-code elimination of a ``while`` equation's carries: a carry stays when its
+    result is used, the condition reads it, or the body reads it to compute one that
+    stays (JAX keeps every carry of a ``while``). Its constants are kept."""
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+    carry_in = eqn.invars[nc + nb:]
+    need = [bool(u) for u in used_outs]
+    _, cond_reads = _pe.dce_jaxpr(cond.jaxpr, [True])
+    need = [a or b for a, b in zip(need, cond_reads[nc:])]
+    while True:
+        _, body_reads = _pe.dce_jaxpr(body.jaxpr, need)
+        more = [a or b for a, b in zip(need, body_reads[nb:])]
+        if more == need:
+            break
+        need = more
+    if not any(need) and not _pe.has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    kept = [i for i, k in enumerate(need) if k]
+    new_body, _ = _pe.dce_jaxpr(body.jaxpr, need, instantiate=True)
+    new_body = new_body.replace(invars=body.jaxpr.invars[:nb]
+                                + [body.jaxpr.invars[nb + i] for i in kept])
+    new_cond, _ = _pe.dce_jaxpr(cond.jaxpr, [True], instantiate=True)
+    new_cond = new_cond.replace(invars=cond.jaxpr.invars[:nc]
+                                + [cond.jaxpr.invars[nc + i] for i in kept])
+    params = dict(p, cond_jaxpr=ClosedJaxpr(new_cond, cond.consts),
+                  body_jaxpr=ClosedJaxpr(new_body, body.consts))
+    new_eqn = eqn.replace(invars=eqn.invars[:nc + nb] + [carry_in[i] for i in kept],
+                          outvars=[eqn.outvars[i] for i in kept], params=params)
+    return [True] * (nc + nb) + need, new_eqn
+
+
+def dce_for_display(closed_jaxpr):
+    """``closed_jaxpr`` without the equations (and loop carries) whose results nothing
+    uses, its inputs as they were: what ``autoflow explain`` prints (a traced function
+    computes values it then drops, such as a loop test tried before the loop is
+    staged; XLA drops them too). The jaxpr as it is where JAX's internals differ."""
+    try:
+        jaxpr = closed_jaxpr.jaxpr
+        rules = _pe.dce_rules
+        previous = rules.get(while_p, None) if while_p is not None else None
+        if while_p is not None:
+            rules[while_p] = _while_dce_rule
+        try:
+            new, _ = _pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
+        finally:
+            if while_p is not None:
+                if previous is None:
+                    rules.pop(while_p, None)
+                else:
+                    rules[while_p] = previous
+            # (DCE results are cached per jaxpr: none made with this rule stays behind)
+            getattr(getattr(_pe, "_dce_jaxpr", None), "cache_clear", lambda: None)()
+        return ClosedJaxpr(new, closed_jaxpr.consts)
+    except Exception:  # noqa: BLE001 - only what is shown: show it all
+        return closed_jaxpr
+
+
 # -- inputs made while a loop body is traced ------------------------------------------
 
 def _body_input_maker():
@@ -520,6 +613,7 @@ def _low_rules():
 
     global _direct
     _direct = _direct_lowering()
+    located = _op_location()
 
     def lowering(ctx, *args, _prim):
         direct = _direct if DIRECT else None
@@ -529,7 +623,11 @@ def _low_rules():
                 platforms=tuple(getattr(ctx.module_context, "platforms", ())))
             if form is not None:
                 try:
-                    out = direct(ctx, args, form)
+                    # (a select is named as `jnp.where`'s `select_n`)
+                    with located(ctx, {"while": while_p, "cond": cond_p,
+                                       "select": getattr(jax.lax, "select_n_p", None)
+                                       }.get(form[0])):
+                        out = direct(ctx, args, form)
                 except Exception as e:  # noqa: BLE001 - JAX's private lowering API, or a bug
                     # Only autoflow's own probe program can tell that JAX's private
                     # lowering API changed (`selfcheck`); the failure of one program
@@ -544,10 +642,40 @@ def _low_rules():
                     out = None
                 if out is not None:
                     return out
-        return traced(ctx, *args, _prim=_prim)
+        with located(ctx, None):
+            return traced(ctx, *args, _prim=_prim)
 
     return dict(is_high=is_high, impl=impl, staging_for=staging_for, lowering=lowering,
                 register=mlir.register_lowering)
+
+
+def _op_location():
+    """``located(ctx, jax_prim)``: a context in which the ops emitted for one of
+    autoflow's equations are named as JAX names its own: ``jit(f)/while`` for a loop
+    emitted as JAX's ``while`` (``jax_prim``), ``jit(f)`` for what a traced ``expand``
+    emits (its equations add their own names). Without it the ops sit under the
+    equation's name (``jit(f)/while_loop``), and XLA names the fused ops of a loop body
+    ``jit(f)/while_loop/jit(f)/while/body/add``, where hand-written ``lax`` gives
+    ``jit(f)/while/body/add`` (what a profiler shows). JAX's own location, unchanged,
+    where ``mlir.source_info_to_location`` differs."""
+    import contextlib
+
+    try:
+        from jax._src.interpreters import mlir
+
+        to_location = mlir.source_info_to_location
+        if list(inspect.signature(to_location).parameters)[:4] != [
+                "ctx", "primitive", "name_stack", "traceback"]:
+            raise TypeError("mlir.source_info_to_location changed")
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return lambda ctx, prim: contextlib.nullcontext()
+
+    def located(ctx, prim):
+        try:
+            return to_location(ctx.module_context, prim, ctx.name_stack, ctx.traceback)
+        except Exception:  # noqa: BLE001 - only names: keep JAX's own
+            return contextlib.nullcontext()
+    return located
 
 
 # Lower primitives with a ``low_form`` by emitting it (tests compare the two lowerings).

@@ -37,7 +37,7 @@ from .carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_lab
                       logging_fills, new_input, parts_of, placing, same_spec, spec_of, zeros_of)
 from .cond_cost import loop_gate
 from .jax_internals import current_trace_kind
-from .teach import value_advice
+from .teach import growing_list, static_bound, value_advice
 from .values import (Mixed, Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like,
                      is_extended, promote, same_static, staged_block, structure, unflatten)
 from .while_prim import DEFAULT_CHECKPOINTS
@@ -64,8 +64,13 @@ def _loop_error(site, kind, label, before, after):
     return ConversionError(message(
         site, f"`{label}` changes shape in this traced {what}: {describe(before)} before an "
         f"iteration, {describe(after)} after it",
-        f"Keep `{label}` one shape across iterations (preallocate it and write with "
-        f"`{label}.at[i].set(...)`), or make the loop bound static so the loop runs as Python."))
+        f"Keep `{label}` one shape across iterations: make it at its largest size before the "
+        f"loop and write into it, `{label} = {label}.at[i].set(...)`. Or "
+        + _lower_first(static_bound(site))))
+
+
+def _lower_first(text):
+    return text[:1].lower() + text[1:]
 
 
 class CarryShapeError(ConversionError):
@@ -79,6 +84,9 @@ class CarryShapeError(ConversionError):
         _, label, before, after = reshaped[0]
         super().__init__(*_loop_error(site, kind, label, before, after).args)
         self.site, self.kind, self.reshaped = site, kind, reshaped
+
+
+CarryShapeError.__module__ = "autoflow.errors"  # (as a traceback names it: errors.__getattr__)
 
 
 class _Appended(list):
@@ -256,6 +264,8 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                     if fit is not None and isinstance(b, list) and b:
                         raise ConversionError(message(
                             site(), f"{fit[0]} (this loop is traced)", fit[1]))
+                    if type(a) is list and type(b) is list and len(b) > len(a):
+                        raise ConversionError(message(site(), *growing_list(name, a, b, site())))
                     hint = (f" (for a list built with `append`, preallocate an array and set "
                             f"`{name} = {name}.at[i].set(value)`)" if isinstance(a, list) else "")
                     raise ConversionError(message(

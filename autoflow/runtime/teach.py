@@ -225,8 +225,7 @@ def _truth_advice(v, static):
             "`lax.cond(cond, f, g, x)`, use `jnp.logical_and/or/not` for `and`/`or`/`not`, "
             "or make sure the function doing this is converted (not marked "
             "`do_not_convert`)")
-    todo += f"; or {static[0].lower()}{static[1:]}." if static else \
-        "; or make the value static (`static_argnames`)."
+    todo += f"; or {static[0].lower()}{static[1:]}." if static else "."
     return what, todo
 
 
@@ -253,7 +252,7 @@ def _constant_advice(v, need):
     return what, todo
 
 
-def _advice(exc, expr, line, var, param, fn_name):
+def _advice(exc, expr, line, var, param, fn_name, static_ok=True):
     """``(what happened, what to do)`` for the situation."""
     v = f"`{var}`" if var else "a traced value"
     if param is None and from_constants_only(exc) \
@@ -267,7 +266,7 @@ def _advice(exc, expr, line, var, param, fn_name):
     elif var is not None and param is not None:
         v += f" (computed from the argument `{param}`)"
     static = (f"Make it static: `autoflow.jit({fn_name}, static_argnames=(\"{param}\",))` "
-              f"(each new value of `{param}` compiles once)" if param else None)
+              f"(each new value of `{param}` compiles once)" if param and static_ok else None)
     if isinstance(exc, jax.errors.TracerBoolConversionError):
         # (before the shape test: JAX's text says "traced array with shape bool[]")
         return _truth_advice(v, static)
@@ -366,7 +365,10 @@ def reissue(exc):
             m = re.search(r"depends on the value of the argument (\w+)", str(exc))
             if m and m.group(1) in params:
                 param = m.group(1)
-    what, todo = _advice(exc, expr, line, var, param, fn_name)
+    # (static only for what a user can pass as a Python number: a size, a count)
+    static_ok = param is not None and fn_frame is not None \
+        and static_candidate(fn_frame.f_locals.get(param))
+    what, todo = _advice(exc, expr, line, var, param, fn_name, static_ok)
     # (the most derived: a TracerBoolConversionError is a ConcretizationTypeError too)
     base = type(exc) if type(exc) in _TYPES else next(
         (t for t in _TYPES if isinstance(exc, t)), IndexError if _is_slice_error(exc) else TypeError)
@@ -484,6 +486,109 @@ def value_advice(label, a, b, construct):
     return (f"{lbl} is {_show(a)} on one path and {_show(b)} on the other, and {choose}",
             f"Give {lbl} {same} (it is a Python object, not an array), or carry the "
             "arrays it holds in variables of their own.")
+
+
+def _loop_function(site):
+    """The frame of the user's function running the loop at ``site`` (suspended in the
+    runtime's loop operator), or None."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == site.filename and not is_generated(code) \
+                and not _internal(code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _bound_names(site):
+    """The names the loop at ``site`` reads in its header: ``n`` of ``for i in range(n):``
+    and of ``while i < n:``, not the loop's own target."""
+    import io
+    import tokenize
+
+    head = site.source_line().strip()
+    try:  # (without a comment at its end)
+        comments = [t for t in tokenize.generate_tokens(io.StringIO(head).readline)
+                    if t.type == tokenize.COMMENT]
+        if comments:
+            head = head[:comments[0].start[1]].rstrip()
+        tree = ast.parse(head + ("\n    pass" if head.endswith(":") else ""))
+    except (SyntaxError, tokenize.TokenError):
+        return []
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        part = node.iter
+    elif isinstance(node, ast.While):
+        part = node.test
+    else:
+        return []
+    seen = []
+    for n in ast.walk(part):
+        if isinstance(n, ast.Name) and n.id not in seen and n.id not in (
+                "range", "enumerate", "zip", "reversed", "len"):
+            seen.append(n.id)
+    return seen
+
+
+def static_candidate(value) -> bool:
+    """Can ``value`` (a traced argument) be made static as a user passes it: a scalar
+    integer or bool, as a trip count or a size is (an array, or a float one computes
+    with, cannot: jit would need it hashable, and would compile for each value)."""
+    aval = getattr(value, "aval", None)
+    dtype = getattr(aval, "dtype", None)
+    return aval is not None and getattr(aval, "shape", None) == () and dtype is not None \
+        and (jax.numpy.issubdtype(dtype, jax.numpy.integer) or jax.numpy.issubdtype(dtype, jax.numpy.bool_))
+
+
+def static_bound(site, then="so that the loop runs as Python"):
+    """The sentence that makes the bound of the loop at ``site`` static, naming the
+    user's function and its arguments (``autoflow.jit(f, static_argnames=("n",))``)
+    where they are integers it can be given as; a general one otherwise."""
+    frame = _loop_function(site)
+    traced = _traced_names(frame, _bound_names(site)) if frame is not None else []
+    params = _params(frame) if frame is not None else []
+    fn = frame.f_code.co_name if frame is not None else "f"
+    args = [n for n in traced if n in params]
+    static = [n for n in args if static_candidate(frame.f_locals.get(n))]
+    if static and static == args:
+        names = ", ".join(f'"{n}"' for n in static) + ("," if len(static) == 1 else "")
+        shown = ", ".join(f"`{n}`" for n in static)
+        return (f"Make the loop's bound static, {then}: {shown} "
+                f"{'is an argument' if len(static) == 1 else 'are arguments'} of `{fn}`, so "
+                f"call `autoflow.jit({fn}, static_argnames=({names}))` (or decorate `{fn}` "
+                f"with `@autoflow.jit(static_argnames=({names}))`); each new value compiles "
+                "once.")
+    return (f"Make the loop's trip count static (from Python numbers, or integer arguments "
+            f"marked with `static_argnames`), {then}.")
+
+
+def growing_list(label, before, after, site):
+    """``(what, what to do)`` for a list that a traced loop appends to (its length
+    would be traced): both fixes that work, the static bound spelled with the user's
+    function and argument, and a buffer of fixed size with a count."""
+    from .values import aval_of, structure
+
+    what = (f"`{label}` grows in each iteration of this traced loop ({structure(before)} "
+            f"before an iteration, {structure(after)} after it): a staged loop carries values "
+            "of one fixed structure, and this list's length would be known only when the "
+            "compiled code runs")
+    first = static_bound(site, "so that the loop runs as Python and the list is built as "
+                               "written")
+    item = after[-1] if isinstance(after, list) and after else None
+    try:
+        shape, dtype, _ = aval_of(item)
+        dims = "(capacity,)" if not shape else "(capacity, " + ", ".join(map(str, shape)) + ")"
+        buffer = f"jnp.zeros({dims}, jnp.{dtype.name})"
+    except Exception:  # noqa: BLE001 - not an array: the general form
+        buffer = "jnp.zeros((capacity, *item_shape), item_dtype)"
+    second = (f"Or keep a buffer of fixed size and a count: `{label} = {buffer}` (`capacity` "
+              "a Python int, at least the most items) and `count = 0` before the loop, "
+              f"`{label} = {label}.at[count].set(item)` and `count = count + 1` in it instead "
+              f"of `append`; the first `count` rows of `{label}` are the items.")
+    return what, first + " " + second
 
 
 def reissuing(operator):

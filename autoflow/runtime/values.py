@@ -48,6 +48,9 @@ class UnboundVariableError(AutoflowError, UnboundLocalError):
                                     "is not associated with a value")
 
 
+UnboundVariableError.__module__ = "autoflow.errors"  # (as a traceback names it: errors.__getattr__)
+
+
 class Undefined:
     """The value of a variable that is not bound yet on this path.
 
