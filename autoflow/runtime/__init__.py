@@ -23,7 +23,7 @@ from .jax_internals import hide_frames_of as _hide_frames_of
 
 from .calls import bound, call, converted, truth
 from .cond import if_chain, if_exp, if_stmt
-from .effects import append, assert_, print, setitem  # noqa: A004
+from .effects import append, assert_, print, setitem, setitem_in  # noqa: A004
 from .later import fstring, ld, percent, repr, str  # noqa: A004
 from .logical import and_, compare, contains, not_, or_, python_condition, python_operand
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
@@ -42,4 +42,4 @@ _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
            "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "sorted", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
-           "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "state", "unroll", "while_stmt", "zip"]
+           "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "setitem_in", "state", "unroll", "while_stmt", "zip"]

@@ -349,7 +349,8 @@ def reissue(exc):
     line = site.source_line()
     expr = _expression(site, end)
     traced = _traced_names(frame, _names(expr)) or _traced_names(frame, _names(line))
-    if _is_slice_error(exc):  # the bound that is traced, not the array sliced
+    if _is_slice_error(exc) or isinstance(exc, jax.errors.TracerIntegerConversionError):
+        # the bound or index that is traced, not the list or array indexed
         traced = _traced_names(frame, _slice_names(expr)) \
             or _traced_names(frame, _slice_names(line)) or traced
     var = traced[0] if traced else None

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 
 from ..core.origin import Site, message, user_site
 from ..errors import ConversionError
+from .jax_internals import current_trace
 from .ranges import TracedRange
 from .values import Tracer, as_pred, describe, is_array_like, is_traced, structure, truth as _truth
 
@@ -603,30 +604,93 @@ def _index_traced(index):
     return _traced(index)
 
 
-def stacked(table, what):
-    """``table`` (a list/tuple of numbers or same-shape arrays, or a NumPy
-    array) as one ``jnp`` array; a clear error when its items cannot stack."""
+_PY_SCALARS = (_b.bool, _b.int, _b.float, _b.complex)
+
+
+def _python_numbers(items):
+    """Is every item a Python number (``bool``/``int``/``float``/``complex``, no subclass)?"""
+    kinds = _PY_SCALARS
+    return _b.all(v.__class__ in kinds for v in items)
+
+
+def _constant(items):
+    """A table of Python numbers as one array constant, typed as ``jnp.stack`` of the
+    numbers would type it (JAX's weak type for ``int``/``float``/``complex``, which a
+    Python number keeps in arithmetic): one constant of the table's length instead of
+    one per item (which takes time quadratic in the length to trace)."""
+    from jax import lax
+
+    kinds = {v.__class__ for v in items}
+    dtype = jnp.result_type(*(k(0) for k in kinds))
+    arr = jnp.asarray(np.asarray(items, dtype=dtype))
+    if kinds == {_b.bool}:
+        return arr
+    # (`lax.full` of a Python number is weakly typed, and `.at[...].set` keeps the
+    # weak type of the array it writes into)
+    zero = 0j if _b.complex in kinds else 0.0 if _b.float in kinds else 0
+    return lax.full(arr.shape, zero).at[...].set(arr)
+
+
+_ITEM = (_b.int, _b.float, _b.bool, _b.complex, np.generic, np.ndarray, jax.Array)
+
+# id(list) -> (the list's items when it was stacked, the stacked array, the trace it
+# was made in): a table of traced items read again in the same trace is not stacked
+# again.
+_STACKS = {}
+
+
+def _stack(table):
+    """``table`` (numbers, same-shape arrays, or lists/tuples of them, nested to one
+    depth everywhere) as one array, or None where it cannot be."""
     if isinstance(table, np.ndarray):
-        if table.dtype.kind in "biufc":
-            return jnp.asarray(table)
-    else:
-        items = list(table)
-        ok = _b.bool(items) and _b.all(
-            isinstance(v, (_b.int, _b.float, _b.bool, _b.complex, np.generic, np.ndarray, jax.Array))
-            for v in items)
-        if ok:
-            shapes = {np.shape(v) for v in items}
-            if _b.len(shapes) == 1:
-                return jnp.stack([jnp.asarray(v) for v in items])
-    site = user_site(3)
+        return jnp.asarray(table) if table.dtype.kind in "biufc" else None
+    items = list(table)
+    if not items:
+        return None
+    if _python_numbers(items):
+        return _constant(items)
+    if _b.all(isinstance(v, (list, tuple)) for v in items):
+        rows = [_stack(v) for v in items]
+        if _b.any(r is None for r in rows) or _b.len({r.shape for r in rows}) != 1:
+            return None
+        return jnp.stack(rows)
+    if not _b.all(isinstance(v, _ITEM) for v in items):
+        return None
+    if _b.len({np.shape(v) for v in items}) != 1:
+        return None
+    trace = current_trace()
+    cached = _STACKS.get(id(table)) if isinstance(table, list) else None
+    if cached is not None and cached[2] is trace and _b.len(cached[0]) == _b.len(items) \
+            and _b.all(a is b for a, b in zip(cached[0], items)):
+        return cached[1]
+    out = jnp.stack([jnp.asarray(v) for v in items])
+    if isinstance(table, list) and _any_traced(items):
+        if _b.len(_STACKS) > 256:
+            _STACKS.clear()
+        _STACKS[id(table)] = (items, out, trace)
+    return out
+
+
+def stacked(table, what, site=None):
+    """``table`` (a list/tuple of numbers or same-shape arrays, a list of such lists,
+    or a NumPy array) as one ``jnp`` array; a clear error when its items cannot stack."""
+    out = _stack(table)
+    if out is not None:
+        return out
+    site = site or user_site(3)
     kind = type(table).__name__
     raise ConversionError(message(
         site, f"{what} a Python {kind} with a traced index, but its items "
         f"({structure(table) if not isinstance(table, np.ndarray) else table.dtype}) "
         "cannot be stacked into one array",
-        f"Only a {kind} of numbers or of arrays of one shape can be indexed by a traced "
-        "value. Make the index concrete (a Python loop: `autoflow.unroll(...)`), or "
-        "keep the items in one JAX array."))
+        f"Only a {kind} of numbers or of arrays of one shape (or of lists of them, all of one "
+        "length) can be indexed by a traced value. Make the index concrete (a Python loop: "
+        "`autoflow.unroll(...)`), or keep the items in one JAX array."))
+
+
+# id(a row read from a table of lists at a traced index) -> (a weak reference to it, the
+# table's name... ): writing into such a row is writing into the table in Python.
+_ROWS = {}
 
 
 def getitem(table, index):
@@ -636,21 +700,78 @@ def getitem(table, index):
 
         def getitem(table, index):
             return table[index]
+
+    A table of lists read at a traced index gives its row as an array (``t[i][j]``
+    then reads on); that row is no list of the table's, so a write into it is
+    autoflow's error (``setitem``), as Python would change the table.
     """
     if isinstance(table, (list, tuple, np.ndarray)) and _index_traced(index):
-        return stacked(table, "this line indexes")[index]
+        out = stacked(table, "this line indexes", user_site())[index]
+        if not isinstance(table, np.ndarray) and table and isinstance(table[0], list):
+            if _b.len(_ROWS) > 512:
+                for k in [k for k, v in _ROWS.items() if v() is None]:
+                    del _ROWS[k]
+            import weakref
+            _ROWS[id(out)] = weakref.ref(out)
+        return out
     return table[index]
 
 
-def setitem_list(x, index, value, op, binops):
+def is_table_row(x):
+    """Was ``x`` read from a table of lists at a traced index (``getitem``)?"""
+    ref = _ROWS.get(id(x))
+    return ref is not None and ref() is x
+
+
+def _write_back(x, arr):
+    """Put the items of ``arr`` into the (nested) list ``x``, in place."""
+    for k in _b.range(_b.len(x)):
+        if isinstance(x[k], list):
+            _write_back(x[k], arr[k])
+        else:
+            x[k] = arr[k]
+
+
+def _rows_distinct(x, seen=None):
+    seen = set() if seen is None else seen
+    for v in x:
+        if isinstance(v, list):
+            if id(v) in seen:
+                return False
+            seen.add(id(v))
+            if not _rows_distinct(v, seen):
+                return False
+    return True
+
+
+def setitem_list(x, index, value, op, binops, path=()):
     """``x[index] = value`` on a list with a traced index: the list's items
-    become the rows of ``stacked(x).at[index].set(value)``."""
-    arr = stacked(x, "this line writes into")
+    become the rows of ``stacked(x).at[index].set(value)``. ``path``: the indices
+    before ``index`` (``x[i][j] = v``: ``path=(i,)``, ``index=j``); a list of lists is
+    updated in place, each row keeping its identity."""
+    site = user_site()
+    where = tuple(path) + (index,)
+    if _b.len(where) > 1:
+        bad = [v for v in x if not isinstance(v, list)]
+        if bad:
+            raise ConversionError(message(
+                site, "this line writes into a row of a Python list chosen by a traced "
+                f"index, but a row is {describe(bad[0])}, which Python cannot write into "
+                "(or not the same way at every index)",
+                "Make every row a list, or keep the table in one JAX array."))
+    if not _rows_distinct(x):
+        raise ConversionError(message(
+            site, "this line writes into a Python list of lists at a traced index, but "
+            "some of its rows are the same list (`[[0] * k] * m` makes one row `m` times), "
+            "so Python's write changes all of them",
+            "Make each row a list of its own: `[[0] * k for _ in range(m)]`."))
+    arr = stacked(x, "this line writes into", site)
+    at = where if _b.len(where) > 1 else index
     if op is None:
-        arr = arr.at[index].set(value)
+        arr = arr.at[at].set(value)
     else:
-        arr = arr.at[index].set(binops[op](arr[index], value))
-    x[:] = [arr[k] for k in _b.range(_b.len(x))]
+        arr = arr.at[at].set(binops[op](arr[at], value))
+    _write_back(x, arr)
     return x
 
 

@@ -1,6 +1,7 @@
 """Mutations as assignments: ``x[i] = v`` and ``ys.append(v)`` in loops.
 
-Index assignment on arrays: ``x[i] = v`` -> ``x = af.setitem(x, i, v)``.
+Index assignment on arrays: ``x[i] = v`` -> ``x = af.setitem(x, i, v)``; into a
+container held by ``x``: ``x[i][j] = v`` -> ``x = af.setitem_in(x, (i, j), v)``.
 
 JAX arrays are immutable; ``af.setitem`` applies ``x.at[i].set(v)`` to them
 and mutates Python lists, dicts and NumPy arrays in place as Python would.
@@ -40,21 +41,30 @@ class IndexAssign(Transformer):
         self.local = set()
 
     def _rewrite(self, target, value, op, anchor):
-        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
-                and target.value.id in self.local):
+        if not isinstance(target, gast.Subscript):
             return None
-        name = target.value.id
-        index = target.slice
-        if isinstance(index, gast.Slice) or (isinstance(index, gast.Tuple) and any(
-                isinstance(e, gast.Slice) for e in index.elts)):
-            # `x[a:b]` as an expression: slices must be built with `slice(...)`.
-            index = _slices_to_calls(index)
-        subs = dict(AF=self.ctx.af, X=name, INDEX=index, VALUE=value)
-        if op is None:
-            stmts = replace("X = AF.setitem(X, INDEX, VALUE)", **subs)
+        path = [target.slice]
+        base = target.value
+        while isinstance(base, gast.Subscript):  # `dp[i][j] = v`: a write into `dp`'s row
+            path.insert(0, base.slice)
+            base = base.value
+        if not (isinstance(base, gast.Name) and base.id in self.local):
+            return None
+        name = base.id
+        path = [_slices_to_calls(i) if isinstance(i, gast.Slice) or (isinstance(i, gast.Tuple) and any(
+            isinstance(e, gast.Slice) for e in i.elts)) else i for i in path]
+        # (`x[a:b]` as an expression: slices must be built with `slice(...)`.)
+        if len(path) == 1:
+            subs = dict(AF=self.ctx.af, X=name, INDEX=path[0], VALUE=value)
+            template = "X = AF.setitem(X, INDEX, VALUE"
         else:
-            stmts = replace("X = AF.setitem(X, INDEX, VALUE, OP)",
-                            OP=gast.Constant(value=op, kind=None), **subs)
+            subs = dict(AF=self.ctx.af, X=name, VALUE=value,
+                        PATH=gast.Tuple(elts=path, ctx=gast.Load()))
+            template = "X = AF.setitem_in(X, PATH, VALUE"
+        if op is None:
+            stmts = replace(template + ")", **subs)
+        else:
+            stmts = replace(template + ", OP)", OP=gast.Constant(value=op, kind=None), **subs)
         return stamp(stmts, anchor)
 
     def visit_Assign(self, node):
