@@ -641,7 +641,7 @@ def _may_raise(fn) -> bool:
     if any("range(" in line and line.count(",", line.index("range(")) >= 2 for line in lines):
         return True  # a `range` with a step: a traced step of 0 raises ValueError at run time
     if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ")) or "warn(" in line
-               for line in lines):
+               or any(word in line for word in _CHECKED_CALLS) for line in lines):
         return False
     try:
         return _reaches_a_raise(code, lines)
@@ -728,13 +728,25 @@ def _zero_trip_read(fn) -> bool:
     return False
 
 
+# Calls whose traced forms check their arguments when the compiled code runs (Python's
+# ValueError from `math.comb(-1, 2)`, `xs.index(v)`, `int("12-")`...).
+_CHECKED_CALLS = ("isqrt(", "comb(", "perm(", "factorial(", "lcm(", ".index(", "int(")
+_CHECKED_NAMES = frozenset({"isqrt", "comb", "perm", "factorial", "lcm", "index"})
+
+
 def _raises(node) -> bool:
-    """A ``raise``, an ``assert``, or a ``warn(...)`` (an error where the filters say so)."""
+    """A ``raise``, an ``assert``, a ``warn(...)`` (an error where the filters say so), or a
+    call whose traced form checks its arguments at run time (``_CHECKED_CALLS``; ``int``
+    of anything but a name or a number, which may be a string)."""
     if isinstance(node, (ast.Raise, ast.Assert)):
         return True
     if isinstance(node, ast.Call):
         f = node.func
-        return getattr(f, "attr", None) == "warn" or getattr(f, "id", None) == "warn"
+        name = getattr(f, "attr", None) or getattr(f, "id", None)
+        if name == "int" and isinstance(f, ast.Name):
+            return bool(node.args) and not isinstance(node.args[0], (ast.Name, ast.Constant,
+                                                                     ast.BinOp))
+        return name == "warn" or name in _CHECKED_NAMES
     return False
 
 

@@ -30,8 +30,8 @@ from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stm
 from .raising import exception, passthrough as _passthrough
 from .state import mutates, mutates_global, rebinds_global, rebinds_nonlocal, state
 from .values import Undefined
-from .vocabulary import (all, any, bool, filtered, float, generated, getitem, int, len, match_is,  # noqa: A004
-                         match_subject, max, min, sorted, sum)
+from .vocabulary import (all, any, bool, count, filtered, float, generated, getitem, index, int, len,  # noqa: A004
+                         match_is, match_subject, max, min, sort, sorted, sum)
 
 internal_errors = _passthrough()
 
@@ -40,6 +40,6 @@ internal_errors = _passthrough()
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
-           "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "sorted", "any", "all",
+           "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "setitem_in", "state", "unroll", "while_stmt", "zip"]

@@ -182,6 +182,93 @@ def sorted(iterable, /, *, key=None, reverse=False):  # noqa: A001
     return [jax.tree_util.tree_map(lambda a, i=i: a[order[i]], stacked) for i in _b.range(n)]
 
 
+def sort(xs, /, *args, **kwargs):
+    """``xs.sort(...)``, returning ``xs`` (the rewriter makes ``xs.sort()`` into
+    ``xs = af.sort(xs)``, so a staged statement carries the list).
+
+    Plain Python::
+
+        def sort(xs, *args, **kwargs):
+            xs.sort(*args, **kwargs)
+            return xs
+
+    A list of traced scalars (or with traced keys) is sorted in place as ``sorted``
+    sorts it (stable, ``reverse=True`` keeping equal items in order); anything else
+    is the object's own ``sort``.
+    """
+    if type(xs) is list and not args and set(kwargs) <= {"key", "reverse"}:
+        key = kwargs.get("key")
+        if _any_traced(xs) or key is not None and _b.len(xs) > 1 and _any_traced(
+                [key(v) for v in xs]):
+            from .state import mutates
+
+            new = sorted(xs, **kwargs)
+            mutates(xs)
+            xs[:] = new
+            return xs
+    xs.sort(*args, **kwargs)
+    return xs
+
+
+def _equalities(xs, value):
+    """``[e is value or e == value for e in xs]`` as traced booleans, or None where
+    Python's own comparison is needed (an item or ``value`` that is no scalar)."""
+    if not isinstance(xs, (list, tuple)) or not (_traced(value) or _any_traced(xs)):
+        return None
+    if not (is_array_like(value) and np.ndim(value) == 0) or not _b.all(
+            is_array_like(e) and np.ndim(e) == 0 for e in xs):
+        return None
+    return [jnp.asarray(True) if e is value else jnp.asarray(e) == value for e in xs]
+
+
+def _not_in(kind, value, site):
+    from .later import fail
+
+    text = f"{value!r} is not in list" if kind == "list" else "tuple.index(x): x not in tuple"
+    raise fail(ValueError(text), site)
+
+
+def index(xs, value, /, *args):
+    """``xs.index(value[, start[, stop]])``; in a list or tuple of traced scalars (or of
+    a traced ``value``), the first position where an item equals ``value`` (a traced
+    integer), Python's ``ValueError`` when the compiled code runs if none does.
+
+    Plain Python::
+
+        def index(xs, value, *args):
+            return xs.index(value, *args)
+    """
+    if _b.len(args) <= 2 and not _any_traced(args):
+        eqs = _equalities(xs, value)
+        if eqs is not None:
+            start, stop, _ = slice(*args if _b.len(args) == 2 else (
+                args[0] if args else None, None)).indices(_b.len(xs))
+            found = jnp.stack(eqs[start:stop]) if start < stop else jnp.zeros((1,), jnp.bool_)
+            site = user_site()
+            from . import later
+
+            later.later(_not_in, (type(xs).__name__, value, site), site=site,
+                        when=~jnp.any(found))
+            return start + jnp.argmax(found)
+    return xs.index(value, *args)
+
+
+def count(xs, value, /, *args):
+    """``xs.count(value)``; in a list or tuple of traced scalars (or of a traced
+    ``value``), the number of items equal to it (a traced integer).
+
+    Plain Python::
+
+        def count(xs, value, *args):
+            return xs.count(value, *args)
+    """
+    if not args:
+        eqs = _equalities(xs, value)
+        if eqs is not None:
+            return jnp.sum(jnp.stack(eqs).astype(jnp.result_type(0)))
+    return xs.count(value, *args)
+
+
 def _truth_reduce(iterable, stop_on, reduce):
     if _traced(iterable):
         if np.ndim(iterable) != 1:
@@ -895,6 +982,9 @@ def _math_table():
     table.update({n: f for n, f in same.items() if n.startswith("is")})
     table.update(log=_log, floor=_to_int(jnp.floor), ceil=_to_int(jnp.ceil),
                  trunc=_to_int(jnp.trunc), isclose=_isclose)
+    from .integers import FUNCTIONS
+
+    table.update(FUNCTIONS)
     return {id(getattr(math, n)): (getattr(math, n), f) for n, f in table.items()
             if hasattr(math, n)}
 
@@ -905,7 +995,8 @@ MATH = _math_table()
 def math_call(f, args, kwargs):
     """``math.exp(x)``... with a traced argument: the ``jnp`` function that gives the
     same value (``math.floor``/``ceil``/``trunc`` an integer, as Python's; a domain
-    error such as ``math.sqrt(-1.0)`` is NaN, as in ``jnp``); ``NotImplemented``
+    error such as ``math.sqrt(-1.0)`` is NaN, as in ``jnp``; ``math.gcd``, ``comb``...
+    of integers: ``runtime.integers``, with Python's errors); ``NotImplemented``
     for any other call (the caller calls ``f``)."""
     hit = MATH.get(id(f))
     if hit is None or hit[0] is not f or not _any_traced((args, kwargs)):

@@ -316,6 +316,17 @@ class Calls(Transformer):
                     k.value = self._formatted(k.value)
             node.func = self._runtime_attr("call", func)
             return node
+        if (isinstance(func, gast.Attribute) and func.attr in ("index", "count")
+                and isinstance(func.value, (gast.Name, gast.Subscript, gast.Attribute, gast.List,
+                                            gast.Tuple))
+                and not self._library_callee(func)
+                and not any(isinstance(a, gast.Starred) for a in node.args) and not node.keywords
+                and not (isinstance(func.value, gast.Name) and (
+                    func.value.id == self.ctx.af or self._user_method(func.value.id, func.attr)))):
+            # `xs.index(v)`, `xs.count(v)`: of traced numbers in a list, traced answers
+            node.args = [func.value] + node.args
+            node.func = self._runtime_attr(func.attr, func)
+            return node
         if isinstance(func, gast.Name) and func.id == "super" and not node.args \
                 and not node.keywords:
             self._explicit_super(node)

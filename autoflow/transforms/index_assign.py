@@ -8,6 +8,9 @@ and mutates Python lists, dicts and NumPy arrays in place as Python would.
 Augmented forms pass the operator: ``x[i] += v`` ->
 ``x = af.setitem(x, i, v, '+')`` (``.at[i].add(v)`` on a JAX array).
 
+``xs.sort(...)`` -> ``xs = af.sort(xs, ...)`` (a list of traced numbers sorts as
+``sorted`` does, in place).
+
 Inside a loop, ``ys.append(v)`` -> ``ys = af.append(ys, v)``: the list is
 then a carried variable; a staged loop whose list grows each iteration runs
 as Python when its trip count is concrete, and reports a clear error when
@@ -103,6 +106,17 @@ class IndexAssign(Transformer):
 
     def visit_Expr(self, node):
         call = node.value
+        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr == "sort" and isinstance(call.func.value, gast.Name)
+                and call.func.value.id in self.local
+                and not any(isinstance(a, gast.Starred) for a in call.args)):
+            # `xs.sort()` -> `xs = af.sort(xs)`: a list of traced numbers is sorted as
+            # `sorted` sorts it, in place, and a staged statement carries it
+            name = call.func.value.id
+            new = replace("X = AF.sort(X)", AF=self.ctx.af, X=name, at=node)
+            new[0].value.args += call.args
+            new[0].value.keywords = call.keywords
+            return new
         if (getattr(self, "loop_depth", 0) and isinstance(call, gast.Call)
                 and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
                 and isinstance(call.func.value, gast.Name) and call.func.value.id in self.local

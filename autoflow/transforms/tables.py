@@ -74,11 +74,12 @@ def _table_value(v, np_names):
 
 
 def _updates_itself(n, af):
-    """``xs = af.setitem(xs, ...)`` / ``xs = af.append(xs, v)`` (from ``index_assign``)."""
+    """``xs = af.setitem(xs, ...)`` / ``xs = af.append(xs, v)`` / ``xs = af.sort(xs)`` (from
+    ``index_assign``)."""
     v = n.value
     return (isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute)
             and isinstance(v.func.value, gast.Name) and v.func.value.id == af
-            and v.func.attr in ("setitem", "setitem_in", "append") and v.args
+            and v.func.attr in ("setitem", "setitem_in", "append", "sort") and v.args
             and isinstance(v.args[0], gast.Name) and v.args[0].id == n.targets[0].id)
 
 
