@@ -24,13 +24,14 @@ from .jax_internals import hide_frames_of as _hide_frames_of
 from .calls import bound, call, converted, truth
 from .cond import if_chain, if_exp, if_stmt
 from .effects import append, assert_, print, setitem, setitem_in  # noqa: A004
-from .later import fstring, ld, percent, repr, str  # noqa: A004
+from .later import ld
 from .logical import and_, compare, contains, not_, or_, python_condition, python_operand
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
 from .raising import exception, passthrough as _passthrough
+from .strings import ascii, bin, chr, format, fstring, hex, join, oct, ord, percent, repr, str  # noqa: A004
 from .state import mutates, mutates_global, rebinds_global, rebinds_nonlocal, state
 from .values import Undefined
-from .vocabulary import (all, any, bool, count, filtered, float, generated, getitem, index, int, len,  # noqa: A004
+from .vocabulary import (all, any, bit_count, bit_length, bool, count, filtered, float, generated, getitem, index, int, len,  # noqa: A004
                          match_is, match_subject, max, min, sort, sorted, sum)
 
 internal_errors = _passthrough()
@@ -40,6 +41,6 @@ internal_errors = _passthrough()
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
-           "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "getitem", "match_is", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "any", "all",
+           "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "ascii", "format", "bin", "hex", "oct", "chr", "ord", "join", "getitem", "match_is", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "bit_length", "bit_count", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "setitem_in", "state", "unroll", "while_stmt", "zip"]

@@ -393,11 +393,13 @@ def teaching(fn):
     while tracing: the wrapper runs when ``jax.jit`` traces, not per call)."""
     import functools
 
+    from .strings import check_output
+
     @functools.wraps(fn)
     def traced(*args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
         except Exception as e:
             if not handles(e):
                 raise
@@ -405,6 +407,8 @@ def teaching(fn):
             if new is None:
                 raise
             raise new.with_traceback(new.__traceback__) from None
+        check_output(out, fn)  # (a string made from traced values cannot leave `jit`)
+        return out
 
     return traced
 

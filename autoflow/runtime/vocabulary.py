@@ -46,6 +46,7 @@ from ..core.origin import Site, message, user_site
 from ..errors import ConversionError
 from .jax_internals import current_trace
 from .ranges import TracedRange
+from .strings import String
 from .values import Tracer, as_pred, describe, is_array_like, is_traced, structure, truth as _truth
 
 
@@ -269,6 +270,42 @@ def count(xs, value, /, *args):
     return xs.count(value, *args)
 
 
+def _integer_bits(x, name):
+    """``abs(x)`` of a traced integer as an unsigned integer of its width (so the
+    smallest value's magnitude fits), and that width; Python's ``AttributeError`` for a
+    traced value that is no integer."""
+    dtype = jnp.result_type(x)
+    if dtype == jnp.bool_:
+        x, dtype = jnp.asarray(x).astype(jnp.int32), jnp.dtype(jnp.int32)
+    if not jnp.issubdtype(dtype, jnp.integer) or np.ndim(x) != 0:
+        kind = {"f": "float", "c": "complex"}.get(np.dtype(dtype).kind, "array")
+        raise AttributeError(f"'{kind}' object has no attribute '{name}'")
+    bits = np.dtype(dtype).itemsize * 8
+    unsigned = jnp.dtype(f"uint{bits}")
+    x = jnp.asarray(x)
+    mag = jnp.where(x < 0, -(x.astype(unsigned)), x.astype(unsigned)) \
+        if jnp.issubdtype(dtype, jnp.signedinteger) else x.astype(unsigned)
+    return mag, bits, dtype
+
+
+def bit_length(x, /):
+    """``x.bit_length()``; of a traced integer, the number of bits of ``abs(x)`` (a traced
+    integer). Plain Python: ``x.bit_length()``."""
+    if not _traced(x):
+        return x.bit_length()
+    mag, bits, dtype = _integer_bits(x, "bit_length")
+    return (bits - jax.lax.clz(mag)).astype(jnp.result_type(0) if dtype == jnp.bool_ else dtype)
+
+
+def bit_count(x, /):
+    """``x.bit_count()``; of a traced integer, the number of ones in ``abs(x)`` (a traced
+    integer). Plain Python: ``x.bit_count()``."""
+    if not _traced(x):
+        return x.bit_count()
+    mag, _, dtype = _integer_bits(x, "bit_count")
+    return jax.lax.population_count(mag).astype(dtype)
+
+
 def _truth_reduce(iterable, stop_on, reduce):
     if _traced(iterable):
         if np.ndim(iterable) != 1:
@@ -431,12 +468,43 @@ def filtered(items, iterable=None, listed=False, /):
     its leading axis (``jax.vmap``), and reduced with ``jnp``; over a list,
     item by item.
     """
+    if isinstance(iterable, String):  # its characters, each masked by the traced length
+        return Filtered(_character_pairs(items, iterable), None, listed)
     if iterable is not None and iterable.__class__ is TracedRange:
         def one(i):
             test, thunk = items(i)
             return as_pred(test) if _traced(test) else _b.bool(test), thunk()
         return RangeItems(iterable, one)
     return Filtered(items, iterable, listed)
+
+
+def _character_pairs(items, s):
+    """``(test, thunk)`` for each position of a string made from traced values, up to
+    its capacity: a position past its traced length is masked, and what the
+    comprehension computes there runs only where it is inside (``later.on_path``: a
+    check in it, ``int(c)``, fires only on real characters)."""
+    from .later import on_path
+    from .strings import characters
+
+    for inside, char in characters(s):
+        with on_path(inside):
+            test, thunk = items(char)
+        c = _truth(test, user_site, what="test of a comprehension's `if`")
+        if c is False:
+            continue
+        keep = inside if c is True else as_pred(test) if inside is None \
+            else jnp.logical_and(inside, as_pred(test))
+        if keep is None:
+            yield True, thunk
+        else:
+            yield keep, (lambda keep=keep, thunk=thunk: _gated(keep, thunk))
+
+
+def _gated(keep, thunk):
+    from .later import on_path
+
+    with on_path(keep):
+        return thunk()
 
 
 _EMPTY = object()
@@ -467,6 +535,9 @@ def generated(fn, iterable, listed=False, /):
 
     Over a ``range`` with a traced bound, a ``RangeItems`` that ``sum``, ``any``,
     ``all``, ``max`` and ``min`` reduce in one staged loop."""
+    if isinstance(iterable, String):  # its characters, each masked by the traced length
+        return Filtered(_character_pairs(lambda c: (True, lambda: fn(c)), iterable), None,
+                        listed)
     if iterable.__class__ is TracedRange:
         return RangeItems(iterable, lambda i: (True, fn(i)))
     items = (fn(v) for v in iterable)
@@ -536,6 +607,9 @@ def len(obj, /):  # noqa: A001
     items kept (a traced integer)."""
     if obj.__class__ is TracedRange:
         return obj.length()
+    if isinstance(obj, String):  # made from traced values: a traced length
+        from .strings import length
+        return length(obj)
     if not isinstance(obj, Filtered):
         return _b.len(obj)
     mapped = obj.mapped()
@@ -660,7 +734,11 @@ def _cast(name, x, dtype):
 
 
 def int(x=0, /, *args, **kwargs):  # noqa: A001
-    """``int``; of a traced scalar, a cast (truncating toward zero)."""
+    """``int``; of a traced scalar, a cast (truncating toward zero); of a string made
+    from traced values, Python's parse of its characters (``runtime.strings``)."""
+    if isinstance(x, String):
+        from .strings import to_int
+        return to_int(x, *args, **kwargs)
     if not args and not kwargs:
         out = _cast("int", x, _b.int)
         if out is not None:
@@ -670,6 +748,9 @@ def int(x=0, /, *args, **kwargs):  # noqa: A001
 
 def float(x=0.0, /):  # noqa: A001
     """``float``; of a traced scalar, a cast to JAX's default float."""
+    if isinstance(x, String):
+        from .strings import _cannot
+        _cannot(x, "`float()` of", "Compute with the number itself rather than its text.")
     out = _cast("float", x, _b.float)
     return _b.float(x) if out is None else out
 

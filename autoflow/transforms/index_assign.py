@@ -75,7 +75,33 @@ class IndexAssign(Transformer):
             new = self._rewrite(node.targets[0], node.value, None, node)
             if new is not None:
                 return new
+            new = self._unpack(node)
+            if new is not None:
+                return new
         return node
+
+    def _unpack(self, node):
+        """``xs[i], xs[j] = xs[j], xs[i]`` -> the values into temporaries first (Python
+        evaluates the right side, then assigns left to right), then each target:
+        ``value, value_1 = (xs[j], xs[i])``, ``xs = af.setitem(xs, i, value)``..."""
+        target = node.targets[0]
+        if not isinstance(target, (gast.Tuple, gast.List)) or any(
+                isinstance(e, gast.Starred) for e in target.elts):
+            return None
+        probes = [self._rewrite(e, gast.Constant(value=None, kind=None), None, node)
+                  for e in target.elts]
+        if all(p is None for p in probes):
+            return None
+        names = [self.ctx.namer.unique("value") for _ in target.elts]
+        temps = gast.Tuple(elts=[gast.Name(id=n, ctx=gast.Store(), annotation=None,
+                                           type_comment=None) for n in names], ctx=gast.Store())
+        out = [stamp(gast.Assign(targets=[temps], value=node.value, type_comment=None), node)]
+        for elt, name in zip(target.elts, names):
+            value = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+            new = self._rewrite(elt, value, None, node)
+            out += new if new is not None else [
+                stamp(gast.Assign(targets=[elt], value=value, type_comment=None), node)]
+        return out
 
     def visit_AugAssign(self, node):
         op = _OPS.get(type(node.op))
