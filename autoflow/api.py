@@ -665,7 +665,8 @@ def _reaches_a_raise(code, lines) -> bool:
         tops: dict[str, list[Any]] = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                raises = any(_raises(n) for n in ast.walk(stmt))
+                stringy = _makes_strings(stmt)
+                raises = any(_raises(n, stringy) for n in ast.walk(stmt))
                 tops.setdefault(stmt.name, []).append((stmt, raises))
                 if isinstance(stmt, ast.ClassDef):  # its methods, by their names too
                     for m in stmt.body:
@@ -684,8 +685,9 @@ def _reaches_a_raise(code, lines) -> bool:
         seen.add(id(n))
         if _zero_trip_read(n):
             return True
+        stringy = _makes_strings(n)
         for sub in ast.walk(n):
-            if _raises(sub):
+            if _raises(sub, stringy):
                 return True
             name = sub.id if isinstance(sub, ast.Name) else \
                 sub.attr if isinstance(sub, ast.Attribute) else None
@@ -734,18 +736,30 @@ _CHECKED_CALLS = ("isqrt(", "comb(", "perm(", "factorial(", "lcm(", ".index(", "
 _CHECKED_NAMES = frozenset({"isqrt", "comb", "perm", "factorial", "lcm", "index"})
 
 
-def _raises(node) -> bool:
+_STRING_MAKERS = frozenset({"str", "repr", "format", "bin", "hex", "oct", "chr", "join"})
+
+
+def _makes_strings(node) -> bool:
+    """Does ``node`` make strings from values (an f-string, ``str(...)``, ``bin(...)``...),
+    which an ``int(...)`` in it may parse?"""
+    for n in ast.walk(node):
+        if isinstance(n, ast.JoinedStr) or isinstance(n, ast.Call) and (
+                getattr(n.func, "id", None) or getattr(n.func, "attr", None)) in _STRING_MAKERS:
+            return True
+    return False
+
+
+def _raises(node, stringy=True) -> bool:
     """A ``raise``, an ``assert``, a ``warn(...)`` (an error where the filters say so), or a
     call whose traced form checks its arguments at run time (``_CHECKED_CALLS``; ``int``
-    of anything but a name or a number, which may be a string)."""
+    of a string, where the code around makes strings: ``stringy``)."""
     if isinstance(node, (ast.Raise, ast.Assert)):
         return True
     if isinstance(node, ast.Call):
         f = node.func
         name = getattr(f, "attr", None) or getattr(f, "id", None)
         if name == "int" and isinstance(f, ast.Name):
-            return bool(node.args) and not isinstance(node.args[0], (ast.Name, ast.Constant,
-                                                                     ast.BinOp))
+            return stringy and bool(node.args) and not isinstance(node.args[0], ast.Constant)
         return name == "warn" or name in _CHECKED_NAMES
     return False
 

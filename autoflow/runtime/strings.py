@@ -31,9 +31,11 @@ non-ASCII character in a computed string counts as none of them.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import operator
 import re
 import string
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -174,6 +176,9 @@ class String(Deferred):
                 "Use it as the iterable of a `for` loop or of a `sum(...)`/`any(...)` in "
                 "converted code (a loop of the string's traced length), or index it: "
                 "`s[k]`.")
+
+    def __reversed__(self):  # `reversed(s)`: its characters reversed, as a string
+        return _need(self, "`reversed()` reads").slice(None, None, -1)
 
     def __contains__(self, item):
         _cannot(self, "`in` outside converted code tests")
@@ -376,21 +381,21 @@ class Text(String):
         first = jnp.argmax(diff)
         return jnp.where(jnp.any(diff), a[first] < b[first], self.length < other.length)
 
-    def _matches(self, sub):
-        """Where ``sub`` (a Python str, non-empty) starts, at each position."""
+    def _matches(self, pat):
+        """Where ``pat`` (a ``Text``) occurs, at each position (``pat`` non-empty)."""
         k = self._index()
-        hit = k + len(sub) <= self.length
-        for j, c in builtins.enumerate(sub):
-            hit = hit & (self._at(k + j) == builtins.ord(c))
+        hit = k + pat.length <= self.length
+        for j in range(pat.cap):
+            hit = hit & ((j >= pat.length) | (self._at(k + j) == pat._at(jnp.asarray(j, _I32))))
         return hit
 
-    def _starts(self, sub):
-        """The starts of ``sub``'s non-overlapping occurrences, left to right (Python's
+    def _starts(self, pat):
+        """The starts of ``pat``'s non-overlapping occurrences, left to right (Python's
         ``count`` and ``replace``)."""
-        hit = self._matches(sub)
-        if len(sub) == 1:
+        hit = self._matches(pat)
+        if pat.cap == 1 and pat.least == 1:
             return hit
-        m = len(sub)
+        m = pat.length
 
         def step(free, kh):
             k, h = kh
@@ -401,34 +406,30 @@ class Text(String):
         return taken
 
     def contains(self, item):
-        item = _as_text(item, "`in` tests") if not isinstance(item, builtins.str) else item
-        if isinstance(item, builtins.str):
-            return jnp.asarray(True) if not item else jnp.any(self._matches(item))
-        return _sub_in(item, self)
+        pat = _pattern(item, "`in` tests")
+        return jnp.any(self._matches(pat)) | (pat.length == 0)
 
     # str's methods that Python programs compute with (the ``m_`` prefix: looked up by
     # ``String.__getattr__``)
 
     def m_count(self, sub, start=None, end=None):
         s = self if start is None and end is None else self.slice(start, end, 1)
-        sub = _static_str(sub, "count")
-        if not sub:
-            return s.length + 1
-        return jnp.sum(s._starts(sub).astype(_I32))
+        pat = _pattern(sub, "count")
+        found = jnp.sum(s._starts(pat).astype(_I32))
+        return jnp.where(pat.length == 0, s.length + 1, found)
 
     def _find(self, sub, start, end, last):
-        sub = _static_str(sub, "rfind" if last else "find")
+        pat = _pattern(sub, "rfind" if last else "find")
         s = self if start is None and end is None else self.slice(start, end, 1)
         offset = jnp.asarray(0, _I32) if start is None else jnp.where(
             jnp.asarray(start) < 0, jnp.maximum(jnp.asarray(start, _I32) + self.length, 0),
             jnp.asarray(start, _I32))
-        if not sub:
-            ok = offset <= self.length
-            return jnp.where(ok, offset + (s.length if last else 0), -1)
-        hit = s._matches(sub)
+        hit = s._matches(pat)
         k = s._index()
         pos = jnp.max(jnp.where(hit, k, -1)) if last else jnp.min(jnp.where(hit, k, s.cap))
-        return jnp.where(jnp.any(hit), offset + pos, -1).astype(_I32)
+        found = jnp.where(jnp.any(hit), offset + pos, -1)
+        empty = jnp.where(offset <= self.length, offset + (s.length if last else 0), -1)
+        return jnp.where(pat.length == 0, empty, found).astype(_I32)
 
     def m_find(self, sub, start=None, end=None):
         return self._find(sub, start, end, False)
@@ -446,29 +447,24 @@ class Text(String):
         _check(out < 0, ValueError, "substring not found")
         return out
 
-    def m_startswith(self, prefix, start=None, end=None):
+    def _affix(self, affix, start, end, where, at_end):
         s = self if start is None and end is None else self.slice(start, end, 1)
-        prefixes = prefix if isinstance(prefix, tuple) else (prefix,)
         out = jnp.asarray(False)
-        for p in prefixes:
-            p = _static_str(p, "startswith")
-            hit = s.length >= len(p)
-            for j, c in builtins.enumerate(p):
-                hit = hit & (s._at(jnp.asarray(j, _I32)) == builtins.ord(c))
+        for p in affix if isinstance(affix, tuple) else (affix,):
+            pat = _pattern(p, where)
+            base = s.length - pat.length if at_end else 0
+            hit = s.length >= pat.length
+            for j in range(pat.cap):
+                hit = hit & ((j >= pat.length)
+                             | (s._at(base + j) == pat._at(jnp.asarray(j, _I32))))
             out = out | hit
         return out
 
+    def m_startswith(self, prefix, start=None, end=None):
+        return self._affix(prefix, start, end, "startswith", False)
+
     def m_endswith(self, suffix, start=None, end=None):
-        s = self if start is None and end is None else self.slice(start, end, 1)
-        suffixes = suffix if isinstance(suffix, tuple) else (suffix,)
-        out = jnp.asarray(False)
-        for p in suffixes:
-            p = _static_str(p, "endswith")
-            hit = s.length >= len(p)
-            for j, c in builtins.enumerate(p):
-                hit = hit & (s._at(s.length - len(p) + j) == builtins.ord(c))
-            out = out | hit
-        return out
+        return self._affix(suffix, start, end, "endswith", True)
 
     def _all(self, pred, nonempty=True):
         k = self._index()
@@ -594,7 +590,7 @@ class Text(String):
                 user_site(), "`replace` with an empty old string on a string made from traced "
                 "values is not supported", "Join the characters instead."))
         m, r = len(old), len(new)
-        starts = self._starts(old)
+        starts = self._starts(Text.const(old))
         if count >= 0:
             starts = starts & (jnp.cumsum(starts.astype(_I32)) <= count)
         k = self._index()
@@ -626,6 +622,12 @@ class Text(String):
         if not 2 <= base <= 36:
             raise ValueError("int() base must be >= 2 and <= 36, or 0")
         dtype = jnp.result_type(builtins.int)
+        site = user_site()
+        if self.cap == 1:  # one character (`int(c) for c in str(n)`): one digit or an error
+            d = _digit_value(self.codes[0])
+            valid = (self.length == 1) & (d < base)
+            _int_check(~valid, self, base, dtype, site)
+            return jnp.where(valid, d, 0).astype(dtype)
         k = self._index()
         c = self.codes
         inside = k < self.length
@@ -669,20 +671,18 @@ class Text(String):
 
         (acc, big), _ = lax.scan(step, (jnp.zeros((), dtype), jnp.asarray(False)),
                                  (region & is_digit, jnp.minimum(digit, 35)))
-        site = user_site()
-        later.later(_invalid_int, (self, base, site), site=site, when=~valid)
-        later.later(_int_too_large, (self, base, dtype, site), site=site, when=valid & big)
+        _int_check(~valid | big, self, base, dtype, site)
         return jnp.where(negative, -acc, acc)
 
 
-def _sub_in(item, text):
-    """``item in text`` for a ``Text`` ``item`` (a traced length): any start where
-    every character of it matches."""
-    k = text._index()
-    hit = item.length <= text.length - k
-    for j in range(item.cap):
-        hit = hit & ((j >= item.length) | (text._at(k + j) == item._at(jnp.asarray(j, _I32))))
-    return jnp.any(hit) | (item.length == 0)
+def _pattern(x, where):
+    """A ``str`` method's argument as a ``Text`` (a Python string, or one made from traced
+    values); Python's ``TypeError`` for anything else."""
+    if isinstance(x, builtins.str):
+        return Text.const(x)
+    if isinstance(x, String):
+        return _need(x, f"`{where}` with")
+    raise TypeError(f"must be str, not {_type_name(x)}")
 
 
 def _static_str(x, where):
@@ -725,17 +725,62 @@ def _check(bad, exc_type, text):
     later.later(_raise, (exc_type, text, site), site=site, when=bad)
 
 
-def _invalid_int(s, base, site):
-    raise fail(ValueError(f"invalid literal for int() with base {base}: {s!r}"), site)
-
-
-def _int_too_large(s, base, dtype, site):
-    value = builtins.int(s, base)
+def _bad_int(s, base, dtype, site):
+    """Python's error for ``int(s, base)``: its ``ValueError``, or where it parses, an
+    ``OverflowError`` (the value does not fit the dtype)."""
+    try:
+        value = builtins.int(s, base)
+    except ValueError as e:
+        raise fail(e, site) from None
     raise fail(OverflowError(
         f"int({s!r}{'' if base == 10 else f', {base}'}) is {value}, which does not fit in "
         f"{np.dtype(dtype).name}: Python's integers have no limit, a traced integer has its "
         "dtype's"), site, "Enable 64-bit integers (`jax.config.update('jax_enable_x64', "
         "True)`) if it fits in int64.")
+
+
+def _first_bad_int(bads, texts, bases, dtype, sites):
+    i = builtins.int(np.argmax(np.asarray(bads)))
+    _bad_int(texts[i], bases[i], dtype, sites[i])
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def gathering(checks):
+    """The ``int()`` checks made in the block go into ``checks`` (with the path condition
+    then) instead of one run-time check each; ``emit(checks)`` makes them one. A
+    reduction over the characters of a string (``sum(int(d) for d in str(n))``) checks
+    each character once, at the end: compiling one check per character costs a lot."""
+    stack = _local.__dict__.setdefault("gather", [])
+    stack.append(checks)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def emit(checks):
+    """One run-time check for the ``int()`` checks gathered: the first that fails raises
+    Python's error for it."""
+    if not checks:
+        return
+    bads = jnp.stack([jnp.asarray(b) for b, *_ in checks])
+    _, texts, bases, dtypes, sites = zip(*checks)
+    later.later(_first_bad_int, (bads, list(texts), list(bases), dtypes[0], list(sites)),
+                site=sites[0], when=jnp.any(bads))
+    del checks[:]
+
+
+def _int_check(bad, text, base, dtype, site):
+    stack = getattr(_local, "gather", None)
+    if stack:
+        path = later.path_condition()
+        stack[-1].append((bad if path is True else jnp.logical_and(path, bad), text, base, dtype,
+                          site))
+        return
+    later.later(_bad_int, (text, base, dtype, site), site=site, when=bad)
 
 
 jax.tree_util.register_pytree_node(Text, lambda t: (t.args, None), lambda _, c: Text(*c))
@@ -1190,7 +1235,7 @@ def contains(container, item):
                 out = out | t.eq(_as_text(v, "`in` tests"))
         return out
     if isinstance(container, builtins.str):
-        return _sub_in(_need(item, "`in` tests"), Text.const(container))
+        return Text.const(container).contains(item)
     return item in container
 
 

@@ -324,6 +324,12 @@ def _advice(exc, expr, line, var, param, fn_name):
     if isinstance(exc, jax.errors.TracerArrayConversionError):
         what = f"{v} is traced, and a NumPy function cannot read a traced value"
         return what, "Use the `jax.numpy` function (`jnp.`) instead of NumPy's here."
+    if isinstance(exc, jax.errors.TracerIntegerConversionError) and _repeats(expr):
+        what = (f"{v} is traced, but repeating a string or a list (`s * k`) needs a Python "
+                "int: the length of the result must be known when compiling")
+        todo = ("Pad to a static width instead (`s.rjust(8, \"0\")`, `s.zfill(8)`, `[0] * N` "
+                "with a static `N`), or make the count static.")
+        return what, todo
     if isinstance(exc, jax.errors.TracerIntegerConversionError):
         what = f"{v} is traced, but a Python int is needed here (an index into a Python " \
                "list or tuple, a `range` bound...)"
@@ -336,6 +342,17 @@ def _advice(exc, expr, line, var, param, fn_name):
             "Keep the value as a `jnp` array, or mark the argument it comes from with "
             "`static_argnames`.")
     return what, todo
+
+
+def _repeats(expr):
+    """Is ``expr`` a string or a list display times something (``"0" * k``, ``[0] * k``)?"""
+    tree = _parsed(expr)
+    node = getattr(tree, "body", None)
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.Mult):
+        return False
+    seq = (ast.List, ast.Tuple, ast.JoinedStr)
+    return any(isinstance(x, seq) or isinstance(x, ast.Constant) and isinstance(x.value, str)
+               for x in (node.left, node.right))
 
 
 def reissue(exc):

@@ -482,28 +482,39 @@ def _character_pairs(items, s):
     """``(test, thunk)`` for each position of a string made from traced values, up to
     its capacity: a position past its traced length is masked, and what the
     comprehension computes there runs only where it is inside (``later.on_path``: a
-    check in it, ``int(c)``, fires only on real characters)."""
+    check in it, ``int(c)``, fires only on real characters; the ``int()`` checks are
+    gathered into one, made when the items are all made: ``strings.gathering``)."""
     from .later import on_path
-    from .strings import characters
+    from .strings import characters, emit, gathering
 
-    for inside, char in characters(s):
-        with on_path(inside):
-            test, thunk = items(char)
-        c = _truth(test, user_site, what="test of a comprehension's `if`")
-        if c is False:
-            continue
-        keep = inside if c is True else as_pred(test) if inside is None \
-            else jnp.logical_and(inside, as_pred(test))
-        if keep is None:
-            yield True, thunk
-        else:
-            yield keep, (lambda keep=keep, thunk=thunk: _gated(keep, thunk))
+    checks = []
+    done = False
+    try:
+        for inside, char in characters(s):
+            with on_path(inside), gathering(checks):
+                test, thunk = items(char)
+            c = _truth(test, user_site, what="test of a comprehension's `if`")
+            if c is False:
+                continue
+            keep = inside if c is True else as_pred(test) if inside is None \
+                else jnp.logical_and(inside, as_pred(test))
+            yield (True if keep is None else keep), (
+                lambda keep=keep, thunk=thunk: _gated(keep, thunk, checks))
+        done = True
+        emit(checks)
+    finally:
+        if not done and checks:  # (a reduction that stopped early, as Python's `any` does)
+            try:
+                emit(checks)
+            except Exception:  # noqa: BLE001 - the reduction's own error goes on
+                pass
 
 
-def _gated(keep, thunk):
+def _gated(keep, thunk, checks):
     from .later import on_path
+    from .strings import gathering
 
-    with on_path(keep):
+    with on_path(keep), gathering(checks):
         return thunk()
 
 

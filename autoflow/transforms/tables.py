@@ -62,6 +62,8 @@ def _table_value(v, np_names):
         return True
     if isinstance(v, gast.BinOp) and isinstance(v.op, gast.Mult):  # `[0] * (n + 1)`
         return isinstance(v.left, (gast.List, gast.Tuple)) or isinstance(v.right, (gast.List, gast.Tuple))
+    if isinstance(v, gast.BinOp) and isinstance(v.op, gast.Add):  # `[1] + [0] * n`
+        return _table_value(v.left, np_names) and _table_value(v.right, np_names)
     if isinstance(v, gast.Call):
         f = v.func
         if isinstance(f, gast.Name) and f.id in ("list", "tuple"):
