@@ -1862,6 +1862,48 @@ def count_inversions(xs):
 
 
 # =========================================================================================
+# what cannot be staged: autoflow's own error at the user's line
+# =========================================================================================
+
+@program((10,), refuse=["s"])
+def decimal_to_binary_string(n):
+    # The string grows by one character an iteration: no carry of a static size holds it.
+    s = ""
+    while n > 0:
+        s = str(n % 2) + s
+        n //= 2
+    return len(s)
+
+
+@program((3.25,), refuse=[])
+def float_digit_count(x):
+    # The shortest text of a traced float is not computed.
+    return len(str(x))
+
+
+@program((12, 18), refuse=["gcd_recursive"])
+def gcd_recursive(a, b):
+    # The recursion's depth depends on a traced value.
+    if b == 0:
+        return a
+    return gcd_recursive(b, a % b)
+
+
+class _Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __repr__(self):
+        return f"_Pair({self.a}, {self.b})"
+
+
+@program((3, 4), refuse=[])
+def object_text_length(a, b):
+    # An object that is no pytree formats its traced attributes with its own __repr__.
+    return len(repr(_Pair(a, b)))
+
+
+# =========================================================================================
 # the runner
 # =========================================================================================
 

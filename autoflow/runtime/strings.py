@@ -46,7 +46,7 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import later
 from .later import Deferred, fail
-from .values import Tracer, is_traced
+from .values import Tracer, is_traced, staging as under_trace
 
 _I32 = jnp.int32
 
@@ -95,6 +95,7 @@ class String(Deferred):
     operations below."""
 
     __slots__ = ()
+    autoflow_kind = "a string made from traced values"  # (what `values.describe` says)
 
     def __repr__(self):
         return "<a string made from traced values, made when the compiled code runs>"
@@ -1052,11 +1053,27 @@ _PREFIXED = {builtins.bin: "#b", builtins.oct: "#o", builtins.hex: "#x"}
 # what converted code calls
 # ---------------------------------------------------------------------------------------
 
+# A tracer's text (`JitTracer(~int32[])`, `VmapTracer(...)`, older JAX's `Traced<...>`).
+_TRACER_TEXT = re.compile(r"\b\w*Tracer\(|Traced<")
+
+
 def _make(fn, args, kwargs=None):
     if _any_traced((args, kwargs)) or builtins.any(isinstance(a, String) for a in args) or (
             kwargs and builtins.any(isinstance(v, String) for v in kwargs.values())):
         return String(fn, args, kwargs)
-    return fn(*args, **(kwargs or {}))
+    out = fn(*args, **(kwargs or {}))
+    if isinstance(out, builtins.str) and under_trace() \
+            and _TRACER_TEXT.search(out):
+        # An object holding traced values that no pytree shows (a dataclass, a user
+        # class): its own `__str__`/`__repr__` formatted a tracer.
+        raise ConversionError(message(
+            user_site(), "this string would show a traced value as a JAX tracer's text, "
+            "not its value: an object holding traced values formats them with its own "
+            "`__str__`/`__repr__`, while tracing, where only the tracer is known",
+            "Format the traced values themselves (`f\"{p.x}\"`: made when the compiled code "
+            "runs), register the class as a pytree (`jax.tree_util.register_dataclass`), or "
+            "make the string outside the jitted function."))
+    return out
 
 
 def fstring(template, /, *args, **kwargs):
