@@ -329,7 +329,12 @@ def float_table(x, k):
     return weights[k] + weights[4] * x
 
 
+def display_read(x, i):
+    return [1.0, 5.0, 10.0][i] * x + (2, 3)[i % 2]
+
+
 @pytest.mark.parametrize("fn, cases, grad", [
+    (display_read, [(1.5, 0), (2.0, 2), (-1.0, 1)], True),
     (fib_table, [(0,), (1,), (10,), (19,)], False),
     (grid_paths, [(1, 1), (3, 4), (6, 6), (2, 5)], False),
     (float_table, [(1.5, 0), (2.0, 3), (-1.0, 4)], True),

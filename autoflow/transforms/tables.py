@@ -163,15 +163,16 @@ class Tables(Transformer):
         if not isinstance(node.ctx, gast.Load):
             return node
         value = node.value
-        if not isinstance(value, (gast.Name, gast.Attribute)):
+        display = isinstance(value, (gast.List, gast.Tuple))  # `[1, 5, 10][i]`
+        if not display and not isinstance(value, (gast.Name, gast.Attribute)):
             value = self._table_root(value)  # `dp[i][j]`: an item of a row of `dp`
             if value is None:
                 return node
         index = node.slice
         if any(isinstance(n, gast.Slice) for n in walk(index)):
             return node
-        if isinstance(value, gast.Name) and value.id == self.ctx.af \
-                or not self._may_be_table(value):
+        if not display and (isinstance(value, gast.Name) and value.id == self.ctx.af
+                            or not self._may_be_table(value)):
             return node
         if not any(isinstance(n, gast.Name) and n.id in self.names for n in walk(index)):
             return node
