@@ -678,7 +678,7 @@ def _may_raise(fn) -> bool:
     if any("range(" in line and line.count(",", line.index("range(")) >= 2 for line in lines):
         return True  # a `range` with a step: a traced step of 0 raises ValueError at run time
     if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ", "if ")) or "warn(" in line
-               for line in lines):
+               or any(word in line for word in _CHECKED_CALLS) for line in lines):
         return False
     try:
         return _reaches_a_raise(code, lines)
@@ -702,7 +702,8 @@ def _reaches_a_raise(code, lines) -> bool:
         tops: dict[str, list[Any]] = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                raises = any(_raises(n) for n in ast.walk(stmt))
+                stringy = _makes_strings(stmt)
+                raises = any(_raises(n, stringy) for n in ast.walk(stmt))
                 tops.setdefault(stmt.name, []).append((stmt, raises))
                 if isinstance(stmt, ast.ClassDef):  # its methods, by their names too
                     for m in stmt.body:
@@ -721,8 +722,9 @@ def _reaches_a_raise(code, lines) -> bool:
         seen.add(id(n))
         if _zero_trip_read(n):
             return True
+        stringy = _makes_strings(n)
         for sub in ast.walk(n):
-            if _raises(sub):
+            if _raises(sub, stringy):
                 return True
             name = sub.id if isinstance(sub, ast.Name) else \
                 sub.attr if isinstance(sub, ast.Attribute) else None
@@ -768,13 +770,37 @@ def _zero_trip_read(fn) -> bool:
     return False
 
 
-def _raises(node) -> bool:
-    """A ``raise``, an ``assert``, or a ``warn(...)`` (an error where the filters say so)."""
+# Calls whose traced forms check their arguments when the compiled code runs (Python's
+# ValueError from `math.comb(-1, 2)`, `xs.index(v)`, `int("12-")`...).
+_CHECKED_CALLS = ("isqrt(", "comb(", "perm(", "factorial(", "lcm(", ".index(", "int(")
+_CHECKED_NAMES = frozenset({"isqrt", "comb", "perm", "factorial", "lcm", "index"})
+
+
+_STRING_MAKERS = frozenset({"str", "repr", "format", "bin", "hex", "oct", "chr", "join"})
+
+
+def _makes_strings(node) -> bool:
+    """Does ``node`` make strings from values (an f-string, ``str(...)``, ``bin(...)``...),
+    which an ``int(...)`` in it may parse?"""
+    for n in ast.walk(node):
+        if isinstance(n, ast.JoinedStr) or isinstance(n, ast.Call) and (
+                getattr(n.func, "id", None) or getattr(n.func, "attr", None)) in _STRING_MAKERS:
+            return True
+    return False
+
+
+def _raises(node, stringy=True) -> bool:
+    """A ``raise``, an ``assert``, a ``warn(...)`` (an error where the filters say so), or a
+    call whose traced form checks its arguments at run time (``_CHECKED_CALLS``; ``int``
+    of a string, where the code around makes strings: ``stringy``)."""
     if isinstance(node, (ast.Raise, ast.Assert)):
         return True
     if isinstance(node, ast.Call):
         f = node.func
-        return getattr(f, "attr", None) == "warn" or getattr(f, "id", None) == "warn"
+        name = getattr(f, "attr", None) or getattr(f, "id", None)
+        if name == "int" and isinstance(f, ast.Name):
+            return stringy and bool(node.args) and not isinstance(node.args[0], ast.Constant)
+        return name == "warn" or name in _CHECKED_NAMES
     return False
 
 

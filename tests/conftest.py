@@ -53,6 +53,9 @@ SLOW = {
     "tests/test_jax_internals.py": "fault injection, each fault in a fresh process",
     "tests/test_peer_styles.py": "376 programs in other converters' styles (95 s); the "
                                  "fast tier has each construct in tests/semantics",
+    "tests/test_algorithms.py": "160+ textbook numeric algorithms (issue 43), each under jit, "
+                                "vmap and grad; the fast tier has each construct in "
+                                "tests/test_strings.py and tests/test_long_tail.py",
     # single tests (prefixes of test ids: every parameter of a test unless one is named)
     "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions":
         "depths 1-8, every path traced (30-80 s each); the fixtures return_* are fast",

@@ -61,3 +61,11 @@ def test_loop_kernels_counts_what_a_loop_body_launches(capsys):
     assert len(body) == 1 and "conditional 1" in body[0], out
     comps = loop_kernels.computations(jax.jit(f).lower(jnp.ones(64)).compile().as_text())
     assert sum(op == "while" for c in comps.values() for op, _ in c) == 1
+
+
+def test_table_lookup_quick():
+    """``benchmarks/table_lookup.py --quick`` runs (a smoke run: it checks no figure)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "table_lookup.py"), "--quick"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "| 1,000 |" in proc.stdout

@@ -59,6 +59,9 @@ def setitem(x, index, value, op=None):
     (``runtime.state``), so two branches cannot see each other's writes.
     """
     if isinstance(x, jax.Array):
+        from .vocabulary import is_table_row
+        if is_table_row(x):
+            _row_write_error()
         ref = x.at[index]
         if op is None:
             return ref.set(value)
@@ -89,6 +92,46 @@ def setitem(x, index, value, op=None):
     else:
         x[index] = _BINOPS[op](x[index], value)
     return x
+
+
+def setitem_in(x, path, value, op=None):
+    """``x[p0][p1]...[pk] = value`` (or ``op=``), returning ``x``: an item write into a
+    container held by ``x`` (``dp[i][j] = v``, ``d["a"][i] = v``).
+
+    Plain Python::
+
+        def setitem_in(x, path, value, op=None):
+            inner = x
+            for k in path[:-1]:
+                inner = inner[k]
+            inner[path[-1]] = value if op is None else inner[path[-1]] <op> value
+            return x
+
+    A list chosen by a traced index (a row of a table of lists) cannot be picked as
+    Python picks it: the table below it is updated as one stacked array
+    (``stacked(table).at[i, j].set(v)``), its rows in place. A JAX array inside is
+    immutable, as in Python (JAX's own error).
+    """
+    inner = x
+    for depth, k in enumerate(path[:-1]):
+        if isinstance(inner, list) and is_traced_index(k):
+            from .vocabulary import setitem_list
+            mutates(inner)
+            setitem_list(inner, path[-1], value, op, _BINOPS, path[depth:-1])
+            return x
+        inner = inner[k]
+    if isinstance(inner, jax.Array):  # immutable: JAX's own error, as eagerly
+        inner[path[-1]] = value
+    setitem(inner, path[-1], value, op)
+    return x
+
+
+def _row_write_error():
+    raise ConversionError(message(
+        user_site(), "this line writes into a row read from a Python list of lists at a "
+        "traced index; the row is an array here, not the table's list, so Python's write "
+        "into the table cannot be made through it",
+        "Write into the table itself: `table[i][j] = v`."))
 
 
 def append(xs, value):

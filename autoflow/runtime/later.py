@@ -23,11 +23,10 @@ in a loop body under ``vmap``, whether this element's loop still runs.
 under ``vmap`` every branch runs for every element.
 
 ``Deferred`` strings: ``f"{x:.3f}"``, ``"%d" % k``, ``"...".format(x)``,
-``str(x)`` of a traced value (in the arguments of ``print``, ``warnings.warn``,
-a logging call) cannot be made while tracing; the rewriter turns them into
-``af.fstring``/``af.percent``/``af.str``, which give the string at once for
-concrete values and a ``Deferred`` (made when the compiled code runs) for
-traced ones.
+``str(x)`` of a traced value cannot be made while tracing; the rewriter turns
+them into ``af.fstring``/``af.percent``/``af.str`` (``runtime.strings``), which
+give the string at once for concrete values and a ``Deferred`` (made when the
+compiled code runs) for traced ones.
 
 A callable whose closure holds traced values (an ``assert``'s message, a
 ``raise``'s exception) travels as a ``Thunk``: rebuilt at run time with the
@@ -53,7 +52,7 @@ from . import jax_internals as jx
 from . import selfcheck
 from .events import plain_now
 from .jax_internals import DEBUGGING_LOGGER, current_trace
-from .values import Tracer, UnboundVariableError, Undefined, as_pred, is_traced
+from .values import Tracer, UnboundVariableError, Undefined, as_pred
 
 _local = threading.local()
 
@@ -258,59 +257,27 @@ jax.tree_util.register_pytree_node(
 
 
 def resolve(tree):
-    """``tree`` with every ``Deferred`` in it made into its string."""
+    """``tree`` with every ``Deferred`` in it made into its string (in the cells of a
+    ``Thunk`` too: a message made before the ``raise`` that uses it)."""
     if isinstance(tree, Deferred):
         return tree.fn(*resolve(tree.args), **resolve(tree.kwargs))
     if type(tree) in (list, tuple):
         return type(tree)(resolve(x) for x in tree)
     if type(tree) is dict:
         return {k: resolve(v) for k, v in tree.items()}
+    if type(tree) is Thunk and _holds_deferred(tree):
+        fn = tree.fn
+        cells = tuple(_cell_value(c) for c in fn.__closure__)
+        return Thunk(types.FunctionType(
+            fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+            tuple(types.CellType() if v is _UNBOUND else types.CellType(resolve(v)) for v in cells)))
     return tree
 
 
-def _traced(x):
-    return isinstance(x, Tracer) and is_traced(x)
-
-
-def _any_traced(tree):
-    return builtins.any(_traced(x) for x in jax.tree_util.tree_leaves(tree))
-
-
-def deferred(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` now, or a ``Deferred`` if an argument is traced."""
-    if _any_traced((args, kwargs)):
-        return Deferred(fn, args, kwargs)
-    return fn(*args, **kwargs)
-
-
-def fstring(template, /, *args, **kwargs):
-    """``template.format(*args, **kwargs)`` (what ``f"..."`` and ``"...".format(...)``
-    become in the arguments of ``print``, ``warnings.warn`` and logging calls).
-
-    Plain Python::
-
-        def fstring(template, *args, **kwargs):
-            return template.format(*args, **kwargs)
-
-    With a traced value the string is made when the compiled code runs, so
-    ``print(f"{loss:.4f}")`` prints every call with the format spec honoured.
-    """
-    return deferred(builtins.str.format, template, *args, **kwargs)
-
-
-def percent(template, values):
-    """``template % values`` (``"step %d" % k``), made later if a value is traced."""
-    return deferred(operator.mod, template, values)
-
-
-def str(*args, **kwargs):  # noqa: A001 - mirrors the builtin
-    """``str(x)``, made later if ``x`` is traced."""
-    return deferred(builtins.str, *args, **kwargs)
-
-
-def repr(x):  # noqa: A001 - mirrors the builtin
-    """``repr(x)``, made later if ``x`` is traced."""
-    return deferred(builtins.repr, x)
+def _holds_deferred(thunk):
+    return builtins.any(
+        isinstance(x, Deferred) for c in (thunk.fn.__closure__ or ())
+        for x in jax.tree_util.tree_leaves(_cell_value(c), is_leaf=lambda v: isinstance(v, Deferred)))
 
 
 # ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from .carries import caller_site
 from .ranges import TracedRange, contains as range_contains
+from .strings import String, contains as string_contains
 from .values import Mixed, Tracer, as_pred, is_array_like, is_traced, truth
 
 
@@ -105,6 +106,8 @@ def contains(item, container, negate=False):
 
 
 def _contains(container, item):
+    if isinstance(container, String) or isinstance(item, String):
+        return string_contains(container, item)  # made from traced values: a traced answer
     traced_item = _traced(item)
     if isinstance(container, (list, tuple)) and (traced_item or builtins.any(
             _traced(e) for e in container)):

@@ -41,6 +41,7 @@ from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
 from .loop_staging import CarryShapeError, stage_loop
 from .ranges import TracedRange, range  # noqa: A004
+from .strings import String, items as string_items, reversed_text
 from .state import (ModuleStateError, MoreState, Shared, contents, entry_values, journal, kept, names_of,
                     reachable, recording)
 from .teach import reissuing, traced_shape_error
@@ -313,7 +314,8 @@ def zip(*iterables, strict=False):  # noqa: A001
 
 
 def reversed(seq):  # noqa: A001 - mirrors the builtin
-    """``reversed`` that keeps ranges (traced bounds too) and arrays stageable."""
+    """``reversed`` that keeps ranges (traced bounds too), arrays and strings made from
+    traced values stageable."""
     if isinstance(seq, builtins.range):
         return seq[::-1]
     if isinstance(seq, TracedRange):
@@ -321,6 +323,8 @@ def reversed(seq):  # noqa: A001 - mirrors the builtin
         return TracedRange(start + (length - 1) * step, start - step, -step)
     if isinstance(seq, (jax.Array, np.ndarray)) and np.ndim(seq) >= 1:
         return seq[::-1]
+    if isinstance(seq, String):  # its characters, reversed (`"".join(reversed(s))`)
+        return reversed_text(seq)
     return builtins.reversed(seq)
 
 
@@ -341,6 +345,9 @@ def _as_seq(it):
     if isinstance(it, TracedRange):
         start, step, length = it.parts()
         return _Seq(length, lambda k: start + k.astype(start.dtype) * step, None, True)
+    if isinstance(it, String):  # made from traced values: its characters
+        length, char = string_items(it)
+        return _Seq(length, char, None, True)
     if isinstance(it, (jax.Array, np.ndarray)) and np.ndim(it) >= 1:
         arr = it
         return _Seq(np.shape(arr)[0], lambda k: lax.dynamic_index_in_dim(

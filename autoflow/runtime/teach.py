@@ -323,6 +323,12 @@ def _advice(exc, expr, line, var, param, fn_name, static_ok=True):
     if isinstance(exc, jax.errors.TracerArrayConversionError):
         what = f"{v} is traced, and a NumPy function cannot read a traced value"
         return what, "Use the `jax.numpy` function (`jnp.`) instead of NumPy's here."
+    if isinstance(exc, jax.errors.TracerIntegerConversionError) and _repeats(expr):
+        what = (f"{v} is traced, but repeating a string or a list (`s * k`) needs a Python "
+                "int: the length of the result must be known when compiling")
+        todo = ("Pad to a static width instead (`s.rjust(8, \"0\")`, `s.zfill(8)`, `[0] * N` "
+                "with a static `N`), or make the count static.")
+        return what, todo
     if isinstance(exc, jax.errors.TracerIntegerConversionError):
         what = f"{v} is traced, but a Python int is needed here (an index into a Python " \
                "list or tuple, a `range` bound...)"
@@ -337,6 +343,17 @@ def _advice(exc, expr, line, var, param, fn_name, static_ok=True):
     return what, todo
 
 
+def _repeats(expr):
+    """Is ``expr`` a string or a list display times something (``"0" * k``, ``[0] * k``)?"""
+    tree = _parsed(expr)
+    node = getattr(tree, "body", None)
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.Mult):
+        return False
+    seq = (ast.List, ast.Tuple, ast.JoinedStr)
+    return any(isinstance(x, seq) or isinstance(x, ast.Constant) and isinstance(x.value, str)
+               for x in (node.left, node.right))
+
+
 def reissue(exc):
     """The user-terms exception for JAX tracing error ``exc`` (``None`` if no
     user line can be found in its traceback)."""
@@ -348,7 +365,8 @@ def reissue(exc):
     line = site.source_line()
     expr = _expression(site, end)
     traced = _traced_names(frame, _names(expr)) or _traced_names(frame, _names(line))
-    if _is_slice_error(exc):  # the bound that is traced, not the array sliced
+    if _is_slice_error(exc) or isinstance(exc, jax.errors.TracerIntegerConversionError):
+        # the bound or index that is traced, not the list or array indexed
         traced = _traced_names(frame, _slice_names(expr)) \
             or _traced_names(frame, _slice_names(line)) or traced
     var = traced[0] if traced else None
@@ -394,11 +412,13 @@ def teaching(fn):
     while tracing: the wrapper runs when ``jax.jit`` traces, not per call)."""
     import functools
 
+    from .strings import check_output
+
     @functools.wraps(fn)
     def traced(*args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
         except Exception as e:
             if not handles(e):
                 raise
@@ -406,6 +426,8 @@ def teaching(fn):
             if new is None:
                 raise
             raise new.with_traceback(new.__traceback__) from None
+        check_output(out, fn)  # (a string made from traced values cannot leave `jit`)
+        return out
 
     return traced
 

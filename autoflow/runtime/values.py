@@ -240,6 +240,9 @@ def describe(x) -> str:
         return "None"
     if isinstance(x, _ARRAY_SCALARS):
         return f"a Python {type(x).__name__}"
+    kind = getattr(type(x), "autoflow_kind", None)  # (autoflow's own values: their names)
+    if kind is not None:
+        return kind
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         shape = ",".join(str(d) for d in np.shape(x))
         dtype = x.dtype if is_extended(x.dtype) else np.dtype(x.dtype).name

@@ -44,7 +44,9 @@ import jax.numpy as jnp
 
 from ..core.origin import Site, message, user_site
 from ..errors import ConversionError
+from .jax_internals import current_trace
 from .ranges import TracedRange
+from .strings import String
 from .values import Tracer, as_pred, describe, is_array_like, is_traced, structure, truth as _truth
 
 
@@ -179,6 +181,129 @@ def sorted(iterable, /, *, key=None, reverse=False):  # noqa: A001
         order = jnp.argsort(stacked_keys, stable=True)
     stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *items)
     return [jax.tree_util.tree_map(lambda a, i=i: a[order[i]], stacked) for i in _b.range(n)]
+
+
+def sort(xs, /, *args, **kwargs):
+    """``xs.sort(...)``, returning ``xs`` (the rewriter makes ``xs.sort()`` into
+    ``xs = af.sort(xs)``, so a staged statement carries the list).
+
+    Plain Python::
+
+        def sort(xs, *args, **kwargs):
+            xs.sort(*args, **kwargs)
+            return xs
+
+    A list of traced scalars (or with traced keys) is sorted in place as ``sorted``
+    sorts it (stable, ``reverse=True`` keeping equal items in order); anything else
+    is the object's own ``sort``.
+    """
+    if type(xs) is list and not args and set(kwargs) <= {"key", "reverse"}:
+        key = kwargs.get("key")
+        if _any_traced(xs) or key is not None and _b.len(xs) > 1 and _any_traced(
+                [key(v) for v in xs]):
+            from .state import mutates
+
+            new = sorted(xs, **kwargs)
+            mutates(xs)
+            xs[:] = new
+            return xs
+    xs.sort(*args, **kwargs)
+    return xs
+
+
+def _equalities(xs, value):
+    """``[e is value or e == value for e in xs]`` as traced booleans, or None where
+    Python's own comparison is needed (an item or ``value`` that is no scalar)."""
+    if not isinstance(xs, (list, tuple)) or not (_traced(value) or _any_traced(xs)):
+        return None
+    if not (is_array_like(value) and np.ndim(value) == 0) or not _b.all(
+            is_array_like(e) and np.ndim(e) == 0 for e in xs):
+        return None
+    return [jnp.asarray(True) if e is value else jnp.asarray(e) == value for e in xs]
+
+
+def _not_in(kind, value, site):
+    from .later import fail
+
+    text = f"{value!r} is not in list" if kind == "list" else "tuple.index(x): x not in tuple"
+    raise fail(ValueError(text), site)
+
+
+def index(xs, value, /, *args):
+    """``xs.index(value[, start[, stop]])``; in a list or tuple of traced scalars (or of
+    a traced ``value``), the first position where an item equals ``value`` (a traced
+    integer), Python's ``ValueError`` when the compiled code runs if none does.
+
+    Plain Python::
+
+        def index(xs, value, *args):
+            return xs.index(value, *args)
+    """
+    if _b.len(args) <= 2 and not _any_traced(args):
+        eqs = _equalities(xs, value)
+        if eqs is not None:
+            start, stop, _ = slice(*args if _b.len(args) == 2 else (
+                args[0] if args else None, None)).indices(_b.len(xs))
+            found = jnp.stack(eqs[start:stop]) if start < stop else jnp.zeros((1,), jnp.bool_)
+            site = user_site()
+            from . import later
+
+            later.later(_not_in, (type(xs).__name__, value, site), site=site,
+                        when=~jnp.any(found))
+            return start + jnp.argmax(found)
+    return xs.index(value, *args)
+
+
+def count(xs, value, /, *args):
+    """``xs.count(value)``; in a list or tuple of traced scalars (or of a traced
+    ``value``), the number of items equal to it (a traced integer).
+
+    Plain Python::
+
+        def count(xs, value, *args):
+            return xs.count(value, *args)
+    """
+    if not args:
+        eqs = _equalities(xs, value)
+        if eqs is not None:
+            return jnp.sum(jnp.stack(eqs).astype(jnp.result_type(0)))
+    return xs.count(value, *args)
+
+
+def _integer_bits(x, name):
+    """``abs(x)`` of a traced integer as an unsigned integer of its width (so the
+    smallest value's magnitude fits), and that width; Python's ``AttributeError`` for a
+    traced value that is no integer."""
+    dtype = jnp.result_type(x)
+    if dtype == jnp.bool_:
+        x, dtype = jnp.asarray(x).astype(jnp.int32), jnp.dtype(jnp.int32)
+    if not jnp.issubdtype(dtype, jnp.integer) or np.ndim(x) != 0:
+        kind = {"f": "float", "c": "complex"}.get(np.dtype(dtype).kind, "array")
+        raise AttributeError(f"'{kind}' object has no attribute '{name}'")
+    bits = np.dtype(dtype).itemsize * 8
+    unsigned = jnp.dtype(f"uint{bits}")
+    x = jnp.asarray(x)
+    mag = jnp.where(x < 0, -(x.astype(unsigned)), x.astype(unsigned)) \
+        if jnp.issubdtype(dtype, jnp.signedinteger) else x.astype(unsigned)
+    return mag, bits, dtype
+
+
+def bit_length(x, /):
+    """``x.bit_length()``; of a traced integer, the number of bits of ``abs(x)`` (a traced
+    integer). Plain Python: ``x.bit_length()``."""
+    if not _traced(x):
+        return x.bit_length()
+    mag, bits, dtype = _integer_bits(x, "bit_length")
+    return (bits - jax.lax.clz(mag)).astype(jnp.result_type(0) if dtype == jnp.bool_ else dtype)
+
+
+def bit_count(x, /):
+    """``x.bit_count()``; of a traced integer, the number of ones in ``abs(x)`` (a traced
+    integer). Plain Python: ``x.bit_count()``."""
+    if not _traced(x):
+        return x.bit_count()
+    mag, _, dtype = _integer_bits(x, "bit_count")
+    return jax.lax.population_count(mag).astype(dtype)
 
 
 def _truth_reduce(iterable, stop_on, reduce):
@@ -343,12 +468,54 @@ def filtered(items, iterable=None, listed=False, /):
     its leading axis (``jax.vmap``), and reduced with ``jnp``; over a list,
     item by item.
     """
+    if isinstance(iterable, String):  # its characters, each masked by the traced length
+        return Filtered(_character_pairs(items, iterable), None, listed)
     if iterable is not None and iterable.__class__ is TracedRange:
         def one(i):
             test, thunk = items(i)
             return as_pred(test) if _traced(test) else _b.bool(test), thunk()
         return RangeItems(iterable, one)
     return Filtered(items, iterable, listed)
+
+
+def _character_pairs(items, s):
+    """``(test, thunk)`` for each position of a string made from traced values, up to
+    its capacity: a position past its traced length is masked, and what the
+    comprehension computes there runs only where it is inside (``later.on_path``: a
+    check in it, ``int(c)``, fires only on real characters; the ``int()`` checks are
+    gathered into one, made when the items are all made: ``strings.gathering``)."""
+    from .later import on_path
+    from .strings import characters, emit, gathering
+
+    checks = []
+    done = False
+    try:
+        for inside, char in characters(s):
+            with on_path(inside), gathering(checks):
+                test, thunk = items(char)
+            c = _truth(test, user_site, what="test of a comprehension's `if`")
+            if c is False:
+                continue
+            keep = inside if c is True else as_pred(test) if inside is None \
+                else jnp.logical_and(inside, as_pred(test))
+            yield (True if keep is None else keep), (
+                lambda keep=keep, thunk=thunk: _gated(keep, thunk, checks))
+        done = True
+        emit(checks)
+    finally:
+        if not done and checks:  # (a reduction that stopped early, as Python's `any` does)
+            try:
+                emit(checks)
+            except Exception:  # noqa: BLE001 - the reduction's own error goes on
+                pass
+
+
+def _gated(keep, thunk, checks):
+    from .later import on_path
+    from .strings import gathering
+
+    with on_path(keep), gathering(checks):
+        return thunk()
 
 
 _EMPTY = object()
@@ -379,6 +546,9 @@ def generated(fn, iterable, listed=False, /):
 
     Over a ``range`` with a traced bound, a ``RangeItems`` that ``sum``, ``any``,
     ``all``, ``max`` and ``min`` reduce in one staged loop."""
+    if isinstance(iterable, String):  # its characters, each masked by the traced length
+        return Filtered(_character_pairs(lambda c: (True, lambda: fn(c)), iterable), None,
+                        listed)
     if iterable.__class__ is TracedRange:
         return RangeItems(iterable, lambda i: (True, fn(i)))
     items = (fn(v) for v in iterable)
@@ -448,6 +618,9 @@ def len(obj, /):  # noqa: A001
     items kept (a traced integer)."""
     if obj.__class__ is TracedRange:
         return obj.length()
+    if isinstance(obj, String):  # made from traced values: a traced length
+        from .strings import length
+        return length(obj)
     if not isinstance(obj, Filtered):
         return _b.len(obj)
     mapped = obj.mapped()
@@ -572,7 +745,11 @@ def _cast(name, x, dtype):
 
 
 def int(x=0, /, *args, **kwargs):  # noqa: A001
-    """``int``; of a traced scalar, a cast (truncating toward zero)."""
+    """``int``; of a traced scalar, a cast (truncating toward zero); of a string made
+    from traced values, Python's parse of its characters (``runtime.strings``)."""
+    if isinstance(x, String):
+        from .strings import to_int
+        return to_int(x, *args, **kwargs)
     if not args and not kwargs:
         out = _cast("int", x, _b.int)
         if out is not None:
@@ -582,6 +759,9 @@ def int(x=0, /, *args, **kwargs):  # noqa: A001
 
 def float(x=0.0, /):  # noqa: A001
     """``float``; of a traced scalar, a cast to JAX's default float."""
+    if isinstance(x, String):
+        from .strings import _cannot
+        _cannot(x, "`float()` of", "Compute with the number itself rather than its text.")
     out = _cast("float", x, _b.float)
     return _b.float(x) if out is None else out
 
@@ -603,30 +783,93 @@ def _index_traced(index):
     return _traced(index)
 
 
-def stacked(table, what):
-    """``table`` (a list/tuple of numbers or same-shape arrays, or a NumPy
-    array) as one ``jnp`` array; a clear error when its items cannot stack."""
+_PY_SCALARS = (_b.bool, _b.int, _b.float, _b.complex)
+
+
+def _python_numbers(items):
+    """Is every item a Python number (``bool``/``int``/``float``/``complex``, no subclass)?"""
+    kinds = _PY_SCALARS
+    return _b.all(v.__class__ in kinds for v in items)
+
+
+def _constant(items):
+    """A table of Python numbers as one array constant, typed as ``jnp.stack`` of the
+    numbers would type it (JAX's weak type for ``int``/``float``/``complex``, which a
+    Python number keeps in arithmetic): one constant of the table's length instead of
+    one per item (which takes time quadratic in the length to trace)."""
+    from jax import lax
+
+    kinds = {v.__class__ for v in items}
+    dtype = jnp.result_type(*(k(0) for k in kinds))
+    arr = jnp.asarray(np.asarray(items, dtype=dtype))
+    if kinds == {_b.bool}:
+        return arr
+    # (`lax.full` of a Python number is weakly typed, and `.at[...].set` keeps the
+    # weak type of the array it writes into)
+    zero = 0j if _b.complex in kinds else 0.0 if _b.float in kinds else 0
+    return lax.full(arr.shape, zero).at[...].set(arr)
+
+
+_ITEM = (_b.int, _b.float, _b.bool, _b.complex, np.generic, np.ndarray, jax.Array)
+
+# id(list) -> (the list's items when it was stacked, the stacked array, the trace it
+# was made in): a table of traced items read again in the same trace is not stacked
+# again.
+_STACKS = {}
+
+
+def _stack(table):
+    """``table`` (numbers, same-shape arrays, or lists/tuples of them, nested to one
+    depth everywhere) as one array, or None where it cannot be."""
     if isinstance(table, np.ndarray):
-        if table.dtype.kind in "biufc":
-            return jnp.asarray(table)
-    else:
-        items = list(table)
-        ok = _b.bool(items) and _b.all(
-            isinstance(v, (_b.int, _b.float, _b.bool, _b.complex, np.generic, np.ndarray, jax.Array))
-            for v in items)
-        if ok:
-            shapes = {np.shape(v) for v in items}
-            if _b.len(shapes) == 1:
-                return jnp.stack([jnp.asarray(v) for v in items])
-    site = user_site(3)
+        return jnp.asarray(table) if table.dtype.kind in "biufc" else None
+    items = list(table)
+    if not items:
+        return None
+    if _python_numbers(items):
+        return _constant(items)
+    if _b.all(isinstance(v, (list, tuple)) for v in items):
+        rows = [_stack(v) for v in items]
+        if _b.any(r is None for r in rows) or _b.len({r.shape for r in rows}) != 1:
+            return None
+        return jnp.stack(rows)
+    if not _b.all(isinstance(v, _ITEM) for v in items):
+        return None
+    if _b.len({np.shape(v) for v in items}) != 1:
+        return None
+    trace = current_trace()
+    cached = _STACKS.get(id(table)) if isinstance(table, list) else None
+    if cached is not None and cached[2] is trace and _b.len(cached[0]) == _b.len(items) \
+            and _b.all(a is b for a, b in zip(cached[0], items)):
+        return cached[1]
+    out = jnp.stack([jnp.asarray(v) for v in items])
+    if isinstance(table, list) and _any_traced(items):
+        if _b.len(_STACKS) > 256:
+            _STACKS.clear()
+        _STACKS[id(table)] = (items, out, trace)
+    return out
+
+
+def stacked(table, what, site=None):
+    """``table`` (a list/tuple of numbers or same-shape arrays, a list of such lists,
+    or a NumPy array) as one ``jnp`` array; a clear error when its items cannot stack."""
+    out = _stack(table)
+    if out is not None:
+        return out
+    site = site or user_site(3)
     kind = type(table).__name__
     raise ConversionError(message(
         site, f"{what} a Python {kind} with a traced index, but its items "
         f"({structure(table) if not isinstance(table, np.ndarray) else table.dtype}) "
         "cannot be stacked into one array",
-        f"Only a {kind} of numbers or of arrays of one shape can be indexed by a traced "
-        "value. Make the index concrete (a Python loop: `autoflow.unroll(...)`), or "
-        "keep the items in one JAX array."))
+        f"Only a {kind} of numbers or of arrays of one shape (or of lists of them, all of one "
+        "length) can be indexed by a traced value. Make the index concrete (a Python loop: "
+        "`autoflow.unroll(...)`), or keep the items in one JAX array."))
+
+
+# id(a row read from a table of lists at a traced index) -> (a weak reference to it, the
+# table's name... ): writing into such a row is writing into the table in Python.
+_ROWS = {}
 
 
 def getitem(table, index):
@@ -636,21 +879,78 @@ def getitem(table, index):
 
         def getitem(table, index):
             return table[index]
+
+    A table of lists read at a traced index gives its row as an array (``t[i][j]``
+    then reads on); that row is no list of the table's, so a write into it is
+    autoflow's error (``setitem``), as Python would change the table.
     """
     if isinstance(table, (list, tuple, np.ndarray)) and _index_traced(index):
-        return stacked(table, "this line indexes")[index]
+        out = stacked(table, "this line indexes", user_site())[index]
+        if not isinstance(table, np.ndarray) and table and isinstance(table[0], list):
+            if _b.len(_ROWS) > 512:
+                for k in [k for k, v in _ROWS.items() if v() is None]:
+                    del _ROWS[k]
+            import weakref
+            _ROWS[id(out)] = weakref.ref(out)
+        return out
     return table[index]
 
 
-def setitem_list(x, index, value, op, binops):
+def is_table_row(x):
+    """Was ``x`` read from a table of lists at a traced index (``getitem``)?"""
+    ref = _ROWS.get(id(x))
+    return ref is not None and ref() is x
+
+
+def _write_back(x, arr):
+    """Put the items of ``arr`` into the (nested) list ``x``, in place."""
+    for k in _b.range(_b.len(x)):
+        if isinstance(x[k], list):
+            _write_back(x[k], arr[k])
+        else:
+            x[k] = arr[k]
+
+
+def _rows_distinct(x, seen=None):
+    seen = set() if seen is None else seen
+    for v in x:
+        if isinstance(v, list):
+            if id(v) in seen:
+                return False
+            seen.add(id(v))
+            if not _rows_distinct(v, seen):
+                return False
+    return True
+
+
+def setitem_list(x, index, value, op, binops, path=()):
     """``x[index] = value`` on a list with a traced index: the list's items
-    become the rows of ``stacked(x).at[index].set(value)``."""
-    arr = stacked(x, "this line writes into")
+    become the rows of ``stacked(x).at[index].set(value)``. ``path``: the indices
+    before ``index`` (``x[i][j] = v``: ``path=(i,)``, ``index=j``); a list of lists is
+    updated in place, each row keeping its identity."""
+    site = user_site()
+    where = tuple(path) + (index,)
+    if _b.len(where) > 1:
+        bad = [v for v in x if not isinstance(v, list)]
+        if bad:
+            raise ConversionError(message(
+                site, "this line writes into a row of a Python list chosen by a traced "
+                f"index, but a row is {describe(bad[0])}, which Python cannot write into "
+                "(or not the same way at every index)",
+                "Make every row a list, or keep the table in one JAX array."))
+    if not _rows_distinct(x):
+        raise ConversionError(message(
+            site, "this line writes into a Python list of lists at a traced index, but "
+            "some of its rows are the same list (`[[0] * k] * m` makes one row `m` times), "
+            "so Python's write changes all of them",
+            "Make each row a list of its own: `[[0] * k for _ in range(m)]`."))
+    arr = stacked(x, "this line writes into", site)
+    at = where if _b.len(where) > 1 else index
     if op is None:
-        arr = arr.at[index].set(value)
+        arr = arr.at[at].set(value)
     else:
-        arr = arr.at[index].set(binops[op](arr[index], value))
-    x[:] = [arr[k] for k in _b.range(_b.len(x))]
+        arr = arr.at[at].set(binops[op](arr[at], value))
+    _write_back(x, arr)
     return x
 
 
@@ -774,6 +1074,9 @@ def _math_table():
     table.update({n: f for n, f in same.items() if n.startswith("is")})
     table.update(log=_log, floor=_to_int(jnp.floor), ceil=_to_int(jnp.ceil),
                  trunc=_to_int(jnp.trunc), isclose=_isclose)
+    from .integers import FUNCTIONS
+
+    table.update(FUNCTIONS)
     return {id(getattr(math, n)): (getattr(math, n), f) for n, f in table.items()
             if hasattr(math, n)}
 
@@ -784,7 +1087,8 @@ MATH = _math_table()
 def math_call(f, args, kwargs):
     """``math.exp(x)``... with a traced argument: the ``jnp`` function that gives the
     same value (``math.floor``/``ceil``/``trunc`` an integer, as Python's; a domain
-    error such as ``math.sqrt(-1.0)`` is NaN, as in ``jnp``); ``NotImplemented``
+    error such as ``math.sqrt(-1.0)`` is NaN, as in ``jnp``; ``math.gcd``, ``comb``...
+    of integers: ``runtime.integers``, with Python's errors); ``NotImplemented``
     for any other call (the caller calls ``f``)."""
     hit = MATH.get(id(f))
     if hit is None or hit[0] is not f or not _any_traced((args, kwargs)):

@@ -58,8 +58,17 @@ _STREAMS = frozenset({"stdout", "stderr"})
 # Builtins that take traced values through autoflow's versions (runtime.vocabulary):
 # Python's own for concrete arguments, `jnp` for traced ones.
 STAGED_BUILTINS = frozenset({"max", "min", "sum", "sorted", "any", "all", "int", "float", "bool", "len",
-                             "range"})
+                             "range", "str", "repr", "ascii", "format", "bin", "hex", "oct", "chr",
+                             "ord"})
+# (`str`, `repr`, `format`... of traced values: strings whose text is made when the
+# compiled code runs, or computed with `jnp` where code computes with it:
+# `runtime.strings`; so are f-strings, `"...".format(...)`, `"..." % v` and
+# `"...".join(...)` anywhere.)
 
+
+# Methods of values that autoflow's vocabulary answers for traced values
+# (`runtime.vocabulary`): `xs.index(v)` -> `af.index(xs, v)`.
+_VALUE_VOCABULARY = frozenset({"index", "count", "bit_length", "bit_count"})
 
 _CONVERSIONS = {-1: "", 115: "!s", 114: "!r", 97: "!a"}
 
@@ -92,13 +101,20 @@ def _template(joined, values):
 _STR_METHODS = frozenset(m for m in dir(str) if not m.startswith("_"))
 
 
-def _stringy(node):
+_MADE_STRINGS = frozenset({"fstring", "percent", "str", "repr", "format", "join"})
+
+
+def _stringy(node, af=None):
     """Is ``node`` a string literal, an f-string, or a ``+``/``%``/str method
-    starting with one?"""
+    starting with one (or, given ``af``, a string the runtime makes: ``af.fstring(...)``)?"""
     while isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Mod)) or (
             isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
             and node.func.attr in _STR_METHODS):
         node = node.left if isinstance(node, gast.BinOp) else node.func.value
+    if af is not None and isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+            and node.func.attr in _MADE_STRINGS and isinstance(node.func.value, gast.Name) \
+            and node.func.value.id == af:
+        return True
     return isinstance(node, gast.JoinedStr) or (
         isinstance(node, gast.Constant) and isinstance(node.value, str))
 
@@ -223,7 +239,12 @@ class Calls(Transformer):
 
     def _user_function_arg(self, arg):
         """``f`` -> ``af.converted(f)`` where ``f`` names a function of the user's
-        (a ``def`` in this function, or a global function or class of theirs)."""
+        (a ``def`` in this function, or a global function or class of theirs); ``str``,
+        ``repr`` -> ``af.str``, ``af.repr`` (``map(str, digits)``: strings of traced
+        values)."""
+        if isinstance(arg, gast.Name) and arg.id in ("str", "repr") \
+                and self.ctx.builtin_available(arg.id):
+            return self._runtime_attr(arg.id, arg)
         if isinstance(arg, gast.Name) and (arg.id in self.local_defs or (
                 arg.id in self.ctx.user_names and self.ctx.is_module_name(arg.id))) or (
                 isinstance(arg, gast.Attribute) and isinstance(arg.value, gast.Name)
@@ -300,8 +321,62 @@ class Calls(Transformer):
         return not (root is not None and (self.ctx.is_module_name(root)
                                           or root in self.local_modules or root == self.ctx.af))
 
+    def visit_JoinedStr(self, node):
+        """``f"n={n}"`` -> ``af.fstring("n={0}", n)``: Python's string for concrete
+        values; for traced ones a string made when the compiled code runs, or
+        computed where code computes with it (``runtime.strings``)."""
+        self._visit_fields(node)
+        values = []
+        template = _template(node, values)
+        if template is None or not values:
+            return node
+        call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af,
+                            TEMPLATE=gast.Constant(value=template, kind=None))
+        call.args += values
+        return stamp(call, node)
+
+    def _visit_fields(self, joined):
+        """Visit the expressions of an f-string's fields (those of nested format specs,
+        ``f"{x:>{w}}"``, too), leaving its parts f-strings for ``_template``."""
+        for v in joined.values:
+            if isinstance(v, gast.FormattedValue):
+                v.value = self.visit(v.value)
+                if isinstance(v.format_spec, gast.JoinedStr):
+                    self._visit_fields(v.format_spec)
+
+    def visit_BinOp(self, node):
+        """``"step %d" % k`` -> ``af.percent("step %d", k)``."""
+        self.generic_visit(node)
+        if isinstance(node.op, gast.Mod) and _stringy(node.left, self.ctx.af):
+            call = replace_expr("AF.percent(TEMPLATE, VALUES)", AF=self.ctx.af,
+                                TEMPLATE=node.left, VALUES=node.right)
+            return stamp(call, node)
+        return node
+
+    def _string_call(self, node):
+        """``"...".format(...)`` -> ``af.fstring("...", ...)``; ``"".join(xs)`` ->
+        ``af.join("", xs)``; None for any other call."""
+        func = node.func
+        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Constant)
+                and isinstance(func.value.value, str) and func.attr in ("format", "join")):
+            return None
+        if any(isinstance(a, gast.Starred) for a in node.args):
+            return None
+        if func.attr == "format" and all(k.arg is not None for k in node.keywords):
+            call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af, TEMPLATE=func.value)
+            call.args += node.args
+            call.keywords = node.keywords
+            return stamp(call, node)
+        if func.attr == "join" and len(node.args) == 1 and not node.keywords:
+            return stamp(replace_expr("AF.join(SEP, ITEMS)", AF=self.ctx.af, SEP=func.value,
+                                      ITEMS=node.args[0]), node)
+        return None
+
     def visit_Call(self, node):
         self.generic_visit(node)
+        made = self._string_call(node)
+        if made is not None:
+            return made
         func = node.func
         if self.recursive and isinstance(func, gast.Attribute) and isinstance(
                 func.value, gast.Name) and func.value.id == "math" and "math" not in self.local_defs:
@@ -315,6 +390,18 @@ class Calls(Transformer):
                 if k.arg in ("message", "msg"):
                     k.value = self._formatted(k.value)
             node.func = self._runtime_attr("call", func)
+            return node
+        if (isinstance(func, gast.Attribute) and func.attr in _VALUE_VOCABULARY
+                and isinstance(func.value, (gast.Name, gast.Subscript, gast.Attribute, gast.List,
+                                            gast.Tuple))
+                and not self._library_callee(func)
+                and not any(isinstance(a, gast.Starred) for a in node.args) and not node.keywords
+                and not (isinstance(func.value, gast.Name) and (
+                    func.value.id == self.ctx.af or self._user_method(func.value.id, func.attr)))):
+            # `xs.index(v)`, `xs.count(v)`: of traced numbers in a list, traced answers;
+            # `n.bit_length()`, `n.bit_count()` of a traced integer
+            node.args = [func.value] + node.args
+            node.func = self._runtime_attr(func.attr, func)
             return node
         if isinstance(func, gast.Name) and func.id == "super" and not node.args \
                 and not node.keywords:

@@ -1,11 +1,15 @@
 """Mutations as assignments: ``x[i] = v`` and ``ys.append(v)`` in loops.
 
-Index assignment on arrays: ``x[i] = v`` -> ``x = af.setitem(x, i, v)``.
+Index assignment on arrays: ``x[i] = v`` -> ``x = af.setitem(x, i, v)``; into a
+container held by ``x``: ``x[i][j] = v`` -> ``x = af.setitem_in(x, (i, j), v)``.
 
 JAX arrays are immutable; ``af.setitem`` applies ``x.at[i].set(v)`` to them
 and mutates Python lists, dicts and NumPy arrays in place as Python would.
 Augmented forms pass the operator: ``x[i] += v`` ->
 ``x = af.setitem(x, i, v, '+')`` (``.at[i].add(v)`` on a JAX array).
+
+``xs.sort(...)`` -> ``xs = af.sort(xs, ...)`` (a list of traced numbers sorts as
+``sorted`` does, in place).
 
 Inside a loop, ``ys.append(v)`` -> ``ys = af.append(ys, v)``: the list is
 then a carried variable; a staged loop whose list grows each iteration runs
@@ -40,21 +44,30 @@ class IndexAssign(Transformer):
         self.local = set()
 
     def _rewrite(self, target, value, op, anchor):
-        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
-                and target.value.id in self.local):
+        if not isinstance(target, gast.Subscript):
             return None
-        name = target.value.id
-        index = target.slice
-        if isinstance(index, gast.Slice) or (isinstance(index, gast.Tuple) and any(
-                isinstance(e, gast.Slice) for e in index.elts)):
-            # `x[a:b]` as an expression: slices must be built with `slice(...)`.
-            index = _slices_to_calls(index)
-        subs = dict(AF=self.ctx.af, X=name, INDEX=index, VALUE=value)
-        if op is None:
-            stmts = replace("X = AF.setitem(X, INDEX, VALUE)", **subs)
+        path = [target.slice]
+        base = target.value
+        while isinstance(base, gast.Subscript):  # `dp[i][j] = v`: a write into `dp`'s row
+            path.insert(0, base.slice)
+            base = base.value
+        if not (isinstance(base, gast.Name) and base.id in self.local):
+            return None
+        name = base.id
+        path = [_slices_to_calls(i) if isinstance(i, gast.Slice) or (isinstance(i, gast.Tuple) and any(
+            isinstance(e, gast.Slice) for e in i.elts)) else i for i in path]
+        # (`x[a:b]` as an expression: slices must be built with `slice(...)`.)
+        if len(path) == 1:
+            subs = dict(AF=self.ctx.af, X=name, INDEX=path[0], VALUE=value)
+            template = "X = AF.setitem(X, INDEX, VALUE"
         else:
-            stmts = replace("X = AF.setitem(X, INDEX, VALUE, OP)",
-                            OP=gast.Constant(value=op, kind=None), **subs)
+            subs = dict(AF=self.ctx.af, X=name, VALUE=value,
+                        PATH=gast.Tuple(elts=path, ctx=gast.Load()))
+            template = "X = AF.setitem_in(X, PATH, VALUE"
+        if op is None:
+            stmts = replace(template + ")", **subs)
+        else:
+            stmts = replace(template + ", OP)", OP=gast.Constant(value=op, kind=None), **subs)
         return stamp(stmts, anchor)
 
     def visit_Assign(self, node):
@@ -62,7 +75,33 @@ class IndexAssign(Transformer):
             new = self._rewrite(node.targets[0], node.value, None, node)
             if new is not None:
                 return new
+            new = self._unpack(node)
+            if new is not None:
+                return new
         return node
+
+    def _unpack(self, node):
+        """``xs[i], xs[j] = xs[j], xs[i]`` -> the values into temporaries first (Python
+        evaluates the right side, then assigns left to right), then each target:
+        ``value, value_1 = (xs[j], xs[i])``, ``xs = af.setitem(xs, i, value)``..."""
+        target = node.targets[0]
+        if not isinstance(target, (gast.Tuple, gast.List)) or any(
+                isinstance(e, gast.Starred) for e in target.elts):
+            return None
+        probes = [self._rewrite(e, gast.Constant(value=None, kind=None), None, node)
+                  for e in target.elts]
+        if all(p is None for p in probes):
+            return None
+        names = [self.ctx.namer.unique("value") for _ in target.elts]
+        temps = gast.Tuple(elts=[gast.Name(id=n, ctx=gast.Store(), annotation=None,
+                                           type_comment=None) for n in names], ctx=gast.Store())
+        out = [stamp(gast.Assign(targets=[temps], value=node.value, type_comment=None), node)]
+        for elt, name in zip(target.elts, names):
+            value = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+            new = self._rewrite(elt, value, None, node)
+            out += new if new is not None else [
+                stamp(gast.Assign(targets=[elt], value=value, type_comment=None), node)]
+        return out
 
     def visit_AugAssign(self, node):
         op = _OPS.get(type(node.op))
@@ -93,6 +132,17 @@ class IndexAssign(Transformer):
 
     def visit_Expr(self, node):
         call = node.value
+        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr == "sort" and isinstance(call.func.value, gast.Name)
+                and call.func.value.id in self.local
+                and not any(isinstance(a, gast.Starred) for a in call.args)):
+            # `xs.sort()` -> `xs = af.sort(xs)`: a list of traced numbers is sorted as
+            # `sorted` sorts it, in place, and a staged statement carries it
+            name = call.func.value.id
+            new = replace("X = AF.sort(X)", AF=self.ctx.af, X=name, at=node)
+            new[0].value.args += call.args
+            new[0].value.keywords = call.keywords
+            return new
         if (getattr(self, "loop_depth", 0) and isinstance(call, gast.Call)
                 and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
                 and isinstance(call.func.value, gast.Name) and call.func.value.id in self.local

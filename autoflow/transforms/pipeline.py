@@ -189,8 +189,9 @@ def _tables(tree, ctx, inv):
 
 
 def _index_assign(tree, ctx, inv):
-    # `x[i] = v`, `x[i] += v` and `xs.append(v)` in a loop
-    if inv.item_writes or "append" in inv.attrs and inv.has(gast.For, gast.While):
+    # `x[i] = v`, `x[i] += v`, `xs.sort()` and `xs.append(v)` in a loop
+    if inv.item_writes or "sort" in inv.attrs or "append" in inv.attrs \
+            and inv.has(gast.For, gast.While):
         inv.unchanged = False
         IndexAssign(ctx).visit(tree)
 

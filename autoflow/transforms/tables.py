@@ -60,6 +60,10 @@ def loop_names(fn, nodes=None):
 def _table_value(v, np_names):
     if isinstance(v, (gast.List, gast.Tuple, gast.ListComp)):
         return True
+    if isinstance(v, gast.BinOp) and isinstance(v.op, gast.Mult):  # `[0] * (n + 1)`
+        return isinstance(v.left, (gast.List, gast.Tuple)) or isinstance(v.right, (gast.List, gast.Tuple))
+    if isinstance(v, gast.BinOp) and isinstance(v.op, gast.Add):  # `[1] + [0] * n`
+        return _table_value(v.left, np_names) and _table_value(v.right, np_names)
     if isinstance(v, gast.Call):
         f = v.func
         if isinstance(f, gast.Name) and f.id in ("list", "tuple"):
@@ -72,11 +76,12 @@ def _table_value(v, np_names):
 
 
 def _updates_itself(n, af):
-    """``xs = af.setitem(xs, ...)`` / ``xs = af.append(xs, v)`` (from ``index_assign``)."""
+    """``xs = af.setitem(xs, ...)`` / ``xs = af.append(xs, v)`` / ``xs = af.sort(xs)`` (from
+    ``index_assign``)."""
     v = n.value
     return (isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute)
             and isinstance(v.func.value, gast.Name) and v.func.value.id == af
-            and v.func.attr in ("setitem", "append") and v.args
+            and v.func.attr in ("setitem", "setitem_in", "append", "sort") and v.args
             and isinstance(v.args[0], gast.Name) and v.args[0].id == n.targets[0].id)
 
 
@@ -141,15 +146,33 @@ class Tables(Transformer):
         return isinstance(root, gast.Name) and root.id not in self.bound \
             and root.id not in ("self", "cls") and root.id not in self.ctx.library_names
 
+    def _table_root(self, v):
+        """``dp`` of ``dp[0]`` or of ``af.getitem(dp, i)`` (a row of a table), else None."""
+        while True:
+            if isinstance(v, gast.Subscript):
+                v = v.value
+            elif isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute) \
+                    and v.func.attr == "getitem" and isinstance(v.func.value, gast.Name) \
+                    and v.func.value.id == self.ctx.af and len(v.args) == 2:
+                v = v.args[0]
+            else:
+                return v if isinstance(v, (gast.Name, gast.Attribute)) else None
+
     def visit_Subscript(self, node):
         self.generic_visit(node)
-        if not isinstance(node.ctx, gast.Load) or not isinstance(node.value, (gast.Name, gast.Attribute)):
+        if not isinstance(node.ctx, gast.Load):
             return node
+        value = node.value
+        display = isinstance(value, (gast.List, gast.Tuple))  # `[1, 5, 10][i]`
+        if not display and not isinstance(value, (gast.Name, gast.Attribute)):
+            value = self._table_root(value)  # `dp[i][j]`: an item of a row of `dp`
+            if value is None:
+                return node
         index = node.slice
         if any(isinstance(n, gast.Slice) for n in walk(index)):
             return node
-        if isinstance(node.value, gast.Name) and node.value.id == self.ctx.af \
-                or not self._may_be_table(node.value):
+        if not display and (isinstance(value, gast.Name) and value.id == self.ctx.af
+                            or not self._may_be_table(value)):
             return node
         if not any(isinstance(n, gast.Name) and n.id in self.names for n in walk(index)):
             return node

@@ -57,8 +57,7 @@ def worker(process_id, count, port):
         import autoflow
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}",
-                               num_processes=count, process_id=process_id)
+    jax.distributed.initialize(coordinator_address=af.fstring("127.0.0.1:{0}", port), num_processes=count, process_id=process_id)
     af.assert_(af.and_(jax.process_count() == count, lambda: af.len(jax.devices()) == count), None)
     per_process = 500
     # Auto axes (what `Mesh` gives): on JAX 0.10, `jax.make_mesh`'s default Explicit
@@ -91,12 +90,11 @@ def main(count=2):
         port = af.call(s.getsockname)[1]
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)  # one CPU device per process
-    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
-                                   str(i), str(count), str(port)], env=env) for i in af.range(count)]
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", af.str(i), af.str(count), af.str(port)], env=env) for i in af.range(count)]
     codes = [af.call(p.wait, timeout=240) for p in procs]
 
     def if_true():
-        raise af.exception(lambda: SystemExit(f"worker exit codes: {codes}"))
+        raise af.exception(lambda: SystemExit(af.fstring("worker exit codes: {0}", codes)))
 
     def if_false():
         pass

@@ -111,7 +111,7 @@ def main():
     chars = " .:-=+*#%@"
 
     def loop_body(row):
-        af.print("".join((chars[af.min(af.int(k) * af.len(chars) // MAX_ITER, af.len(chars) - 1)] for k in row)))
+        af.print(af.join("", (chars[af.min(af.int(k) * af.len(chars) // MAX_ITER, af.len(chars) - 1)] for k in row)))
     af.for_stmt(counts[::2], loop_body, (), ())
     af.print(af.fstring("autoflow: total escape iterations {0}, points in set {1}", counts.sum(), (counts == MAX_ITER).sum()))
     af.print(af.fstring("reference: total escape iterations {0}, points in set {1}", ref.sum(), (ref == MAX_ITER).sum()))
