@@ -145,6 +145,18 @@ def _literal(node) -> bool:
         isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Constant))
 
 
+def _assigns_a_non_array(body, name) -> bool:
+    """Does ``body`` bind ``name`` to a string, bytes or ``None`` literal?"""
+    for node in gast.walk(gast.Module(body=list(body), type_ignores=[])):
+        if isinstance(node, gast.Assign) and any(
+                isinstance(t, gast.Name) and t.id == name for t in node.targets):
+            v = node.value
+            if isinstance(v, gast.JoinedStr) or (
+                    isinstance(v, gast.Constant) and (v.value is None or isinstance(v.value, (str, bytes)))):
+                return True
+    return False
+
+
 def _uncall(node, alias):
     """``af.call(f, *args)`` (a user call routed through the runtime) -> ``f(*args)``."""
     if _is_call_to(node, alias, "call") and node.args:
@@ -367,23 +379,33 @@ class _Reader:
                 if not any(kw.arg == "guarded" for kw in s.value.keywords):
                     undefined |= {t.id for t in s.targets if isinstance(t, gast.Name)}
             j -= 1
-        problems = []
-        for which, fn_name in (("true", call.args[1]), ("false", call.args[2])):
-            fn = self._def_before(block, k, fn_name)
+        # A number or array bound on one path runs: a read where it is unbound raises
+        # UnboundLocalError when the compiled code runs. A value that is not an array
+        # (a string, None: a literal here) cannot be carried out of a traced `if`.
+        problems, notes = [], []
+        fns = {which: self._def_before(block, k, fn_name)
+               for which, fn_name in (("true", call.args[1]), ("false", call.args[2]))}
+        for which, fn in fns.items():
             if fn is None:
                 continue
             bound = set(bound_names(fn.body))
+            other = "false" if which == "true" else "true"
             for n in names:
                 if n in undefined and n not in bound:
-                    other = "false" if which == "true" else "true"
-                    problems.append(f"`{n}` is assigned only when the condition is {other} but "
-                                    "is used after the `if`; assign it before the `if` or in "
-                                    "both branches")
+                    theirs = fns[other]
+                    if theirs is not None and _assigns_a_non_array(theirs.body, n):
+                        problems.append(f"`{n}` is assigned only when the condition is {other} "
+                                        "but is used after the `if`; assign it before the "
+                                        "`if` or in both branches")
+                    else:
+                        notes.append(f"`{n}` is bound only when the condition is {other} (a "
+                                     "read where it is not raises UnboundLocalError when the "
+                                     "compiled code runs)")
         if problems:
             self._add(key, status=FAILS, becomes="lax.cond", carries=names, reason="; ".join(problems))
         else:
             self._add(key, status=CONVERTS, becomes="lax.cond", carries=names,
-                      note=self._if_choice(block, k, call))
+                      note="; ".join([self._if_choice(block, k, call)] + notes))
 
     def _read_if_chain(self, call, stmt, block, k):
         """``af.if_chain(tests, fns, operands[, names])`` (a chunk of a long

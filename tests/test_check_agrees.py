@@ -52,7 +52,8 @@ ERROR_CASES = {
     },
     "loops": {"carry_shape": (1.0, 3), "carry_from_none": (1.0, 3), "list_grows": (1.0, 3)},
     "one_branch": {"one_branch": (1.0,), "one_branch_other_side": (1.0,),
-                   "read_unassigned": (1.0, True)},
+                   "read_unassigned": (1.0, True), "label_on_one_branch": (1.0,),
+                   "label_on_other_branch": (1.0,)},
     "returns": {"falls_off": (1.0,), "return_structures": (1.0,), "return_shapes": (X3,),
                 "falls_off_else": (1.0,)},
     "shapes": {"branch_shapes": (X3,), "promoted": (1.0,)},
@@ -76,6 +77,13 @@ EXCEPTIONS: dict[str, str] = {
         "`while x < 10` is fine for a scalar `x`; it is called with an array of shape (3,)",
     "tests/error_cases/user_errors.py:bad_add":
         "`x + jnp.ones(4)` is fine for an `x` of 4 items (or 1); it is called with 3",
+    # Not read by check yet (issue 43's strings and tables):
+    "docs/error-reference.md:digits_of":
+        "`len(str(x))` is computed for a traced integer; it is called with a float",
+    "docs/error-reference.md:label":
+        "a string made from traced values returned by the jitted function",
+    "docs/error-reference.md:paths":
+        "rows of `[[0] * k] * m` are one list; a write at a traced index would change all",
 }
 
 
@@ -308,17 +316,22 @@ def agreement():
     return fixture_rows() + error_case_rows() + example_rows() + reference_rows()
 
 
+def _known(program):
+    """``program`` as ``EXCEPTIONS`` names it (a page without the block's line)."""
+    return re.sub(r"\.md:\d+:", ".md:", program)
+
+
 def test_check_agrees_with_the_first_call():
     rows = agreement()
     assert len(rows) >= 150
-    wrong = [r for r in rows if not r.agrees and r.program not in EXCEPTIONS]
+    wrong = [r for r in rows if not r.agrees and _known(r.program) not in EXCEPTIONS]
     agree = sum(r.agrees for r in rows)
     report = "\n".join(
         f"{r.program}: check says {'fails' if r.predicted else 'converts'}"
         f"{' (' + r.said + ')' if r.said else ''}; the first call "
         f"{'raised ' + r.raised if r.failed else 'traced and lowered'}" for r in wrong)
     assert not wrong, f"check agrees on {agree} of {len(rows)} programs; disagreements:\n{report}"
-    stale = set(EXCEPTIONS) - {r.program for r in rows if not r.agrees}
+    stale = set(EXCEPTIONS) - {_known(r.program) for r in rows if not r.agrees}
     assert not stale, f"EXCEPTIONS that now agree (remove them): {sorted(stale)}"
 
 

@@ -174,7 +174,8 @@ def _run_page(page, tmp_path):
                 names = {c.__name__ for c in type(e).__mro__}
                 assert name.strip() in names and text.strip() in str(e), (
                     f"{block.where}: expected {block.raises}, got {type(e).__name__}: {e}")
-                errors.append((block, str(e), []))
+                # the message and its notes (advice a Python exception carries as a note)
+                errors.append((block, "\n".join([str(e), *getattr(e, "__notes__", ())]), []))
             else:
                 pytest.fail(f"{block.where}: expected {block.raises}, nothing was raised")
     finally:

@@ -462,7 +462,7 @@ def test_no_note_of_jax_about_frames_it_removed_after_autoflows_error():
     """JAX's traceback filtering notes "For simplicity, JAX has removed its internal
     frames from the traceback of the following exception" on what leaves `jax.jit`:
     after autoflow's message (which already ends with what to do) nothing followed it."""
-    for fn, args in ((loops.list_grows, (1.0, 3)), (one_branch.one_branch, (1.0,))):
+    for fn, args in ((loops.list_grows, (1.0, 3)), (one_branch.label_on_one_branch, (1.0,))):
         exc = raises_conversion_error(fn, *args)
         printed = "".join(traceback.format_exception(exc))
         assert "removed its internal frames" not in printed, printed

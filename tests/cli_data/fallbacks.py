@@ -19,7 +19,7 @@ def returns_in_with(x, lock):
 
 def assigned_in_one_branch(x):
     if x > 0:
-        y = x
+        y = "big"  # (a number would run: its unbound read raises when the code runs)
     return y
 
 
