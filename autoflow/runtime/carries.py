@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..core.origin import user_site
+from . import jax_internals as jx
 from .jax_internals import current_trace, new_input
 from .raising import Signal
 from .state import entry_values, reachable, recording
@@ -174,9 +175,14 @@ def zeros_of(spec):
     return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), spec)
 
 
-def cast_to(x, dtype):
-    if isinstance(x, jax.Array) and x.dtype == dtype and not getattr(x, "weak_type", False):
+def cast_to(x, dtype, weak=False):
+    """``x`` as ``dtype``, weakly typed if ``weak`` (a carry that started as a Python
+    scalar), else strongly."""
+    if isinstance(x, jax.Array) and x.dtype == dtype and bool(
+            getattr(getattr(x, "aval", None), "weak_type", getattr(x, "weak_type", False))) == weak:
         return x
+    if weak:
+        return jx.convert_weak(x, dtype)
     return lax.convert_element_type(x, dtype)
 
 

@@ -233,7 +233,8 @@ def consts_as_inputs(closed_jaxpr):
 
 def trace_fn(fn, avals):
     """``fn(*args)`` for args of ``avals``, as ``(jaxpr taking (*consts, *args), consts)``."""
-    closed_jaxpr = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+    closed_jaxpr = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(
+        a.shape, a.dtype, weak_type=getattr(a, "weak_type", False)) for a in avals])
     jaxpr, consts = consts_as_inputs(closed_jaxpr)
     return jaxpr, tuple(consts)
 
@@ -320,6 +321,31 @@ def use_public_trace_thunk(why):
     global trace_thunk
     trace_thunk = _public_trace_thunk
     _lose("trace a thunk", why)
+
+
+# -- weak types --------------------------------------------------------------------
+
+def _weak_converter():
+    try:
+        from jax._src.lax.lax import _convert_element_type as convert
+        if "weak_type" not in inspect.signature(convert).parameters:
+            return _lose("weak types", "lax._convert_element_type has no weak_type")
+        return convert
+    except (ImportError, AttributeError, TypeError, ValueError) as e:
+        return _lose("weak types", str(e))
+
+
+_convert_weak = _weak_converter()
+
+
+def convert_weak(x, dtype):
+    """``x`` as ``dtype``, weakly typed (as a Python scalar is: a loop carry that started
+    as one keeps combining with a float16 array as float16). Without the private
+    converter, strongly typed (``lax.convert_element_type``: the dtype of what it
+    combines with may then be wider than Python's)."""
+    if _convert_weak is None:
+        return jax.lax.convert_element_type(x, dtype)
+    return _convert_weak(x, dtype, weak_type=True)
 
 
 # -- JAX's own loop and conditional primitives, bound with jaxprs already traced ------

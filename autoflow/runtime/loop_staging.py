@@ -125,8 +125,12 @@ def _appended(before, after):
 
 def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals, accum,
                can_accumulate, hinted=None, adds=None, fills=(), placeholders=None,
-               first_bound=(), start=0, guessed=(), bound=None):
+               first_bound=(), start=0, guessed=(), bound=None, strengthened=None):
     """The staged body of ``loop`` for one choice of carry types, and ``merge``.
+
+    ``strengthened`` (a set) collects the carries that start weakly typed (a Python
+    scalar) and that the body makes strongly typed, of the same dtype: they stay weak
+    inside the loop (no second trace) and are made strong after it (`stage_loop`).
 
     ``body(k, dyn)`` returns ``(new carries, appended values)``; ``accum``
     holds the indices of the variables that are lists getting one ``append``
@@ -296,10 +300,16 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             if dtype != avals[j][1] and (is_extended(dtype) or is_extended(avals[j][1])):
                 raise _loop_error(site(), kind, labels[i],
                                   jax.ShapeDtypeStruct(avals[j][0], avals[j][1]), x)
-            target, _ = promote(avals[j], (shape, dtype, weak))
-            if target != avals[j][1]:
-                changes[j] = target
-            out.append(cast_to(x, avals[j][1]) if target == avals[j][1] else x)
+            # (a carry that started as a Python scalar stays weakly typed while the
+            # body keeps it so: `s = 0.5; ... s = s * 1.01` times a float16 array is
+            # float16, as in Python)
+            target, still_weak = promote(avals[j], (shape, dtype, weak))
+            if target == avals[j][1] and avals[j][2] and not still_weak \
+                    and strengthened is not None:
+                strengthened.add(j)
+            elif (target, still_weak) != tuple(avals[j][1:]):
+                changes[j] = (target, still_weak)
+            out.append(cast_to(x, avals[j][1], avals[j][2]) if j not in changes else x)
             j += 1
         if reshaped:
             raise CarryShapeError(site(), kind, reshaped)
@@ -647,7 +657,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
         labels = leaf_labels(state, names)
         mask = [is_array_like(x) for x in leaves]
         avals = [aval_of(x) for x, m in zip(leaves, mask) if m]
-        init = tuple(cast_to(jnp.asarray(x), a[1]) for x, a in
+        init = tuple(cast_to(jnp.asarray(x), a[1], a[2]) for x, a in
                      zip([x for x, m in zip(leaves, mask) if m], avals))
         grown = [] if adds_carries else None
         fills = set()
@@ -660,9 +670,11 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                        if isinstance(a, Undefined) and not a.exit
                        and not isinstance(current[j], Undefined)]
         bound = _Bound(len(first_bound) if bound_carried else 0)
+        strengthened = set()
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form, hinted, grown, fills,
-                                      placeholders, first_bound, start, guessed, bound)
+                                      placeholders, first_bound, start, guessed, bound,
+                                      strengthened)
         full_body, merge, init = _carrying_bound(full_body, merge, init, bound)
         full_body, merge, init = _stopped_by_raises(full_body, merge, init, raises)
 
@@ -825,9 +837,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                                for k, p in enumerate(parts_of(state, names))], names)
             else:
                 dyn_index = [i for i, m in enumerate(mask) if m]
-                for j, dtype in changes.items():
+                for j, (dtype, weak) in changes.items():
                     i = dyn_index[j]
-                    leaves[i] = cast_to(jnp.asarray(leaves[i]), dtype)
+                    leaves[i] = cast_to(jnp.asarray(leaves[i]), dtype, weak)
                 state = unflatten(tree, leaves)
             continue
         if uses_while and not while_prim.available() and _reverse_mode() and any(isinstance(x, Tracer) and
@@ -843,6 +855,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             later.after_raise(tail[-1])
             tail = tail[:-1]
         final_bound = tail[len(tail) - bound.n:] if bound.n else ()
+        if strengthened:  # (the body made these carries strongly typed, as Python would)
+            dyn = tuple(cast_to(x, avals[j][1]) if j in strengthened else x
+                        for j, x in enumerate(dyn))
         result = merge(dyn)
         if grown:
             # the carries the body added, zeros before the first iteration

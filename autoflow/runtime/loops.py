@@ -37,6 +37,7 @@ from jax import lax
 from ..core.origin import message
 from ..errors import ConversionError
 from . import events, later
+from . import jax_internals as jx
 from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
 from .loop_staging import CarryShapeError, stage_loop
@@ -328,6 +329,13 @@ def reversed(seq):  # noqa: A001 - mirrors the builtin
     return builtins.reversed(seq)
 
 
+def _python_int(i):
+    """The traced integer ``i`` typed as JAX types a Python int (weakly)."""
+    if not isinstance(i, Tracer) or not jnp.issubdtype(i.dtype, jnp.integer):
+        return i
+    return jx.convert_weak(i, jax.dtypes.canonicalize_dtype(jnp.int64))
+
+
 class _Seq:
     """An iterable with a length and an indexable item, so it can be staged."""
 
@@ -339,12 +347,14 @@ class _Seq:
 
 
 def _as_seq(it):
+    # A range's items are Python ints: weakly typed (`h + i` with an int8 `h` is int8)
     if isinstance(it, builtins.range):
         r = it
-        return _Seq(len(r), lambda k: r.start + k * r.step, r, False)
+        return _Seq(len(r), lambda k: _python_int(r.start + k * r.step), r, False)
     if isinstance(it, TracedRange):
         start, step, length = it.parts()
-        return _Seq(length, lambda k: start + k.astype(start.dtype) * step, None, True)
+        return _Seq(length, lambda k: _python_int(start + k.astype(start.dtype) * step),
+                    None, True)
     if isinstance(it, String):  # made from traced values: its characters
         length, char = string_items(it)
         return _Seq(length, char, None, True)

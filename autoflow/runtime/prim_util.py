@@ -28,7 +28,8 @@ def instantiate(tangents, avals):
 
 
 def specs(avals):
-    return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+    return [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False))
+            for a in avals]
 
 
 def _quiet_params(params):

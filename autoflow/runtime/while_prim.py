@@ -473,7 +473,11 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
         return lax.while_loop(cond_fun, body_fun, init)
     plain = plain_now()
     leaves, tree = jax.tree_util.tree_flatten(init)
-    avals = tuple(jx.ShapedArray(jnp.shape(x), jnp.result_type(x)) for x in leaves)
+    # (weakly typed carries stay so: a Python scalar carried through a loop combines
+    # with a float16 array as float16, as it does in Python and in lax.while_loop)
+    avals = tuple(jx.ShapedArray(jnp.shape(x), jnp.result_type(x),
+                                 weak_type=bool(getattr(jx.typeof(x), "weak_type", False)))
+                  for x in leaves)
     def unflat(x):
         return jax.tree_util.tree_unflatten(tree, list(x))
 
@@ -492,9 +496,10 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
 
     cond_jaxpr, cc = jx.trace_fn(lambda *x: cond_fun(unflat(x)), avals)
     body_jaxpr, bc = jx.trace_fn(body_flat, avals)
-    flat = tuple(lax.convert_element_type(x, a.dtype) for x, a in zip(leaves, avals))
+    flat = tuple(jnp.asarray(x) for x in leaves)  # (their avals: `avals`)
     n = len(avals)
-    more = tuple(jx.ShapedArray(v.aval.shape, v.aval.dtype)
+    more = tuple(jx.ShapedArray(v.aval.shape, v.aval.dtype,
+                                weak_type=getattr(v.aval, "weak_type", False))
                  for v in body_jaxpr.outvars[n:])
     if more:
         # The same jaxprs, taking the added carries too: as inputs they do not read, or

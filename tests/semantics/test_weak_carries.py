@@ -1,0 +1,134 @@
+"""A Python scalar carried through a traced loop keeps JAX's weak type (issue 44, 1).
+
+Eagerly, ``s = 0.5`` combined with a float16 array is float16 after any number of
+``s = s * 1.01``; so it is under ``jax.jit`` of a hand-written ``lax.while_loop`` whose
+init is a Python scalar. A staged loop's carry that starts as a Python int or float
+stays weakly typed while its body keeps it so, and the results' dtypes are the eager
+run's: for float16, bfloat16, int8 and uint8 arrays, in ``while``, ``for`` over a traced
+range, a ``for`` over an array's rows (a scan) and nested loops, under ``jit``, ``vmap``
+and ``grad``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+
+DTYPES = [jnp.float16, jnp.bfloat16, jnp.int8, jnp.uint8]
+STARTS = {"int": 3, "float": 0.5}
+
+
+def while_loop(h, n, s):
+    i = 0
+    while i < n:
+        s = s * 2
+        i += 1
+    return h * s, s
+
+
+def for_range(h, n, s):
+    for i in range(n):
+        s = s + i
+    return h + s, s
+
+
+def for_rows(h, n, s):
+    for row in h:  # h: 2-D, a scan over its rows
+        s = s + 1
+    return h * s, s
+
+
+def nested(h, n, s):
+    for i in range(n):
+        j = 0
+        while j < i:
+            s = s + 1
+            j += 1
+    return h - s, s
+
+
+PROGRAMS = [while_loop, for_range, for_rows, nested]
+
+
+def _h(dtype, rows=False):
+    h = jnp.arange(1, 5, dtype=jnp.float32).reshape((2, 2) if rows else (4,))
+    return h.astype(dtype)
+
+
+def _dtypes(out):
+    return [jnp.result_type(x) for x in out]
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("start", STARTS, ids=str)
+def test_results_have_the_eager_dtypes_under_jit(fn, start):
+    s0 = STARTS[start]
+    for dtype in DTYPES:
+        h = _h(dtype, rows=fn is for_rows)
+        want = fn(h, 3, s0)
+        got = autoflow.jit(lambda h, n: fn(h, n, s0))(h, 3)
+        assert _dtypes(got) == _dtypes(want), (dtype, _dtypes(got), _dtypes(want))
+        for g, w in zip(got, want):
+            assert np.allclose(np.asarray(g, np.float32), np.asarray(w, np.float32))
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_results_have_the_eager_dtypes_under_vmap(fn):
+    for dtype, s0 in ((jnp.float16, 0.5), (jnp.int8, 3)):
+        h = _h(dtype, rows=fn is for_rows)
+        hs = jnp.stack([h, h + 1])
+        ns = jnp.array([2, 3])
+        got = jax.vmap(autoflow.convert(lambda h, n: fn(h, n, s0)))(hs, ns)
+        for k in range(2):
+            want = fn(hs[k], int(ns[k]), s0)
+            assert [x.dtype for x in got] == _dtypes(want), (dtype, k)
+            for g, w in zip(got, want):
+                assert np.allclose(np.asarray(g[k], np.float32), np.asarray(w, np.float32))
+
+
+@pytest.mark.parametrize("fn", [while_loop, for_range, nested], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
+def test_gradients_have_the_eager_dtype(fn, dtype):
+    h = _h(dtype)
+
+    def loss(h, n):
+        return fn(h, n, 0.5)[0].sum()
+
+    want = jax.grad(loss)(h, 3)
+    got = jax.grad(autoflow.convert(loss))(h, jnp.int32(3))
+    assert got.dtype == want.dtype == dtype
+    assert np.allclose(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+def test_a_carry_that_meets_a_strong_value_becomes_strong_as_in_python():
+    # s starts weak; the body multiplies it by a float16 array element: from then on it
+    # is a float16 value (JAX's promotion), as eagerly
+    def f(h, n):
+        s = 0.5
+        for i in range(n):
+            s = s * h[0]
+        return s * jnp.ones(2, jnp.float32), s
+
+    h = _h(jnp.float16)
+    want = f(h, 3)
+    got = autoflow.jit(f)(h, 3)
+    assert _dtypes(got) == _dtypes(want)
+
+
+def test_a_carry_promoted_from_int_to_float_stays_weak():
+    def f(h, n):
+        s = 1
+        i = 0
+        while i < n:
+            s = s * 1.5
+            i += 1
+        return h * s
+
+    h = _h(jnp.bfloat16)
+    assert autoflow.jit(f)(h, 2).dtype == f(h, 2).dtype == jnp.bfloat16
+    assert np.allclose(np.asarray(autoflow.jit(f)(h, 2), np.float32),
+                       np.asarray(f(h, 2), np.float32))
