@@ -260,6 +260,15 @@ SLOW = {
     "tests/test_python_effects.py::test_a_loop_whose_first_test_python_ran_stages_no_zero_trip_check":
         "a sampler run under vmap of random keys (`while True:` is in the fixtures)",
 }
+# The long checks: the corpora of the slow tier, of which CI's slow tier runs one item in
+# SAMPLED[key] (every k-th in collection order, so each run is the same sample) to keep CI
+# within its time. `AUTOFLOW_LONG=1` (or benchmarks/long_checks.sh, which records its
+# results in benchmarks/LONG_CHECKS.md) runs all of them.
+SAMPLED = {
+    "tests/test_algorithms.py::test_program_matches_python": 4,
+    "tests/test_algorithms.py::test_no_tracer_text_in_outputs": 4,
+}
+LONG = os.environ.get("AUTOFLOW_LONG", "") not in ("", "0")
 SIGNAL = {
     "tests/test_errors_teach.py::test_ctrl_c_stops_a_runaway_loop_when_debug_loops_is_set":
         "a real SIGINT to a process running a compiled loop (timing-dependent)",
@@ -310,6 +319,21 @@ def pytest_collection_modifyitems(config, items):
     if stale:
         raise pytest.UsageError("tests/conftest.py: tier entries that match no test: "
                                 + ", ".join(stale))
+    if not LONG:
+        # (the sample differs between the two tests of one corpus: `offset`)
+        seen, sampled = {}, []
+        for item in keep:
+            key = next((k for k in SAMPLED if item.nodeid.startswith(k)), None)
+            if key is not None:
+                n = seen[key] = seen.get(key, -1) + 1
+                offset = list(SAMPLED).index(key)
+                if (n + offset) % SAMPLED[key]:
+                    sampled.append(item)
+        if sampled:
+            ids = {id(i) for i in sampled}
+            keep = [i for i in keep if id(i) not in ids]
+            drop += sampled
+            config._autoflow_long = len(sampled)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -317,6 +341,11 @@ def pytest_collection_modifyitems(config, items):
     for item in drop:
         t = _tier_of(item, set())
         counts[t] = counts.get(t, 0) + 1
+    long = getattr(config, "_autoflow_long", 0)
+    if long:
+        counts["slow"] -= long
+        if not counts["slow"]:
+            del counts["slow"]
     config._autoflow_tiers = (tier, len(keep), counts)
 
 
@@ -330,6 +359,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not counts:
         return
     rest = ", ".join(f"{n} in the {t} tier (--tier {t})" for t, n in sorted(counts.items()))
+    long = getattr(config, "_autoflow_long", 0)
+    if long:
+        rest += f", {long} long checks (AUTOFLOW_LONG=1)"
     terminalreporter.write_line(
         f"autoflow: ran the {tier} tier ({kept} tests); not run here: {rest}; "
         f"everything: --tier all (the table: SLOW in tests/conftest.py)")
