@@ -321,6 +321,7 @@ SAMPLED = {
     "tests/test_algorithms.py::test_program_matches_python": 4,
     "tests/test_algorithms.py::test_no_tracer_text_in_outputs": 4,
     "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": 2,
+    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions": 5,
 }
 LONG = os.environ.get("AUTOFLOW_LONG", "") not in ("", "0")
 SIGNAL = {

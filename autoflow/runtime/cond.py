@@ -28,7 +28,7 @@ from .carries import (Restart, caller_site, fill, free_names, join_parts, leaf_l
 from .cond_cost import GPU_SELECT, last_choice, set_choice
 from .cond_prim import stage_if
 from .raising import Signal, StagedRaise
-from .state import MoreState, Shared, kept, names_of
+from .state import MoreState, Shared, kept, names_of, undoer
 from .teach import reissuing, value_advice
 from .values import (UnboundVariableError, Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
                      is_array_like, is_extended, promote, same_static, staged_block, structure,
@@ -221,6 +221,17 @@ def _closure_containers(*thunks):
     return out
 
 
+def _detached(value):
+    """``value`` with its lists and dicts copied (inside tuples too; leaves shared)."""
+    if type(value) is tuple:
+        return tuple(_detached(v) for v in value)
+    if type(value) is list:
+        return [_detached(v) for v in value]
+    if type(value) is dict:
+        return {k: _detached(v) for k, v in value.items()}
+    return value
+
+
 def _contents(v):
     """What an in-place change of a list, dict or set changes (by identity)."""
     if type(v) is dict:
@@ -338,12 +349,24 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
 
     def make(key, fn):
         def branch():
+            undo = undoer(operands)
             with staged_block(), later.on_path(pred if key == "t" else _negate(pred)) as path:
                 try:
                     with _unbound_reads_raise():
                         out = fn(*operands)
                 except StagedRaise:
+                    # Every path of the branch raises: what it changed in place before
+                    # (an iteration of a loop run as Python) is of a trace that ends here
+                    undo()
                     raise _BranchRaised(key) from None
+                except BaseException:  # (a retrace: the branch starts again from them)
+                    undo()
+                    raise
+                # What the branch changed in place in its operands' containers is in its
+                # results (written back after the `if`): the other branch starts from
+                # them as they were
+                out = _detached(out)
+                undo()
                 ok = path.ok()
             if ok is not None and not raises["both"]:
                 raise Restart(("raises", None))
@@ -529,12 +552,15 @@ def _cond_raising(pred, true_fn, false_fn, operands, raiser, site):
     fns = {"t": true_fn, "f": false_fn}
     paths = {"t": pred, "f": _negate(pred)}
     other = "f" if raiser == "t" else "t"
+    undo = undoer(operands)
     with staged_block(), later.on_path(paths[raiser]):
         try:
             with _unbound_reads_raise():
                 fns[raiser](*operands)
         except StagedRaise as r:
             r.emit()
+        finally:
+            undo()  # (what it changed in place before it raised: not the other branch's)
     # What follows the `if` (the other branch, then the rest of the block) runs only
     # where it did not raise: effects check it, loops test it (`later.after_raise`).
     later.after_raise(paths[other])

@@ -119,6 +119,20 @@ def _restore_copy(value):
     return value
 
 
+def undoer(values):
+    """A function that puts the lists and dicts ``values`` hold (nested ones too) back
+    as they are now: for a traced path that is abandoned after it changed them in
+    place (a branch every path of which raises)."""
+    memo = {}
+    snaps = [_snap(v, memo) for v in values]
+
+    def undo():
+        done = set()
+        for snap in snaps:
+            _restore(snap, done)
+    return undo
+
+
 def contents(value):
     """``value`` with every list and dict copied (the leaves are shared)."""
     if type(value) is list:
@@ -134,6 +148,8 @@ def write(obj, value):
     Nested containers of ``obj`` are updated in place too where the layout
     matches, so references to them stay valid.
     """
+    if value is obj:  # (already it: clearing it first would empty both)
+        return obj
     if type(obj) is list and type(value) is list:
         old = list(obj)
         obj[:] = [write(old[i], v) if i < len(old) else v for i, v in enumerate(value)]

@@ -140,3 +140,24 @@ def test_a_loop_body_that_always_raises():
     check(loop_that_always_raises, jnp.asarray([1.0, 2.0]), I(3), expect_raise=ValueError)
     check(loop_that_raises_if_it_runs, I(2), F(1.0), expect_raise=ValueError)
     check(loop_that_raises_if_it_runs, I(0), F(1.0), vmap=[(I(0), F(2.0))])
+
+
+def writes_then_always_raises_in_a_branch(x, xs):
+    d = {"p": 1.0}
+    k = 2
+    if x > 0:
+        for v in xs:
+            d["p"] = xs[0]  # in place, in an iteration run as Python; then it raises
+            if k > 0:
+                raise ValueError("always")
+    return d["p"]
+
+
+def test_a_branch_that_writes_then_always_raises_leaves_no_tracer_behind():
+    # (composing fuzzer, seed 3047, reduced: the dict held a value of the abandoned
+    # branch's trace, JAX's UnexpectedTracerError, and then was emptied)
+    import jax.numpy as jnp
+
+    xs = jnp.asarray([1.0, 2.0])
+    check(writes_then_always_raises_in_a_branch, F(1.0), xs, expect_raise=ValueError)
+    check(writes_then_always_raises_in_a_branch, F(-1.0), xs, vmap=[(F(-2.0), xs + 1)])
