@@ -470,7 +470,15 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     if not available():
         if added is not None:
             raise ValueError("while_loop: `added` needs available()")
-        return lax.while_loop(cond_fun, body_fun, init)
+        # The test is computed at the end of each iteration and carried: JAX's own
+        # lowering of a while whose test has effects (a check in a loop test that calls
+        # user code) failed on older JAX ("safe_map() argument 2 is longer"). The test
+        # runs as often and in the same order as in the while form.
+        def tested_body(c):
+            new = body_fun(c[1])
+            return jnp.asarray(cond_fun(new), bool).reshape(()), new
+        return lax.while_loop(lambda c: c[0], tested_body,
+                              (jnp.asarray(cond_fun(init), bool).reshape(()), init))[1]
     plain = plain_now()
     leaves, tree = jax.tree_util.tree_flatten(init)
     # (weakly typed carries stay so: a Python scalar carried through a loop combines
