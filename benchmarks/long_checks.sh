@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The long checks: what CI's slow tier samples to stay within CI's time, run whole.
-#   * every program of tests/test_algorithms.py (CI: one in four of each test);
-#   * the composing fuzzer's slow run at 300 programs x 3 compositions (CI: 80 x 3);
+#   * every slow test CI samples (SAMPLED in tests/conftest.py: AUTOFLOW_LONG=1);
+#   * the composing fuzzer's slow run at 300 programs x 3 compositions (CI: 50 x 3);
 #   * the composing fuzzer's long scan (COUNT programs, one composition each, default
-#     10,000; about 1 s a program on one core);
+#     10,000; about 2-3 s a program on one core);
 # and records the summary lines in benchmarks/LONG_CHECKS.md (by hand: the script
 # prints them). Usage: benchmarks/long_checks.sh [COUNT] [WORKERS]
 set -uo pipefail
@@ -13,7 +13,7 @@ workers=${2:-2}
 py=${PYTHON:-.venv/bin/python}
 
 echo "== the slow tier's corpora, whole (AUTOFLOW_LONG=1)"
-AUTOFLOW_LONG=1 "$py" -m pytest -q --tier slow tests/test_algorithms.py tests/test_fuzz_compose.py \
+AUTOFLOW_LONG=1 "$py" -m pytest -q --tier slow \
   2>&1 | tail -n 5
 echo "== the composing fuzzer: $count programs"
 "$py" -m tests.fuzz_compose 0 --scan "$count" --per-program 1 --workers "$workers" \

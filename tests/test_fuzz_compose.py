@@ -8,7 +8,7 @@ is a failure, not a stuck test run). Profiles (environment variables):
 * ``AUTOFLOW_COMPOSE_EXAMPLES``: programs in the short run (default 48, one
   composition each, in turn; in the slow tier too, for the fast tier's time budget:
   ``SLOW`` in ``tests/conftest.py``);
-* ``AUTOFLOW_COMPOSE_SLOW_EXAMPLES``: programs in the slow tier's run (default 80,
+* ``AUTOFLOW_COMPOSE_SLOW_EXAMPLES``: programs in the slow tier's run (default 50,
   three compositions each; 300 with ``AUTOFLOW_LONG=1``, the long checks);
 * ``AUTOFLOW_COMPOSE_SEED``: the first seed (default 0).
 
@@ -29,7 +29,7 @@ from . import fuzz_compose
 FIRST = int(os.environ.get("AUTOFLOW_COMPOSE_SEED", "0"))
 FAST = int(os.environ.get("AUTOFLOW_COMPOSE_EXAMPLES", "48"))
 LONG = os.environ.get("AUTOFLOW_LONG", "") not in ("", "0")  # (tests/conftest.py: SAMPLED)
-SLOW = int(os.environ.get("AUTOFLOW_COMPOSE_SLOW_EXAMPLES", "300" if LONG else "80"))
+SLOW = int(os.environ.get("AUTOFLOW_COMPOSE_SLOW_EXAMPLES", "300" if LONG else "50"))
 MAX_REFUSALS = 0.15  # (a variable bound on one path of a traced `if` and read later: issue 44)
 
 
