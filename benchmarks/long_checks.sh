@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The long checks: what CI's slow tier samples to stay within CI's time, run whole.
 #   * every slow test CI samples (SAMPLED in tests/conftest.py: AUTOFLOW_LONG=1);
-#   * the composing fuzzer's slow run at 300 programs x 3 compositions (CI: 50 x 3);
+#   * the composing fuzzer's slow run at 300 programs x 3 compositions (CI: 30 x 3);
 #   * the composing fuzzer's long scan (COUNT programs, one composition each, default
 #     10,000; about 2-3 s a program on one core);
 # and records the summary lines in benchmarks/LONG_CHECKS.md (by hand: the script

@@ -321,7 +321,10 @@ SLOW = {
 SAMPLED = {  # (a test id prefix or a file; the first key that matches counts)
     "tests/test_algorithms.py::test_program_matches_python": 4,
     "tests/test_algorithms.py::test_no_tracer_text_in_outputs": 4,
-    "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": 4,
+    # 0: none in CI (each about 70-100 s; what they check has faster tests in the tier:
+    # test_checkpoint_around_a_loop, test_nested_returns_traced_conditions[1])
+    "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": 0,
+    "tests/semantics/test_nested_returns.py::test_return_inside_if_inside_loop": 0,
     "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions": 5,
     "tests/test_gradients.py": 2,  # its slow tests: the second ways of each composition
     "tests/test_peer_styles.py": 2,
@@ -386,7 +389,7 @@ def pytest_collection_modifyitems(config, items):
             if key is not None and _tier_of(item, set()) == "slow":
                 n = seen[key] = seen.get(key, -1) + 1
                 offset = list(SAMPLED).index(key)
-                if (n + offset) % SAMPLED[key]:
+                if not SAMPLED[key] or (n + offset) % SAMPLED[key]:
                     sampled.append(item)
         if sampled:
             ids = {id(i) for i in sampled}
