@@ -319,13 +319,14 @@ SLOW = {
 # within its time. `AUTOFLOW_LONG=1` (or benchmarks/long_checks.sh, which records its
 # results in benchmarks/LONG_CHECKS.md) runs all of them.
 SAMPLED = {  # (a test id prefix or a file; the first key that matches counts)
+    # (first: its sample is its first depth, the fastest; a key's place is its offset)
+    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions": 5,
     "tests/test_algorithms.py::test_program_matches_python": 4,
     "tests/test_algorithms.py::test_no_tracer_text_in_outputs": 4,
     # 0: none in CI (each about 70-100 s; what they check has faster tests in the tier:
     # test_checkpoint_around_a_loop, test_nested_returns_traced_conditions[1])
     "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": 0,
     "tests/semantics/test_nested_returns.py::test_return_inside_if_inside_loop": 0,
-    "tests/semantics/test_nested_returns.py::test_nested_returns_traced_conditions": 5,
     "tests/test_gradients.py": 2,  # its slow tests: the second ways of each composition
     "tests/test_peer_styles.py": 2,
     "tests/test_fixtures.py": 2,  # its slow tests: each fixture under grad and vmap
