@@ -29,7 +29,7 @@ from . import jax_internals as jx
 from .jax_internals import current_trace, new_input
 from .raising import Signal
 from .state import entry_values, reachable, recording
-from .values import Undefined, aval_of, flatten, is_array_like, unflatten
+from .values import Undefined, aval_of, flatten, is_array_like, is_weak, unflatten
 
 
 def caller_site():
@@ -178,8 +178,7 @@ def zeros_of(spec):
 def cast_to(x, dtype, weak=False):
     """``x`` as ``dtype``, weakly typed if ``weak`` (a carry that started as a Python
     scalar), else strongly."""
-    if isinstance(x, jax.Array) and x.dtype == dtype and bool(
-            getattr(getattr(x, "aval", None), "weak_type", getattr(x, "weak_type", False))) == weak:
+    if isinstance(x, jax.Array) and x.dtype == dtype and is_weak(x) == weak:
         return x
     if weak:
         return jx.convert_weak(x, dtype)

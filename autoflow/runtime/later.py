@@ -52,7 +52,7 @@ from . import jax_internals as jx
 from . import selfcheck
 from .events import plain_now
 from .jax_internals import DEBUGGING_LOGGER, current_trace
-from .values import Tracer, UnboundVariableError, Undefined, as_pred
+from .values import Tracer, UnboundVariableError, Undefined, as_pred, is_weak
 
 _local = threading.local()
 
@@ -205,10 +205,6 @@ def host_value(value, weak):
     if kind == "c":
         return builtins.complex(v)
     return value
-
-
-def _weak(x):
-    return builtins.bool(getattr(getattr(x, "aval", None), "weak_type", False))
 
 
 # ---------------------------------------------------------------------------
@@ -394,7 +390,7 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
-    weak = [_weak(leaves[i]) for i in where]
+    weak = [is_weak(leaves[i]) for i in where]
     pred = path_condition()
     if when is not None:
         pred = as_pred(when) if pred is True else jnp.logical_and(pred, as_pred(when))

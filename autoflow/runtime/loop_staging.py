@@ -234,8 +234,9 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             raise Restart(("unplace", None))
         # (a variable the body binds on some paths only needs a flag "bound yet" carried:
         # the loop is traced again with it, `_carrying_bound`, not added as a carry)
+        new_parts = parts_of(new, names)
         some_paths = bound is not None and any(
-            later.bound_flag(parts_of(new, names)[j]) is not None for j in defines)
+            later.bound_flag(new_parts[j]) is not None for j in defines)
         if some_paths:
             bound.wanted = True
         if defines and adds is not None and not some_paths and all(

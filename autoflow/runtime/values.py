@@ -260,12 +260,16 @@ def _np_dtype(dtype):
     return dtype if is_extended(dtype) else np.dtype(dtype)
 
 
+def is_weak(x) -> bool:
+    """Is the array or tracer ``x`` weakly typed (made from a Python scalar)?"""
+    return bool(getattr(getattr(x, "aval", None), "weak_type", getattr(x, "weak_type", False)))
+
+
 def aval_of(x):
     """(shape, dtype, weak) of an array-like leaf."""
     if isinstance(x, _ARRAY_SCALARS):
         return (), jnp.result_type(x), True
-    weak = bool(getattr(getattr(x, "aval", None), "weak_type", getattr(x, "weak_type", False)))
-    return tuple(np.shape(x)), _np_dtype(x.dtype), weak
+    return tuple(np.shape(x)), _np_dtype(x.dtype), is_weak(x)
 
 
 def weak_rep(dtype, weak):
