@@ -326,14 +326,19 @@ class Calls(Transformer):
         values; for traced ones a string made when the compiled code runs, or
         computed where code computes with it (``runtime.strings``)."""
         self._visit_fields(node)
+        return self._fstring_call(node)
+
+    def _fstring_call(self, joined):
+        """``af.fstring(TEMPLATE, *values)`` for the f-string ``joined`` (itself where it
+        formats no value)."""
         values = []
-        template = _template(node, values)
+        template = _template(joined, values)
         if template is None or not values:
-            return node
+            return joined
         call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af,
                             TEMPLATE=gast.Constant(value=template, kind=None))
         call.args += values
-        return stamp(call, node)
+        return stamp(call, joined)
 
     def _visit_fields(self, joined):
         """Visit the expressions of an f-string's fields (those of nested format specs,
@@ -458,14 +463,7 @@ class Calls(Transformer):
         -> ``af.percent("...", v)``, ``str(x)``/``repr(x)`` -> ``af.str(x)``/``af.repr(x)``,
         and the parts of a ``+`` of strings."""
         if isinstance(arg, gast.JoinedStr):
-            values = []
-            template = _template(arg, values)
-            if template is None or not values:
-                return arg
-            call = replace_expr("AF.fstring(TEMPLATE)", AF=self.ctx.af,
-                                TEMPLATE=gast.Constant(value=template, kind=None))
-            call.args += values
-            return stamp(call, arg)
+            return self._fstring_call(arg)
         if isinstance(arg, gast.BinOp):
             if isinstance(arg.op, gast.Mod) and _stringy(arg.left):
                 call = replace_expr("AF.percent(TEMPLATE, VALUES)", AF=self.ctx.af,
