@@ -61,20 +61,6 @@ def _kind(dtype):
     return {"f": "float", "c": "complex"}.get(np.dtype(dtype).kind, str(dtype))
 
 
-def _raise(exc_type, text, site):
-    raise fail(exc_type(text), site)
-
-
-def _check(bad, exc_type, text, site):
-    """Python's ``exc_type(text)`` when the compiled code runs where ``bad`` holds (at
-    once where ``bad`` is known now)."""
-    if not _traced(bad):
-        if bad:
-            raise exc_type(text)
-        return
-    later.later(_raise, (exc_type, text, site), site=site, when=bad)
-
-
 def _too_large(name, args, dtype, site):
     try:
         value = getattr(math, name)(*args)
@@ -135,7 +121,7 @@ def isqrt(n):
     compared by division, so nothing overflows)."""
     site = user_site()
     (n,), dtype = _ints("isqrt", (n,))
-    _check(n < 0, ValueError, "isqrt() argument must be nonnegative", site)
+    later.check(n < 0, ValueError, "isqrt() argument must be nonnegative", site)
     m = jnp.maximum(n, 0)
     r = jnp.floor(jnp.sqrt(m.astype(jnp.result_type(builtins.float)))).astype(dtype)
     r = jnp.clip(r, 0, None)
@@ -160,7 +146,7 @@ def factorial(n):
     dtype (``0!`` to ``12!`` in int32)."""
     site = user_site()
     (n,), dtype = _ints("factorial", (n,))
-    _check(n < 0, ValueError, "factorial() not defined for negative values", site)
+    later.check(n < 0, ValueError, "factorial() not defined for negative values", site)
     table = _factorials(dtype)
     _overflow(n >= len(table), "factorial", (n,), dtype, site)
     return jnp.asarray(np.asarray(table, dtype=dtype))[jnp.clip(n, 0, len(table) - 1)]
@@ -182,8 +168,8 @@ def _product(dtype, count, factor):
 
 
 def _negative(n, k, site):
-    _check(n < 0, ValueError, "n must be a non-negative integer", site)
-    _check(k < 0, ValueError, "k must be a non-negative integer", site)
+    later.check(n < 0, ValueError, "n must be a non-negative integer", site)
+    later.check(k < 0, ValueError, "k must be a non-negative integer", site)
 
 
 def comb(n, k):
@@ -216,7 +202,7 @@ def perm(n, k=None):
     site = user_site()
     if k is None:
         (n,), dtype = _ints("perm", (n,))
-        _check(n < 0, ValueError, "n must be a non-negative integer", site)
+        later.check(n < 0, ValueError, "n must be a non-negative integer", site)
         table = _factorials(dtype)
         _overflow(n >= len(table), "perm", (n,), dtype, site)
         return jnp.asarray(np.asarray(table, dtype=dtype))[jnp.clip(n, 0, len(table) - 1)]

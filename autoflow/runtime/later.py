@@ -367,6 +367,22 @@ def fail(exc, site, note=None):
     return exc
 
 
+def _raise(exc_type, text, site, note):
+    raise fail(exc_type(text), site, note)
+
+
+def check(bad, exc_type, text, site, note=None):
+    """Python's ``exc_type(text)``, from the user's line ``site``, where ``bad`` holds:
+    at once where ``bad`` is known now, else when the compiled code runs (a check:
+    what follows runs only where it did not raise). ``note``: the fix, added to the
+    exception's notes."""
+    if not isinstance(bad, Tracer):
+        if builtins.bool(np.any(np.asarray(bad))):
+            raise fail(exc_type(text), site, note)
+        return
+    later(_raise, (exc_type, text, site, note), site=site, when=bad)
+
+
 # ---------------------------------------------------------------------------
 # Staging
 # ---------------------------------------------------------------------------

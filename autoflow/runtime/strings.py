@@ -712,19 +712,9 @@ def _type_name(x):
     return type(x).__name__
 
 
-def _raise(exc_type, text, site):
-    raise fail(exc_type(text), site)
-
-
 def _check(bad, exc_type, text):
-    """Python's ``exc_type(text)`` when the compiled code runs where ``bad`` holds."""
-    site = user_site()
-    if not _traced(bad):
-        if builtins.bool(bad):
-            raise exc_type(text)
-        return
-    later.later(_raise, (exc_type, text, site), site=site, when=bad)
-
+    """Python's ``exc_type(text)`` where ``bad`` holds (``later.check``), at the user's line."""
+    later.check(bad, exc_type, text, user_site())
 
 def _bad_int(s, base, dtype, site):
     """Python's error for ``int(s, base)``: its ``ValueError``, or where it parses, an
