@@ -642,13 +642,15 @@ _teachers: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def _teaching(fn):
-    """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.teach``);
-    one wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+    """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.teach``),
+    its run-time checks tied to its results (``later.fast_checks``); one wrapper per
+    function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+    from .runtime.later import fast_checks
     from .runtime.teach import teaching
 
     hit = _teachers.get(id(fn))
-    if hit is None or hit.__wrapped__ is not fn:
-        hit = teaching(fn)
+    if hit is None or hit.__wrapped__.__wrapped__ is not fn:
+        hit = teaching(fast_checks(fn))
         _teachers[id(fn)] = hit
     return hit
 

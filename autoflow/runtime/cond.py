@@ -350,7 +350,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     def make(key, fn):
         def branch():
             undo = undoer(operands)
-            with staged_block(), later.on_path(pred if key == "t" else _negate(pred)) as path:
+            with staged_block(), later.on_path(pred if key == "t" else _negate(pred),
+                                               carries_ok=True) as path:
                 try:
                     with _unbound_reads_raise():
                         out = fn(*operands)

@@ -363,7 +363,7 @@ def _stopped_by_raises(body, merge, init, raises):
     each iteration does (``later.after_raise``); without, a body that stages one
     restarts the loop with it (``Restart("raises")``)."""
     def run(k, dyn):
-        with later.scope() as block:
+        with later.scope(carries_ok=True) as block:  # (its ok() is the last carry)
             if raises:
                 later.after_raise(dyn[-1])
                 dyn = dyn[:-1]
@@ -718,8 +718,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             # The test is evaluated only if an effect needs it, in the middle of the
             # body: the cells it assigns (a converted test sets the variables closures
             # read, `nonlocal v; v = v_2`) are given back what the body had put there.
+            # (`carries_ok`: all of the body is in the block of `_stopped_by_raises`)
             with later.on_path(_keeping_cells(running, cond_fn) if callable(running)
-                               else running):
+                               else running, carries_ok=True):
                 return full_body(k, dyn)[0]
 
         def test(dyn):
