@@ -404,7 +404,7 @@ class _Count:
 count = _Count()  # how many effects were staged so far (see `loops._rerunnable`)
 
 
-def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
+def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=False):
     """``fn(*args, **kwargs)`` when the compiled code runs, where the path
     condition (and ``when``, a traced boolean, if given) holds, in program
     order (see the module's docstring). An exception it raises then is the
@@ -412,7 +412,13 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
     raises: the code after one runs only where ``when`` is false
     (``after_raise``). ``check`` (implied by ``when``): ``fn`` raises, so under
     ``vmap`` it is called once, for the first lane where it applies, not once
-    per lane (see ``_Effect``)."""
+    per lane (see ``_Effect``). ``raises``: ``fn`` always raises (a ``raise``
+    statement), a check wherever the path is taken, if it can be a ``_Check``.
+
+    Returns the ``_Check``'s result (where nothing raised) if the check is one,
+    else None."""
+    if raises and when is None and _fast_checks_here():
+        when = True
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
@@ -442,7 +448,7 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
             gate, tuple(operands))
         _local.sink.checks += 1
         after_raise(ok)
-        return
+        return ok
     if when is not None:  # a check that raises: what follows runs only where it did not
         after_raise(jnp.logical_not(as_pred(when)))
     elif getattr(_local, "sink", None) is not None:

@@ -374,8 +374,10 @@ def _stopped_by_raises(body, merge, init, raises):
                 # (its check, staged here), and none follows it.
                 if not raises:
                     raise Restart(("raises", None)) from None
-                r.emit()
-                return tuple(dyn) + (jnp.bool_(False),), ()
+                # (a `later._Check`'s result, false where the iteration ran, keeps the
+                # check: what this block staged before is in its condition)
+                ok = r.emit()
+                return tuple(dyn) + (jnp.bool_(False) if ok is None else block.ok(),), ()
             ok = block.ok()
         if not raises:
             if ok is not None:
@@ -391,7 +393,9 @@ def _stopped_by_raises(body, merge, init, raises):
 def _scan_without_effects(run_scan):
     """``run_scan()`` staged here, traced apart first: ``((None, None), None)`` if its
     body has effects (then nothing is staged)."""
-    with later.scope():  # (what came before, a raise guard, reaches the body as here)
+    # (what came before, a raise guard, reaches the body as here; `carries_ok`: the
+    # scan's body, all that is staged in it, hands its checks' results on as a carry)
+    with later.scope(carries_ok=True):
         out_tree = []
 
         def flat():

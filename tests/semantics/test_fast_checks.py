@@ -52,6 +52,13 @@ def range_step(x, n):
     return total
 
 
+def static_range_assert(x, n):
+    for i in range(5):
+        assert x[0] < 10.0 * n, "static"
+        x = x + 1.0
+    return x
+
+
 def nested_assert(x, n):
     for i in range(n):
         j = 0
@@ -70,6 +77,7 @@ CASES = [  # (program, a good input, a bad input)
     (zero_trip_read, (np.ones(3, np.float32), 2), (np.ones(3, np.float32), 0)),
     (range_step, (np.ones(3, np.float32), 2), (np.ones(3, np.float32), 0)),
     (nested_assert, (np.ones(3, np.float32), 4), (np.ones(3, np.float32), 12)),
+    (static_range_assert, (np.ones(3, np.float32), 1.0), (np.full(3, 8.0, np.float32), 1.0)),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
@@ -122,20 +130,37 @@ def test_vmap_calls_the_host_once(fn, good, bad, monkeypatch):
     assert len(calls) == 1
 
 
-def test_grad_through_checks():
-    def f(x, n):
-        assert x[0] > 0, "positive"
-        i = 0
-        while i < n:
-            assert x[0] < 1e6, "bounded"
-            x = x * 1.5
-            i += 1
-        return x.sum()
-    g = autoflow.jit(f)
+def grad_while(x, n):
+    assert x[0] > 0, "positive"
+    i = 0
+    while i < n:
+        assert x[0] < 1e6, "bounded"
+        x = x * 1.5
+        i += 1
+    return x.sum()
+
+
+def grad_static_range(x, n):
+    for i in range(4):
+        assert x[0] < 1e6, "bounded"
+        x = jnp.sin(x) * n
+    if x[1] > 0:
+        assert x[2] > -10.0, "in a branch"
+    return x.sum()
+
+
+@pytest.mark.parametrize("fn", [grad_while, grad_static_range])
+def test_grad_through_checks(fn):
+    g = autoflow.jit(fn)
     x = jnp.array([1.0, 2.0, 3.0])
-    np.testing.assert_allclose(jax.grad(g)(x, 3), jax.grad(lambda x: f(x, 3))(x), rtol=1e-6)
-    with pytest.raises(AssertionError, match="positive"):
-        jax.grad(g)(-x, 3)
+    want = jax.grad(lambda x: fn(x, 3))(x)
+    np.testing.assert_allclose(jax.grad(g)(x, 3), want, rtol=1e-5)
+    np.testing.assert_allclose(jax.jit(jax.grad(g), static_argnums=1)(x, 3), want, rtol=1e-5)
+    np.testing.assert_allclose(
+        jax.grad(lambda x: jax.vmap(g, in_axes=(0, None))(x, 3).sum())(jnp.stack([x, x])),
+        jnp.stack([want, want]), rtol=1e-5)
+    with pytest.raises(AssertionError, match="positive|bounded"):
+        jax.grad(g)(jnp.array([2e6, 1.0, 1.0]), 3)
 
 
 def print_then_check(x, n):
@@ -184,3 +209,63 @@ def test_check_inside_the_users_own_vmap():
     assert float(g(jnp.ones(3))) == 6.0
     with pytest.raises(AssertionError, match="lane"):
         g(jnp.array([1.0, -1.0, 2.0]))
+
+
+def raise_in_branch(x, n):
+    if x[0] < 0:
+        raise ValueError(f"negative {x[0]}")
+    return x * n
+
+
+def raise_guard_before_loop(x, n):
+    if n < 0:
+        raise ValueError("n must be non-negative")
+    i = 0
+    while i < n:
+        x = x * 2
+        i += 1
+    return x
+
+
+def raise_in_loop(x, n):
+    i = 0
+    while i < n:
+        if x[0] > 50.0:
+            raise OverflowError(f"too big at {i}")
+        x = x * 2
+        i += 1
+    return x
+
+
+def both_branches_raise_in_loop(x, n):
+    for i in range(n):
+        if i >= 3:
+            if x[0] > 0:
+                raise ValueError("positive")
+            else:
+                raise KeyError("not positive")
+        x = x + 1
+    return x
+
+
+def assert_then_raise(x, n):
+    if x[0] > 5.0:
+        assert x[1] > 0, "assert first"
+        raise ValueError("then the raise")
+    return x * n
+
+
+RAISES = [
+    (raise_in_branch, (np.ones(3, np.float32), 2.0), (-np.ones(3, np.float32), 2.0)),
+    (raise_guard_before_loop, (np.ones(3, np.float32), 3), (np.ones(3, np.float32), -1)),
+    (raise_in_loop, (np.ones(3, np.float32), 3), (np.ones(3, np.float32), 9)),
+    (both_branches_raise_in_loop, (np.ones(3, np.float32), 3), (np.ones(3, np.float32), 5)),
+    (both_branches_raise_in_loop, (np.ones(3, np.float32), 3), (-np.ones(3, np.float32) * 9, 5)),
+    (assert_then_raise, (np.ones(3, np.float32), 2.0), (np.array([9.0, -1.0, 0], np.float32), 2.0)),
+    (assert_then_raise, (np.ones(3, np.float32), 2.0), (np.array([9.0, 1.0, 0], np.float32), 2.0)),
+]
+
+
+@pytest.mark.parametrize("fn, good, bad", RAISES, ids=[c[0].__name__ for c in RAISES])
+def test_traced_raise(fn, good, bad):
+    test_no_effect_and_pythons_exception(fn, good, bad)
