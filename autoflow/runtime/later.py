@@ -603,16 +603,23 @@ def fast_checks(fn):
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        saved = getattr(_local, "sink", None)
-        sink = _local.sink = _Sink(current_trace())
+        # (module functions only: `cloudpickle` takes `run` by value, and them by name)
+        saved, sink = _open_sink()
         try:
-            out = fn(*args, **kwargs)
-            if sink.checks:
-                out = _tied(out, raise_gate())
-            return out
+            return _tied(fn(*args, **kwargs), sink)
         finally:
-            _local.sink = saved
+            _close_sink(saved)
     return run
+
+
+def _open_sink():
+    saved = getattr(_local, "sink", None)
+    sink = _local.sink = _Sink(current_trace())
+    return saved, sink
+
+
+def _close_sink(saved):
+    _local.sink = saved
 
 
 def _fast_checks_here():
@@ -630,10 +637,11 @@ def _fast_checks_here():
     return current_trace() is prev
 
 
-def _tied(out, ok):
-    """``out`` whose first array depends on ``ok`` (each ``_Check``'s result is in it):
-    the checks run wherever ``out`` is computed. Without an array in ``out``, ``ok``
-    goes to a callback that does nothing (an effect: JAX's slow path)."""
+def _tied(out, sink):
+    """``out`` whose first array depends on where nothing raised (each ``_Check``'s
+    result is in it): the checks run wherever ``out`` is computed. Without an array in
+    ``out``, that goes to a callback that does nothing (an effect: JAX's slow path)."""
+    ok = raise_gate() if sink.checks else None
     if ok is None or ok is True:
         return out
     leaves, tree = jax.tree_util.tree_flatten(out)
