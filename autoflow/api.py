@@ -722,7 +722,7 @@ def _reaches_a_raise(code, lines) -> bool:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if _zero_trip_read(n):
+        if _zero_trip_read(n) or _table_read(n):
             return True
         stringy = _makes_strings(n)
         for sub in ast.walk(n):
@@ -772,10 +772,44 @@ def _zero_trip_read(fn) -> bool:
     return False
 
 
+def _table_read(fn) -> bool:
+    """Does ``fn`` read or write a Python table at an index that may be traced (``T[i]``,
+    ``T`` a global, a closure variable or a local only ever bound to a list or tuple
+    display, a comprehension or a ``list``/``tuple``/``np.`` call; ``i`` not a constant):
+    Python's ``IndexError`` when the compiled code runs with ``i`` out of range."""
+    args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    other = set(args)  # names bound to something else than a table
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            table = isinstance(n.value, (ast.List, ast.Tuple, ast.ListComp, ast.BinOp)) or (
+                isinstance(n.value, ast.Call) and (
+                    getattr(n.value.func, "id", None) in ("list", "tuple")
+                    or isinstance(n.value.func, ast.Attribute)))
+            if not table:
+                other.update(t.id for t in n.targets if isinstance(t, ast.Name))
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
+            other.update(t.id for t in ast.walk(n.target) if isinstance(t, ast.Name))
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, (ast.Name, ast.Subscript)) \
+                and not any(isinstance(k, ast.Slice) for k in ast.walk(n.slice)) \
+                and any(isinstance(k, ast.Name) for k in ast.walk(n.slice)):
+            root = n.value
+            while isinstance(root, ast.Subscript):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id not in other:
+                return True
+    return False
+
+
 # Calls whose traced forms check their arguments when the compiled code runs (Python's
-# ValueError from `math.comb(-1, 2)`, `xs.index(v)`, `int("12-")`...).
-_CHECKED_CALLS = ("isqrt(", "comb(", "perm(", "factorial(", "lcm(", ".index(", "int(")
-_CHECKED_NAMES = frozenset({"isqrt", "comb", "perm", "factorial", "lcm", "index"})
+# ValueError from `math.comb(-1, 2)`, `xs.index(v)`, `int("12-")`, `math.sqrt(-1.0)`...).
+_MATH_CHECKED = ("sqrt", "log", "log2", "log10", "log1p", "exp", "expm1", "exp2", "sin", "cos",
+                 "tan", "sinh", "cosh", "asin", "acos", "acosh", "atanh", "fmod", "pow",
+                 "gamma", "lgamma", "floor", "ceil", "trunc")
+_CHECKED_CALLS = ("isqrt(", "comb(", "perm(", "factorial(", "lcm(", ".index(", "int(", "math.",
+                  "[") + tuple(f"{n}(" for n in _MATH_CHECKED)
+_CHECKED_NAMES = frozenset({"isqrt", "comb", "perm", "factorial", "lcm", "index",
+                            *_MATH_CHECKED})
 
 
 _STRING_MAKERS = frozenset({"str", "repr", "format", "bin", "hex", "oct", "chr", "join"})
@@ -802,6 +836,8 @@ def _raises(node, stringy=True) -> bool:
         name = getattr(f, "attr", None) or getattr(f, "id", None)
         if name == "int" and isinstance(f, ast.Name):
             return stringy and bool(node.args) and not isinstance(node.args[0], ast.Constant)
+        if name in _MATH_CHECKED and isinstance(f, ast.Attribute):  # `math.sqrt`, not `jnp.sqrt`
+            return isinstance(f.value, ast.Name) and f.value.id == "math"
         return name == "warn" or name in _CHECKED_NAMES
     return False
 

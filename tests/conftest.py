@@ -66,6 +66,10 @@ SLOW = {
     "tests/semantics/test_long_chains.py::test_chain_with_returns[3.5]": "[0.5] is fast",
     "tests/semantics/test_long_chains.py::test_chain_with_returns[4.5]": "[0.5] is fast",
     "tests/test_gradients.py::test_equinox_filter_checkpoint": "an ecosystem library",
+    "tests/semantics/test_runtime_errors.py::test_more_math_functions":
+        "the fast tier has sqrt, log, exp, acos, pow, fmod, gamma, floor",
+    "tests/semantics/test_runtime_errors.py::test_more_tables":
+        "the fast tier has lists, tuples, NumPy arrays, lists of lists, loops and writes",
     "tests/semantics/test_nested_returns.py::test_every_if_converts_at_depth_20": "depth 20",
     "tests/semantics/test_nested_returns.py::test_return_inside_if_inside_loop": "every placement, traced",
     "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": "long loops, many budgets",

@@ -7,7 +7,8 @@ module per construct (see the layout section of the README):
 * ``cond`` (``if``, ``elif`` chains, ``a if c else b``), ``loops`` (``while``,
   ``for`` and their iterables), ``logical`` (``and``/``or``/``not``,
   comparisons), ``vocabulary`` (builtins, tables, list methods and ``match``),
-  ``strings`` (strings made from traced values), ``integers`` (``math.gcd``...), ``effects``
+  ``strings`` (strings made from traced values), ``integers`` (``math.gcd``...),
+  ``floats`` (``math.sqrt``...), ``effects``
   (``print``, ``assert``, item writes), ``raising`` (``raise``/``try`` when
   traced), ``state`` (attributes, cells and containers), ``calls``;
 * how they are staged: ``carries``, ``loop_staging``, the primitives

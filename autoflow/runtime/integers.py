@@ -61,7 +61,11 @@ def _kind(dtype):
     return {"f": "float", "c": "complex"}.get(np.dtype(dtype).kind, str(dtype))
 
 
-def _too_large(name, args, dtype, site):
+_NOTE = ("Enable 64-bit integers (`jax.config.update('jax_enable_x64', True)`) if it fits in "
+         "int64, or compute with floats (`math.lgamma`) for large values.")
+
+
+def _too_large(name, args, dtype, site, note=_NOTE):
     try:
         value = getattr(math, name)(*args)
     except (ValueError, TypeError):  # (reported by its own check first)
@@ -69,9 +73,7 @@ def _too_large(name, args, dtype, site):
     raise fail(OverflowError(
         f"math.{name}{tuple(args) if len(args) != 1 else '(' + repr(args[0]) + ')'} is "
         f"{value}, which does not fit in {np.dtype(dtype).name}: Python's integers have no "
-        "limit, a traced integer has its dtype's"), site,
-        "Enable 64-bit integers (`jax.config.update('jax_enable_x64', True)`) if it fits in "
-        "int64, or compute with floats (`math.lgamma`) for large values.")
+        "limit, a traced integer has its dtype's"), site, note)
 
 
 def _overflow(bad, name, args, dtype, site):

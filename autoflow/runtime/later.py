@@ -167,9 +167,23 @@ def after_raise(pred):
 def _conjunction(preds):
     out = True
     for p in preds:
-        p = p() if callable(p) else p
+        p = _value_only(p) if callable(p) else p
         out = as_pred(p) if out is True else jnp.logical_and(out, as_pred(p))
     return out
+
+
+def _value_only(thunk):
+    """``thunk()`` (a loop's test, computed again in its body: whether this element's loop
+    still runs) for its value only: the effects and checks it stages were staged where
+    the loop tests it, and staging them again here would ask for the path condition
+    being computed (``later`` stages nothing while this runs)."""
+    if getattr(_local, "quiet", False):
+        return thunk()
+    _local.quiet = True
+    try:
+        return thunk()
+    finally:
+        _local.quiet = False
 
 
 def path_condition():
@@ -417,6 +431,8 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=Fa
 
     Returns the ``_Check``'s result (where nothing raised) if the check is one,
     else None."""
+    if getattr(_local, "quiet", False):  # (a loop's test computed for its value only)
+        return None
     if raises and when is None and _fast_checks_here():
         when = True
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),

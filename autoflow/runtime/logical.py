@@ -11,7 +11,8 @@ Plain Python::
 
 Concrete operands short-circuit exactly so. A traced operand makes the result
 ``jnp.logical_and``/``jnp.logical_or`` of the booleans (``jnp.where`` for other
-values), every later operand evaluated, as the staged code must.
+values), every later operand evaluated, as the staged code must; its run-time
+effects and checks happen only where Python evaluates it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
+from . import later
 from .carries import caller_site
 from .ranges import TracedRange, contains as range_contains
 from .strings import String, contains as string_contains
@@ -39,7 +41,7 @@ def _logical(kind, a, thunks):
                 return a
             a = thunk()
             continue
-        b = thunk()
+        b = _evaluated_where(kind, a, thunk)
         if not is_array_like(b) or a.__class__ is Mixed:
             # `x or None`, `x > 0 and name`: Python's truth of the result is known
             # (a condition), its value is not (`values.Mixed`)
@@ -67,6 +69,23 @@ def _logical(kind, a, thunks):
             # `or`): on every path Python stops here, so the rest is never evaluated.
             return a
     return a
+
+
+def _evaluated_where(kind, a, thunk):
+    """``thunk()``, the next operand after the traced ``a``: staged code evaluates it on
+    every path, Python only where ``a`` does not decide (truthy for ``and``, falsy for
+    ``or``). What it checks or prints happens only there (``later.on_path``:
+    ``x > 0 and math.log(x) > 1`` raises nothing for ``x <= 0``); after a check in it
+    that fails, nothing more runs (``later.after_raise``)."""
+    pred = as_pred(a)
+    if kind == "or":
+        pred = jnp.logical_not(pred)
+    with later.on_path(pred, carries_ok=True) as path:  # (its ok() is handed on)
+        b = thunk()
+        ok = path.ok()
+    if ok is not None:
+        later.after_raise(jnp.logical_or(jnp.logical_not(pred), ok))
+    return b
 
 
 def and_(a, *thunks):

@@ -728,12 +728,18 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 return full_body(k, dyn)[0]
 
         def test(dyn):
-            c = cond_fn(merge(dyn))
+            # A check in the test (`while j >= 0 and xs[j] > key`: the index) is of the
+            # test's own trace: what it adds to the path ends with the test, and where
+            # it failed the loop ends (Python raised there).
+            with later.scope(carries_ok=True) as block:  # (its ok() is in the test)
+                c = cond_fn(merge(dyn))
+                ok = block.ok()
             if c.__class__ is not Mixed and np.shape(c) != () and np.size(c) != 1:
                 raise ConversionError(message(
                     site(), f"the loop condition is an array of shape {tuple(np.shape(c))}, "
                     "not a scalar", "Reduce it with `.any()` or `.all()`."))
-            return as_pred(c) if not raises else jnp.logical_and(as_pred(c), dyn[-1])
+            pred = as_pred(c) if ok is None else jnp.logical_and(as_pred(c), ok)
+            return pred if not raises else jnp.logical_and(pred, dyn[-1])
 
         uses_while = False
         extras = ()

@@ -24,7 +24,8 @@ concrete (the same result, of the same type, as without autoflow), and the
   ``operator.truth`` (``truth``);
 * ``getitem(table, i)``: a Python list or tuple of numbers or of same-shape
   arrays, or a NumPy array, indexed by a traced integer is indexed as one
-  stacked ``jnp`` array (so a loop over ``i`` stays rolled);
+  stacked ``jnp`` array (so a loop over ``i`` stays rolled); an index out of
+  range raises Python's ``IndexError`` when the compiled code runs;
 * ``match_subject``: the subject of a ``match`` that stays Python.
 
 ``abs``, ``round``, ``divmod``, ``pow`` and ``len`` need nothing: JAX arrays
@@ -867,9 +868,92 @@ def stacked(table, what, site=None):
         "`autoflow.unroll(...)`), or keep the items in one JAX array."))
 
 
-# id(a row read from a table of lists at a traced index) -> (a weak reference to it, the
-# table's name... ): writing into such a row is writing into the table in Python.
+# id(a row read from a table at a traced index) -> (a weak reference to it, the kinds of
+# the table's levels below the one read: "list", "tuple" or "ndarray" each). A row of a
+# table of lists is no list of the table's, so a write into it is autoflow's error
+# (``is_table_row``); an index into any row is checked as Python checks it.
 _ROWS = {}
+
+
+def _levels(table):
+    """The kinds of ``table``'s levels, outermost first (``("list", "tuple")`` for a list
+    of tuples of numbers; ``"ndarray"`` for a NumPy array, whose rows are arrays too)."""
+    kinds = []
+    v = table
+    while isinstance(v, (list, tuple, np.ndarray)):
+        if isinstance(v, np.ndarray):
+            kinds.append("ndarray")
+            break
+        kinds.append("list" if isinstance(v, list) else "tuple")
+        if not v:
+            break
+        v = v[0]
+    return tuple(kinds)
+
+
+def _row_levels(x):
+    ref = _ROWS.get(id(x))
+    return ref[1] if ref is not None and ref[0]() is x else None
+
+
+def _remember_row(out, levels):
+    if not levels or np.ndim(out) == 0:
+        return
+    if _b.len(_ROWS) > 512:
+        for k in [k for k, v in _ROWS.items() if v[0]() is None]:
+            del _ROWS[k]
+    import weakref
+    _ROWS[id(out)] = (weakref.ref(out), levels)
+
+
+def _int_index(i):
+    """Is ``i`` one integer index (a Python or NumPy integer, or a traced integer scalar)?"""
+    if isinstance(i, (_b.bool, np.bool_)):
+        return False
+    if isinstance(i, (_b.int, np.integer)):
+        return True
+    return _traced(i) and np.ndim(i) == 0 and jnp.issubdtype(jnp.result_type(i), jnp.integer)
+
+
+_CLAMP_NOTE = ("A {kind} indexed by a traced index is checked when the compiled code "
+               "runs, as Python checks it; for JAX's clamped indexing instead, index "
+               "`jnp.asarray(table)[i]`, or use `jnp.take(table, i, mode=\"clip\")`.")
+
+
+def _numpy_index_error(shape, index, site):
+    """NumPy's ``IndexError`` for ``index`` (run-time values) into an array of ``shape``."""
+    from .later import fail
+
+    try:
+        np.broadcast_to(np.False_, shape)[tuple(_b.int(i) for i in index)]
+    except IndexError as e:
+        raise fail(e, site, _CLAMP_NOTE.format(kind="NumPy array")) from None
+
+
+def check_index(kind, shape, index, site, write=False):
+    """Python's ``IndexError`` where ``index`` (a traced or concrete integer, or a tuple
+    of them into a NumPy array) is out of range of a table of ``kind`` (``"list"``,
+    ``"tuple"``, ``"ndarray"``) whose stacked shape is ``shape``: at once where it is
+    known, else when the compiled code runs. A negative index in range counts from
+    the end, as in Python. ``write``: ``x[i] = v`` (Python's message says so)."""
+    from . import later
+
+    where = index if isinstance(index, tuple) else (index,)
+    if _b.len(where) > _b.len(shape) or not _b.all(_int_index(i) for i in where):
+        return  # (not Python's integer index: JAX's own indexing decides)
+    bad = False
+    for i, n in zip(where, shape):
+        out = (i >= n) | (i < -n)
+        bad = out if bad is False else bad | out
+    if kind == "ndarray":
+        if not _traced(bad):
+            if bad:
+                _numpy_index_error(shape, where, site)
+            return
+        later.later(_numpy_index_error, (tuple(shape), where, site), site=site, when=bad)
+        return
+    text = f"{kind} assignment index out of range" if write else f"{kind} index out of range"
+    later.check(bad, IndexError, text, site, _CLAMP_NOTE.format(kind=f"Python {kind}"))
 
 
 def getitem(table, index):
@@ -880,26 +964,40 @@ def getitem(table, index):
         def getitem(table, index):
             return table[index]
 
+    An index out of range raises Python's ``IndexError`` (``list index out of range``;
+    of a NumPy array, NumPy's message) when the compiled code runs (``check_index``),
+    where JAX's indexing would clamp; a tuple index into a list is Python's ``TypeError``.
     A table of lists read at a traced index gives its row as an array (``t[i][j]``
-    then reads on); that row is no list of the table's, so a write into it is
-    autoflow's error (``setitem``), as Python would change the table.
+    then reads on, checked as the row's list would be); that row is no list of the
+    table's, so a write into it is autoflow's error (``setitem``), as Python would
+    change the table.
     """
+    levels = _row_levels(table) if _ROWS and isinstance(table, jax.Array) else None
+    if levels is not None:  # `t[i][j]`: `j` into the row `t[i]` read at a traced `i`
+        if levels[0] != "ndarray" and isinstance(index, tuple):
+            raise TypeError(f"{levels[0]} indices must be integers or slices, not tuple")
+        check_index(levels[0], np.shape(table), index, user_site())
+        out = table[index]
+        _remember_row(out, levels if levels[0] == "ndarray" else levels[1:])
+        return out
     if isinstance(table, (list, tuple, np.ndarray)) and _index_traced(index):
-        out = stacked(table, "this line indexes", user_site())[index]
-        if not isinstance(table, np.ndarray) and table and isinstance(table[0], list):
-            if _b.len(_ROWS) > 512:
-                for k in [k for k, v in _ROWS.items() if v() is None]:
-                    del _ROWS[k]
-            import weakref
-            _ROWS[id(out)] = weakref.ref(out)
+        levels = _levels(table)
+        if levels[0] != "ndarray" and isinstance(index, tuple):
+            kind = "list" if isinstance(table, list) else "tuple"
+            raise TypeError(f"{kind} indices must be integers or slices, not tuple")
+        site = user_site()
+        table_array = stacked(table, "this line indexes", site)
+        check_index(levels[0], table_array.shape, index, site)
+        out = table_array[index]
+        _remember_row(out, levels if levels[0] == "ndarray" else levels[1:])
         return out
     return table[index]
 
 
 def is_table_row(x):
     """Was ``x`` read from a table of lists at a traced index (``getitem``)?"""
-    ref = _ROWS.get(id(x))
-    return ref is not None and ref() is x
+    levels = _row_levels(x) if _ROWS else None
+    return levels is not None and levels[0] == "list"
 
 
 def _write_back(x, arr):
@@ -927,7 +1025,8 @@ def setitem_list(x, index, value, op, binops, path=()):
     """``x[index] = value`` on a list with a traced index: the list's items
     become the rows of ``stacked(x).at[index].set(value)``. ``path``: the indices
     before ``index`` (``x[i][j] = v``: ``path=(i,)``, ``index=j``); a list of lists is
-    updated in place, each row keeping its identity."""
+    updated in place, each row keeping its identity. An index out of range is Python's
+    ``IndexError`` when the compiled code runs (where JAX's update would be dropped)."""
     site = user_site()
     where = tuple(path) + (index,)
     if _b.len(where) > 1:
@@ -945,6 +1044,8 @@ def setitem_list(x, index, value, op, binops, path=()):
             "so Python's write changes all of them",
             "Make each row a list of its own: `[[0] * k for _ in range(m)]`."))
     arr = stacked(x, "this line writes into", site)
+    for k, i in enumerate(where):  # Python reads `x[i]`, then writes `x[i][j] = value`
+        check_index("list", arr.shape[k:k + 1], i, site, write=k == _b.len(where) - 1)
     at = where if _b.len(where) > 1 else index
     if op is None:
         arr = arr.at[at].set(value)
@@ -1026,58 +1127,14 @@ def match_subject(subject, line, col):
 # math on traced scalars
 # ---------------------------------------------------------------------------
 
-def _floats(f):
-    return lambda *xs: f(*(jnp.asarray(x, dtype=jnp.result_type(_b.float)) for x in xs))
-
-
-def _log(x, base=None):
-    x = jnp.asarray(x, dtype=jnp.result_type(_b.float))
-    return jnp.log(x) if base is None else jnp.log(x) / jnp.log(jnp.asarray(base, x.dtype))
-
-
-def _to_int(f):
-    return lambda x: f(jnp.asarray(x, dtype=jnp.result_type(_b.float))).astype(jnp.result_type(_b.int))
-
-
-def _isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
-    a, b = (jnp.asarray(v, dtype=jnp.result_type(_b.float)) for v in (a, b))
-    tol = jnp.maximum(rel_tol * jnp.maximum(jnp.abs(a), jnp.abs(b)), abs_tol)
-    return (a == b) | (jnp.abs(a - b) <= tol)
-
-
-class _Special:
-    """``jax.scipy.special``, imported when one of its functions is first called (its
-    import, about 3 ms, is otherwise paid by the first ``convert`` of a process)."""
-
-    def __getattr__(self, name):
-        from jax.scipy import special
-
-        return getattr(special, name)
-
-
 def _math_table():
     import math
 
-    special = _Special()
-
-    same = {n: getattr(jnp, n) for n in (
-        "exp", "expm1", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
-        "tanh", "hypot", "copysign", "degrees", "radians", "fmod", "isnan", "isinf",
-        "isfinite", "cbrt", "exp2")}
-    same.update(asin=jnp.arcsin, acos=jnp.arccos, atan=jnp.arctan, atan2=jnp.arctan2,
-                asinh=jnp.arcsinh, acosh=jnp.arccosh, atanh=jnp.arctanh, fabs=jnp.abs,
-                pow=jnp.power, erf=lambda x: special.erf(x), erfc=lambda x: special.erfc(x),
-                lgamma=lambda x: special.gammaln(x),
-                gamma=lambda x: jnp.exp(special.gammaln(x)) * jnp.where(
-                    (x < 0) & (jnp.floor(x) % 2 == 0), -1.0, 1.0))
-    table = {n: _floats(f) for n, f in same.items() if not n.startswith("is")}
-    table.update({n: f for n, f in same.items() if n.startswith("is")})
-    table.update(log=_log, floor=_to_int(jnp.floor), ceil=_to_int(jnp.ceil),
-                 trunc=_to_int(jnp.trunc), isclose=_isclose)
+    from .floats import table
     from .integers import FUNCTIONS
 
-    table.update(FUNCTIONS)
-    return {id(getattr(math, n)): (getattr(math, n), f) for n, f in table.items()
+    functions = {**table(), **FUNCTIONS}
+    return {id(getattr(math, n)): (getattr(math, n), f) for n, f in functions.items()
             if hasattr(math, n)}
 
 
@@ -1086,9 +1143,9 @@ MATH = _math_table()
 
 def math_call(f, args, kwargs):
     """``math.exp(x)``... with a traced argument: the ``jnp`` function that gives the
-    same value (``math.floor``/``ceil``/``trunc`` an integer, as Python's; a domain
-    error such as ``math.sqrt(-1.0)`` is NaN, as in ``jnp``; ``math.gcd``, ``comb``...
-    of integers: ``runtime.integers``, with Python's errors); ``NotImplemented``
+    same value (``math.floor``/``ceil``/``trunc`` an integer, as Python's), raising
+    Python's errors when the compiled code runs (``math.sqrt(-1.0)``: ``runtime.floats``;
+    ``math.gcd``, ``comb``... of integers: ``runtime.integers``); ``NotImplemented``
     for any other call (the caller calls ``f``)."""
     hit = MATH.get(id(f))
     if hit is None or hit[0] is not f or not _any_traced((args, kwargs)):
