@@ -54,6 +54,14 @@ def unbound_read(x, n):
     return y  # (Python raises UnboundLocalError where n == 0)
 
 
+def bound_before(x, n):
+    y = x  # (bound before the loop: no check, the same two carries)
+    for i in range(n):
+        y = jnp.sin(x) * 0.9 + 0.1
+        x = y
+    return y
+
+
 def traced_step(x, n):
     for i in range(0, 2 * n, n // n + 1):
         x = jnp.sin(x) * 0.9 + 0.1
@@ -84,7 +92,7 @@ def hand(x, n):
 
 ROWS = [  # (check, checked program, the same without the check)
     ("traced `assert`", asserted, plain),
-    ("read a loop may leave unbound", unbound_read, plain),
+    ("read a loop may leave unbound", unbound_read, bound_before),
     ("`range` with a traced step", traced_step, plain),
     ("traced index into a Python list", table_index, table_plain),
 ]
