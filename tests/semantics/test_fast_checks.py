@@ -269,3 +269,16 @@ RAISES = [
 @pytest.mark.parametrize("fn, good, bad", RAISES, ids=[c[0].__name__ for c in RAISES])
 def test_traced_raise(fn, good, bad):
     test_no_effect_and_pythons_exception(fn, good, bad)
+
+
+def test_a_thousand_lanes_call_the_host_once(monkeypatch):
+    calls = []
+    raise_ = later._Check._raise
+    monkeypatch.setattr(later._Check, "_raise", lambda self, *v: (calls.append(v), raise_(self, *v)))
+    g = jax.vmap(autoflow.jit(assert_in_loop), in_axes=(0, None))
+    xs = np.ones((1000, 3), np.float32)
+    np.testing.assert_allclose(g(jnp.asarray(xs), 3), xs * 8)
+    xs[[17, 400, 999], 0] = 60.0  # three lanes fail: Python stops at the first
+    with pytest.raises(AssertionError, match="too big"):
+        g(jnp.asarray(xs), 3)
+    assert len(calls) == 1
