@@ -605,14 +605,19 @@ def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
     converted = convert(fn, strict=strict, recursive=recursive, include=include,
                         asserts=asserts, max_loop_iterations=max_loop_iterations,
                         checkpoints=checkpoints)
-    jitted = jax.jit(_teaching(converted), **jit_kwargs)
     # A thin wrapper re-raises the user's exception from a staged `raise`/`assert`
     # or loop bound (and, on a JAX without checkpointed loops, turns JAX's
     # backward-pass error for a `while` under `jax.grad` into autoflow's); it
     # costs about a microsecond a call, so only code that can need it (see
-    # `_may_raise`) gets it.
-    return _Jitted(jitted, converted) if max_loop_iterations is not None or _may_raise(fn) \
-        or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0") else jitted
+    # `_may_raise`) gets it. Only there are checks tied to the results
+    # (`later.fast_checks`): JAX's C++ dispatch reports a failed one as a
+    # `ValueError` only the wrapper tells from the user's own; elsewhere (a check
+    # `_may_raise` did not foresee) a check stays an ordered effect, whose failure
+    # JAX reports as its `JaxRuntimeError`.
+    wrap = max_loop_iterations is not None or _may_raise(fn) \
+        or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0")
+    jitted = jax.jit(_teaching(converted, wrap), **jit_kwargs)
+    return _Jitted(jitted, converted) if wrap else jitted
 
 
 def _generator_error(fn):
@@ -638,18 +643,20 @@ def _generator_error(fn):
 
 # id(converted function) -> its `teach.teaching` wrapper, held weakly: the wrapper
 # holds the function, so the id cannot be reused while the entry exists.
-_teachers: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+_teachers: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
 
 
-def _teaching(fn):
-    """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.teach``);
-    one wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+def _teaching(fn, fast=False):
+    """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.teach``),
+    with ``fast``, its run-time checks tied to its results (``later.fast_checks``); one
+    wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+    from .runtime.later import fast_checks
     from .runtime.teach import teaching
 
-    hit = _teachers.get(id(fn))
-    if hit is None or hit.__wrapped__ is not fn:
-        hit = teaching(fn)
-        _teachers[id(fn)] = hit
+    hit = _teachers.get((id(fn), fast))
+    if hit is None or inspect.unwrap(hit) is not fn:
+        hit = teaching(fast_checks(fn) if fast else fn)
+        _teachers[(id(fn), fast)] = hit
     return hit
 
 

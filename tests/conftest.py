@@ -339,6 +339,18 @@ SAMPLED = {  # (a test id prefix or a file; the first key that matches counts)
     "tests/test_peer_styles.py": 2,
     "tests/test_fixtures.py": 2,  # its slow tests: each fixture under grad and vmap
 }
+# Families of the fast tier sampled there: of the parameters of a test whose id starts
+# with a key, one in k (the first, then every k-th) is in the fast tier, the others in
+# the slow tier (which CI runs), so the fast tier keeps every kind of case at a third of
+# its cost (the fixtures' eager-vs-jit cases: 282 tests, 40 s).
+FAST_SAMPLE = {
+    "tests/test_fixtures.py::test_eager_vs_jit": 3,
+    "tests/test_fixtures.py::test_golden": 3,
+    "tests/test_convert_fidelity.py::test_faithful_output_is_the_unparsers_program": 4,
+    "tests/test_convert_fidelity.py::test_converting_the_output_again_changes_nothing": 4,
+    "tests/test_convert_fidelity.py::test_every_comment_is_kept": 4,
+}
+_SAMPLED_OUT: set = set()  # node ids FAST_SAMPLE puts in the slow tier (this session)
 LONG = os.environ.get("AUTOFLOW_LONG", "") not in ("", "0")
 SIGNAL = {
     "tests/test_errors_teach.py::test_ctrl_c_stops_a_runaway_loop_when_debug_loops_is_set":
@@ -367,6 +379,8 @@ def _tier_of(item, used):
     if item.get_closest_marker("slow"):
         return "slow"
     nodeid = item.nodeid if item.nodeid.startswith("tests/") else "tests/" + item.nodeid
+    if nodeid in _SAMPLED_OUT:
+        return "slow"
     for table, tier in ((SIGNAL, "signal"), (SLOW, "slow")):
         for key in table:
             # a file, a test (every parameter), one parameter, or a parameter prefix ("[a-")
@@ -380,6 +394,14 @@ def _tier_of(item, used):
 def pytest_collection_modifyitems(config, items):
     tier = config.getoption("--tier")
     used, keep, drop = set(), [], []
+    seen = {}
+    for item in items:
+        nodeid = item.nodeid if item.nodeid.startswith("tests/") else "tests/" + item.nodeid
+        key = next((k for k in FAST_SAMPLE if nodeid.startswith(k + "[")), None)
+        if key is not None:
+            n = seen[key] = seen.get(key, -1) + 1
+            if n % FAST_SAMPLE[key]:
+                _SAMPLED_OUT.add(nodeid)
     for item in items:
         t = _tier_of(item, used)
         (keep if tier in ("all", t) else drop).append(item)
@@ -395,7 +417,8 @@ def pytest_collection_modifyitems(config, items):
         seen, sampled = {}, []
         for item in keep:
             key = next((k for k in SAMPLED if item.nodeid.startswith(k)), None)
-            if key is not None and _tier_of(item, set()) == "slow":
+            if key is not None and _tier_of(item, set()) == "slow" and item.nodeid not in \
+                    _SAMPLED_OUT and "tests/" + item.nodeid not in _SAMPLED_OUT:
                 n = seen[key] = seen.get(key, -1) + 1
                 offset = list(SAMPLED).index(key)
                 if not SAMPLED[key] or (n + offset) % SAMPLED[key]:

@@ -350,7 +350,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     def make(key, fn):
         def branch():
             undo = undoer(operands)
-            with staged_block(), later.on_path(pred if key == "t" else _negate(pred)) as path:
+            with staged_block(), later.on_path(pred if key == "t" else _negate(pred),
+                                               carries_ok=True) as path:
                 try:
                     with _unbound_reads_raise():
                         out = fn(*operands)
@@ -553,22 +554,25 @@ def _cond_raising(pred, true_fn, false_fn, operands, raiser, site):
     paths = {"t": pred, "f": _negate(pred)}
     other = "f" if raiser == "t" else "t"
     undo = undoer(operands)
-    with staged_block(), later.on_path(paths[raiser]):
+    ok = None
+    # (`carries_ok`: where its `raise` is a `later._Check`, the check's result is handed
+    # on below; a check before it is in that check's condition)
+    with staged_block(), later.on_path(paths[raiser], carries_ok=True):
         try:
             with _unbound_reads_raise():
                 fns[raiser](*operands)
         except StagedRaise as r:
-            r.emit()
+            ok = r.emit()
         finally:
             undo()  # (what it changed in place before it raised: not the other branch's)
     # What follows the `if` (the other branch, then the rest of the block) runs only
     # where it did not raise: effects check it, loops test it (`later.after_raise`).
-    later.after_raise(paths[other])
+    later.after_raise(paths[other] if ok is None else ok)
     with staged_block():
         try:
             with _unbound_reads_raise():
                 return fns[other](*operands)
         except StagedRaise as r:
-            r.emit()
+            staged = r.emit()
             both = r
-    raise StagedRaise(None, site, first=both)
+    raise StagedRaise(None, site, first=both, staged=staged)

@@ -73,6 +73,7 @@ try:  # the effect of `jax.debug.callback(..., ordered=True)` (later._Effect has
 except ImportError:  # pragma: no cover - another JAX: later stages plain callbacks
     ORDERED_DEBUG = None
 DEBUGGING_LOGGER = "jax._src.debugging"  # the logger failed debug callbacks report to
+CALLBACK_LOGGER = "jax._src.callback"  # ... and failed pure callbacks (later._Check's)
 lost: dict = {}  # path -> why it is not available (filled here and by selfcheck)
 on_loss = None  # called when a path is lost while a program is lowered (selfcheck.warn_lost)
 
@@ -121,6 +122,13 @@ def source_here():
         return None
 
 
+def parent_trace(trace):
+    """The trace ``trace`` was started from (a loop body's: the trace the loop is staged
+    in), or None where this JAX does not say (``later.fast_checks`` then keeps checks
+    in staged blocks ordered, as before)."""
+    return getattr(trace, "parent_trace", None)
+
+
 def current_trace_kind() -> str:
     """The class name of the innermost trace (``LinearizeTrace`` under ``jax.grad``)."""
     return type(_core.trace_ctx.trace).__name__
@@ -143,8 +151,10 @@ def is_symbolic_dim(x) -> bool:
 
 
 def is_runtime_error(e) -> bool:
-    """The error JAX raises when a callback failed while compiled code ran."""
-    return type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
+    """The error JAX raises when a callback failed while compiled code ran (called
+    through its C++ dispatch, a ``ValueError`` whose text starts ``INTERNAL:``)."""
+    return type(e).__name__ in ("JaxRuntimeError", "XlaRuntimeError") or (
+        type(e) is ValueError and "INTERNAL" in str(e)[:80])
 
 
 def is_constant(x) -> bool:

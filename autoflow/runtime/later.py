@@ -51,7 +51,7 @@ from ..core.origin import user_site
 from . import jax_internals as jx
 from . import selfcheck
 from .events import plain_now
-from .jax_internals import DEBUGGING_LOGGER, current_trace
+from .jax_internals import CALLBACK_LOGGER, DEBUGGING_LOGGER, current_trace
 from .values import Tracer, UnboundVariableError, Undefined, as_pred, is_weak
 
 _local = threading.local()
@@ -111,16 +111,24 @@ def _base_entries():
 class on_path:
     """Context: the code traced inside runs only where ``pred`` holds (no condition
     for ``pred=None``: a loop body's block). What it adds to the path after a
-    ``raise`` (``after_raise``) ends with it; ``raised()`` tells it."""
+    ``raise`` (``after_raise``) ends with it; ``raised()`` tells it.
 
-    def __init__(self, pred=None):
-        self.pred = pred
+    ``carries_ok``: whoever opened the block reads ``ok()`` when it ends and hands
+    it on to the code around (a branch's result, a loop's carry): then a check
+    staged inside may be a ``_Check`` (see ``fast_checks``), whose result reaches
+    the function's outputs through it."""
+
+    def __init__(self, pred=None, carries_ok=False):
+        self.pred, self.carries_ok = pred, carries_ok
 
     def __enter__(self):
         depth = getattr(_local, "depth", 0)
         if not depth:
             _local.outer = current_trace()
+            _local.blocks = []
         _local.depth = depth + 1
+        self.trace = current_trace()
+        _local.blocks.append(self)
         self.saved = _path()
         _local.path = self.saved + ([self.pred] if self.pred is not None else [])
         self.start = len(_local.path)
@@ -135,11 +143,12 @@ class on_path:
     def __exit__(self, *exc):
         _local.path = self.saved
         _local.depth -= 1
+        _local.blocks.pop()
 
 
-def scope():
+def scope(carries_ok=False):
     """A block whose ``after_raise`` entries end with it (a loop body)."""
-    return on_path(None)
+    return on_path(None, carries_ok)
 
 
 def after_raise(pred):
@@ -361,7 +370,8 @@ class _QuietChecks(logging.Filter):
         return not (exc is not None and exc is getattr(_last, "exc", None))
 
 
-logging.getLogger(DEBUGGING_LOGGER).addFilter(_QuietChecks())
+for _name in (DEBUGGING_LOGGER, CALLBACK_LOGGER):
+    logging.getLogger(_name).addFilter(_QuietChecks())
 
 
 def last_user_exception():
@@ -408,7 +418,7 @@ class _Count:
 count = _Count()  # how many effects were staged so far (see `loops._rerunnable`)
 
 
-def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
+def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=False):
     """``fn(*args, **kwargs)`` when the compiled code runs, where the path
     condition (and ``when``, a traced boolean, if given) holds, in program
     order (see the module's docstring). An exception it raises then is the
@@ -416,9 +426,15 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
     raises: the code after one runs only where ``when`` is false
     (``after_raise``). ``check`` (implied by ``when``): ``fn`` raises, so under
     ``vmap`` it is called once, for the first lane where it applies, not once
-    per lane (see ``_Effect``)."""
+    per lane (see ``_Effect``). ``raises``: ``fn`` always raises (a ``raise``
+    statement), a check wherever the path is taken, if it can be a ``_Check``.
+
+    Returns the ``_Check``'s result (where nothing raised) if the check is one,
+    else None."""
     if getattr(_local, "quiet", False):  # (a loop's test computed for its value only)
-        return
+        return None
+    if raises and when is None and _fast_checks_here():
+        when = True
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
@@ -441,8 +457,18 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False):
 
     operands = [leaves[i] for i in where]
     count.staged += 1
+    if when is not None and _fast_checks_here():
+        # a check tied to the function's outputs (no ordered effect: see `fast_checks`)
+        gate = as_pred(pred)
+        ok = _Check(call, jx.typeof(gate), tuple(jx.typeof(x) for x in operands))(
+            gate, tuple(operands))
+        _local.sink.checks += 1
+        after_raise(ok)
+        return ok
     if when is not None:  # a check that raises: what follows runs only where it did not
         after_raise(jnp.logical_not(as_pred(when)))
+    elif getattr(_local, "sink", None) is not None:
+        _local.sink.ordered = True
     if _effects_as_primitive():
         gate = () if pred is True else (as_pred(pred),)
         _Effect(call, tuple(jx.typeof(x) for x in gate),
@@ -559,6 +585,159 @@ class _Effect(jx.HiPrimitive):
             for i in builtins.range(size):
                 one((gate[i],), tuple(x[i] for x in ops))
         return (), ()
+
+
+# ---------------------------------------------------------------------------
+# Checks at no cost
+# ---------------------------------------------------------------------------
+
+class _Sink:
+    """The outermost trace of a function ``fast_checks`` runs, and what was staged in it."""
+
+    __slots__ = ("trace", "checks", "ordered")
+
+    def __init__(self, trace):
+        self.trace, self.checks, self.ordered = trace, 0, False
+
+
+def fast_checks(fn):
+    """``fn`` (a converted function that ``jax.jit`` traces), whose run-time checks
+    are ``_Check``s where they can be: a check with no ordered effect, an
+    ``assert``, a read a loop may leave unbound, a ``range`` step of 0...
+
+    JAX dispatches a program holding any effect (an ordered debug callback) on its
+    slow path, about 0.2-0.5 ms a call on a CPU where the program takes 10 us. A
+    ``_Check`` has no effect: its result, "nothing raised here", is what follows
+    reads to know where it may run (``after_raise``), it leaves each staged block
+    as the block's own result (a branch's, a loop's carry: ``on_path(carries_ok)``)
+    and at the end it is tied to the function's first output, so that neither JAX
+    nor XLA drops it. Where a check cannot be tied so (a block that does not hand
+    its result on, a trace of the user's own ``jax.vmap`` inside, an ordered effect
+    staged before it, which must happen before the check raises) it is an
+    ordered effect as before."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        # (module functions only: `cloudpickle` takes `run` by value, and them by name)
+        saved, sink = _open_sink()
+        try:
+            return _tied(fn(*args, **kwargs), sink)
+        finally:
+            _close_sink(saved)
+    return run
+
+
+def _open_sink():
+    saved = getattr(_local, "sink", None)
+    sink = _local.sink = _Sink(current_trace())
+    return saved, sink
+
+
+def _close_sink(saved):
+    _local.sink = saved
+
+
+def _fast_checks_here():
+    sink = getattr(_local, "sink", None)
+    if sink is None or sink.ordered or not _effects_as_primitive():
+        return False
+    # Each block open here hands its result to the trace around it (its own, or the
+    # one it was started from: no trace of the user's own `jax.vmap` between), up
+    # to the function's.
+    prev = sink.trace
+    for b in (getattr(_local, "blocks", ()) if getattr(_local, "depth", 0) else ()):
+        if not b.carries_ok or b.trace is not prev and jx.parent_trace(b.trace) is not prev:
+            return False
+        prev = b.trace
+    return current_trace() is prev
+
+
+def _tied(out, sink):
+    """``out`` whose first array depends on where nothing raised (each ``_Check``'s
+    result is in it): the checks run wherever ``out`` is computed. Without an array in
+    ``out``, that goes to a callback that does nothing (an effect: JAX's slow path)."""
+    ok = raise_gate() if sink.checks else None
+    if ok is None or ok is True:
+        return out
+    leaves, tree = jax.tree_util.tree_flatten(out)
+    for i, leaf in builtins.enumerate(leaves):
+        if isinstance(leaf, Tracer) and jnp.issubdtype(leaf.dtype, np.number) | (
+                leaf.dtype == np.bool_):
+            poison = (lambda x: ~x) if leaf.dtype == np.bool_ else (lambda x: x + 1)
+            # (never taken: where `ok` is false a check has raised)
+            leaves[i] = lax.cond(as_pred(ok), lambda x: x, poison, leaf)
+            return jax.tree_util.tree_unflatten(tree, leaves)
+    jax.debug.callback(lambda ok: None, as_pred(ok))
+    return out
+
+
+class _Check(jx.HiPrimitive):
+    """``call(*operands)`` (which raises) when the compiled code runs, where ``gate``
+    holds; its result is ``not gate`` ("nothing raised here"), made by the ``cond``
+    that calls the host, so that reading it keeps the check (``fast_checks``).
+
+    A ``jax.pure_callback`` in a ``cond`` of its own: no effect, so JAX dispatches
+    the program on its fast path, and where the gate is false the host is not
+    called. Under ``vmap`` the host is called once, for the first lane whose gate
+    holds (Python would stop there)."""
+
+    stage_low = True
+    primitive_name = "check"
+
+    def __init__(self, call, gate_aval, op_avals):
+        self.in_avals = (gate_aval, op_avals)
+        self.out_aval = gate_aval
+        self.params = dict(call=call)
+        self.effects = frozenset()
+        super().__init__()
+
+    def __call__(self, *args):
+        return jx.bind(self, args)
+
+    def _raise(self, *values):
+        self.call(*values)
+        return np.bool_(False)  # (a check that did not raise: `call` raises)
+
+    def expand(self, gate, ops):
+        if not jx.tracing():  # run now (`vmap` without `jit`)
+            if np.asarray(gate):
+                self.call(*ops)
+            return jnp.logical_not(gate)
+        struct = jax.ShapeDtypeStruct((), np.bool_)
+        return lax.cond(gate, lambda ops: jax.pure_callback(self._raise, struct, *ops), lambda ops: jnp.bool_(True), tuple(ops))
+
+    def jvp(self, primals, tangents):
+        return self(*primals), jx.Zero(self.out_aval.to_tangent_aval())
+
+    def lin(self, nzs_in, *primals):
+        return self(*primals), None
+
+    def linearized(self, residuals, *tangents):
+        return jx.Zero(self.out_aval.to_tangent_aval())
+
+    def vjp_fwd(self, nzs_in, gate, ops):
+        return self(gate, ops), None
+
+    def vjp_bwd_retval(self, res, out_ct):
+        gate_av, op_av = self.in_avals
+        return (jx.Zero(gate_av.to_ct_aval()), tuple(jx.Zero(a.to_ct_aval()) for a in op_av))
+
+    def batch(self, axis_data, args, dims):
+        size = axis_data.size
+        (gate, ops), (dgate, dops) = args, dims
+
+        def lanes_of(x, d):
+            x = jnp.asarray(x)
+            return jnp.moveaxis(x, d, 0) if d is not None else \
+                jnp.broadcast_to(x, (size,) + x.shape)
+
+        gate = lanes_of(gate, dgate)
+        ops = [lanes_of(x, d) for x, d in builtins.zip(ops, dops)]
+        first = jnp.argmax(gate)
+        one = _Check(self.call, jx.typeof(gate[0]), tuple(jx.typeof(x[0]) for x in ops))
+        ok = one(jnp.any(gate), tuple(x[first] for x in ops))
+        return jnp.logical_and(jnp.logical_not(gate), ok), 0
 
 
 # ---------------------------------------------------------------------------
@@ -679,4 +858,4 @@ def read_key(d, key, site=None):
 
 
 if jx.install_low_staging():  # staged as a low equation, named `effect` (see jax_internals)
-    jx.name_primitives([_Effect])
+    jx.name_primitives([_Effect, _Check])

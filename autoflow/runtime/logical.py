@@ -80,7 +80,7 @@ def _evaluated_where(kind, a, thunk):
     pred = as_pred(a)
     if kind == "or":
         pred = jnp.logical_not(pred)
-    with later.on_path(pred) as path:
+    with later.on_path(pred, carries_ok=True) as path:  # (its ok() is handed on)
         b = thunk()
         ok = path.ok()
     if ok is not None:

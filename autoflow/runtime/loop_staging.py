@@ -407,7 +407,7 @@ def _stopped_by_raises(body, merge, init, raises):
     each iteration does (``later.after_raise``); without, a body that stages one
     restarts the loop with it (``Restart("raises")``)."""
     def run(k, dyn):
-        with later.scope() as block:
+        with later.scope(carries_ok=True) as block:  # (its ok() is the last carry)
             if raises:
                 later.after_raise(dyn[-1])
                 dyn = dyn[:-1]
@@ -418,8 +418,10 @@ def _stopped_by_raises(body, merge, init, raises):
                 # (its check, staged here), and none follows it.
                 if not raises:
                     raise Restart(("raises", None)) from None
-                r.emit()
-                return tuple(dyn) + (jnp.bool_(False),), ()
+                # (a `later._Check`'s result, false where the iteration ran, keeps the
+                # check: what this block staged before is in its condition)
+                ok = r.emit()
+                return tuple(dyn) + (jnp.bool_(False) if ok is None else block.ok(),), ()
             ok = block.ok()
         if not raises:
             if ok is not None:
@@ -435,7 +437,9 @@ def _stopped_by_raises(body, merge, init, raises):
 def _scan_without_effects(run_scan):
     """``run_scan()`` staged here, traced apart first: ``((None, None), None)`` if its
     body has effects (then nothing is staged)."""
-    with later.scope():  # (what came before, a raise guard, reaches the body as here)
+    # (what came before, a raise guard, reaches the body as here; `carries_ok`: the
+    # scan's body, all that is staged in it, hands its checks' results on as a carry)
+    with later.scope(carries_ok=True):
         out_tree = []
 
         def flat():
@@ -764,15 +768,16 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             # The test is evaluated only if an effect needs it, in the middle of the
             # body: the cells it assigns (a converted test sets the variables closures
             # read, `nonlocal v; v = v_2`) are given back what the body had put there.
+            # (`carries_ok`: all of the body is in the block of `_stopped_by_raises`)
             with later.on_path(_keeping_cells(running, cond_fn) if callable(running)
-                               else running):
+                               else running, carries_ok=True):
                 return full_body(k, dyn)[0]
 
         def test(dyn):
             # A check in the test (`while j >= 0 and xs[j] > key`: the index) is of the
             # test's own trace: what it adds to the path ends with the test, and where
             # it failed the loop ends (Python raised there).
-            with later.scope() as block:
+            with later.scope(carries_ok=True) as block:  # (its ok() is in the test)
                 c = cond_fn(merge(dyn))
                 ok = block.ok()
             if c.__class__ is not Mixed and np.shape(c) != () and np.size(c) != 1:

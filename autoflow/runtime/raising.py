@@ -41,16 +41,19 @@ class Signal(BaseException):
 class StagedRaise(Signal):
     """A ``raise`` reached while tracing a staged branch or loop body."""
 
-    def __init__(self, make, site, first=None):
+    def __init__(self, make, site, first=None, staged=None):
         super().__init__("internal: raise on a traced path")
         # ``make`` is None for an `if` both of whose branches raise: their
-        # checks are staged already, and ``first`` is one branch's signal.
-        self.make, self.site, self.first = make, site, first
+        # checks are staged already (``staged``: the second one's result, if it is a
+        # ``later._Check``), and ``first`` is one branch's signal.
+        self.make, self.site, self.first, self.staged = make, site, first, staged
 
     def emit(self):
-        """Stage the run-time check for this ``raise`` in the current trace."""
+        """Stage the run-time check for this ``raise`` in the current trace; where
+        nothing raised, if that is a traced result (``emit_check``), else None."""
         if self.make is not None:
-            emit_check(self.make, self.site)
+            return emit_check(self.make, self.site)
+        return self.staged
 
     def at_trace_time(self):
         """The user's exception, for a ``raise`` that every traced path reaches."""
@@ -121,8 +124,9 @@ def _raise_made(make, site):
 
 def emit_check(make, site):
     """Stage a check that raises ``make()``, built from run-time values, when
-    the compiled code runs and the path to the ``raise`` is taken."""
-    later(_raise_made, (Thunk(make), site), site=site)
+    the compiled code runs and the path to the ``raise`` is taken; its result where
+    nothing raised, if it is a ``later._Check`` (else None)."""
+    return later(_raise_made, (Thunk(make), site), site=site, raises=True)
 
 
 def exception(make, handlers=None):
