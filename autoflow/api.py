@@ -727,7 +727,7 @@ def _reaches_a_raise(code, lines) -> bool:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if _zero_trip_read(n) or _table_read(n):
+        if _zero_trip_read(n) or _table_read(n) or _loop_dict_key(n):
             return True
         stringy = _makes_strings(n)
         for sub in ast.walk(n):
@@ -803,6 +803,18 @@ def _table_read(fn) -> bool:
                 root = root.value
             if isinstance(root, ast.Name) and root.id not in other:
                 return True
+    return False
+
+
+def _loop_dict_key(fn) -> bool:
+    """Does a loop in ``fn`` set a string key of a dict (``d["k"] = v``)? A read of it
+    after a loop that ran no iteration is Python's ``KeyError`` at run time."""
+    for loop in ast.walk(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            for n in ast.walk(loop):
+                if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                        and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
+                    return True
     return False
 
 

@@ -70,6 +70,10 @@ SLOW = {
         "the fast tier has sqrt, log, exp, acos, pow, fmod, gamma, floor",
     "tests/semantics/test_runtime_errors.py::test_more_tables":
         "the fast tier has lists, tuples, NumPy arrays, lists of lists, loops and writes",
+    "tests/semantics/test_runtime_errors.py::test_a_check_in_a_loop_test[insertion_sort-":
+        "tests/test_algorithms.py has it too; the fast tier has the loop tests' checks",
+    "tests/semantics/test_runtime_errors.py::test_math_under_grad[acos-": "[sqrt], [log] are fast",
+    "tests/semantics/test_runtime_errors.py::test_math_under_grad[gamma-": "[sqrt], [log] are fast",
     "tests/semantics/test_nested_returns.py::test_every_if_converts_at_depth_20": "depth 20",
     "tests/semantics/test_nested_returns.py::test_return_inside_if_inside_loop": "every placement, traced",
     "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": "long loops, many budgets",

@@ -33,7 +33,7 @@ from .raising import exception, passthrough as _passthrough
 from .strings import ascii, bin, chr, format, fstring, hex, join, oct, ord, percent, repr, str  # noqa: A004
 from .state import mutates, mutates_global, rebinds_global, rebinds_nonlocal, state
 from .values import Undefined
-from .vocabulary import (all, any, bit_count, bit_length, bool, count, filtered, float, generated, getitem, index, int, len,  # noqa: A004
+from .vocabulary import (all, any, bit_count, bit_length, bool, count, filtered, float, generated, get, getitem, index, int, len,  # noqa: A004
                          match_is, match_subject, max, min, sort, sorted, sum)
 
 internal_errors = _passthrough()
@@ -43,6 +43,6 @@ internal_errors = _passthrough()
 _hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
-           "enumerate", "exception", "filtered", "generated", "fstring", "percent", "repr", "str", "ascii", "format", "bin", "hex", "oct", "chr", "ord", "join", "getitem", "match_is", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "bit_length", "bit_count", "any", "all",
+           "enumerate", "exception", "filtered", "generated", "get", "fstring", "percent", "repr", "str", "ascii", "format", "bin", "hex", "oct", "chr", "ord", "join", "getitem", "match_is", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "bit_length", "bit_count", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "setitem_in", "state", "unroll", "while_stmt", "zip"]

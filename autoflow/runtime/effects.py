@@ -90,7 +90,11 @@ def setitem(x, index, value, op=None):
     if op is None:
         x[index] = value
     else:
-        x[index] = _BINOPS[op](x[index], value)
+        old = x[index]
+        if type(x) is dict:  # `d[k] += v` reads `d[k]`: a key a loop may have left unset
+            from .later import read_key
+            old = read_key(x, index, user_site(2))
+        x[index] = _BINOPS[op](old, value)
     return x
 
 

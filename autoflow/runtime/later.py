@@ -801,5 +801,61 @@ def ld(value):
     return value
 
 
+# ---------------------------------------------------------------------------
+# Dict keys a staged loop may not have set
+# ---------------------------------------------------------------------------
+
+# id(the value at a dict key that a staged loop sets in its body, the key absent
+# before the loop) -> (a weak reference to it, the key, where it is set: a traced
+# boolean, False where the loop ran no iteration that set it). Read through
+# `read_key` (`d[k]`), `key_flag` (`k in d`, `d.get(k)`, `len(d)`).
+_key_set = {}
+
+
+def key_set_if(value, key, flag):
+    """``value``, at the dict key ``key``, is there only where ``flag`` holds (a staged
+    loop that sets it in its body ran an iteration)."""
+    for leaf in jax.tree_util.tree_leaves(value)[:1]:
+        if isinstance(leaf, Tracer):
+            if len(_key_set) > 512:
+                for k in [k for k, v in _key_set.items() if v[0]() is None]:
+                    del _key_set[k]
+            _key_set[id(leaf)] = (weakref.ref(leaf), key, flag)
+
+
+def key_flag(value):
+    """Where the dict key holding ``value`` is set, a traced boolean, if a staged loop
+    registered it (``key_set_if``); else None (it is)."""
+    if not _key_set:
+        return None
+    for leaf in jax.tree_util.tree_leaves(value)[:1]:
+        entry = _key_set.get(id(leaf))
+        if entry is not None and entry[0]() is leaf:
+            return entry[2]
+    return None
+
+
+def maybe_unset(d):
+    """``{key: flag}`` of the keys of the dict ``d`` that a staged loop may not have set."""
+    if not _key_set or type(d) is not dict:
+        return {}
+    out = {}
+    for k, v in d.items():
+        flag = key_flag(v)
+        if flag is not None:
+            out[k] = flag
+    return out
+
+
+def read_key(d, key, site=None):
+    """``d[key]``: Python's ``KeyError`` when the compiled code runs where a staged loop
+    that sets the key ran no iteration (the key holds zeros there)."""
+    value = d[key]
+    flag = key_flag(value)
+    if flag is not None:
+        check(jnp.logical_not(flag), KeyError, key, site or user_site(2))
+    return value
+
+
 if jx.install_low_staging():  # staged as a low equation, named `effect` (see jax_internals)
     jx.name_primitives([_Effect, _Check])

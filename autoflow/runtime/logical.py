@@ -125,6 +125,16 @@ def contains(item, container, negate=False):
 
 
 def _contains(container, item):
+    if type(container) is dict and not _traced(item):
+        # a key a staged loop that ran no iteration left unset: where it is set
+        unset = later.maybe_unset(container)
+        if unset:
+            try:
+                flag = unset.get(item)
+            except TypeError:  # (unhashable: Python's error below)
+                flag = None
+            if flag is not None:
+                return as_pred(flag)
     if isinstance(container, String) or isinstance(item, String):
         return string_contains(container, item)  # made from traced values: a traced answer
     traced_item = _traced(item)

@@ -356,6 +356,50 @@ def _carrying_bound(body, merge, init, bound):
             tuple(init) + (jnp.bool_(False),) * n)
 
 
+def _unset_keys(entry_state, state, names):
+    """``[(j, key, where set at the start)]``: the dict keys of the loop's carries that may
+    be unset: absent before the loop and carried from zeros (``Restart("keys")``: set
+    nowhere at the start), or left so by a staged loop before (``later.key_set_if``)."""
+    out = []
+    for j, (a, b) in enumerate(zip(parts_of(entry_state, names), parts_of(state, names))):
+        if type(a) is not dict or type(b) is not dict:
+            continue
+        for key, value in b.items():
+            if key not in a:
+                out.append((j, key, jnp.bool_(False)))
+            else:
+                flag = later.key_flag(value)
+                if flag is not None:
+                    out.append((j, key, as_pred(flag)))
+    return out
+
+
+def _carrying_keys(body, merge, init, keyed, names):
+    """``(body, merge, init)`` of a loop whose carries end with a flag "set yet" for each
+    dict key of ``keyed`` (``_unset_keys``): Python's dict has the key only once an
+    iteration set it. The body reads it through ``later.read_key`` (``KeyError`` where
+    it is not set yet: a read above the first write), and a write sets it."""
+    if not keyed:
+        return body, merge, init
+    n = len(keyed)
+
+    def carried(k, dyn):
+        flags, dyn = dyn[len(dyn) - n:], dyn[:len(dyn) - n]
+        parts = parts_of(merge(dyn), names)
+        for (j, key, _), flag in zip(keyed, flags):
+            later.key_set_if(parts[j][key], key, flag)
+        new, outs = body(k, dyn)
+        parts = parts_of(merge(new), names)
+        after = []
+        for j, key, _ in keyed:
+            flag = later.key_flag(parts[j][key]) if key in parts[j] else None
+            after.append(jnp.bool_(True) if flag is None else as_pred(flag))
+        return tuple(new) + tuple(after), outs
+
+    return (carried, (lambda dyn: merge(dyn[:len(dyn) - n])),
+            tuple(init) + tuple(flag for _, _, flag in keyed))
+
+
 def _stopped_by_raises(body, merge, init, raises):
     """``(body, merge, init)`` of a loop, where a ``raise`` (or a failed check) staged in
     its body stops it, as Python stops there: with ``raises``, the carries end with
@@ -680,6 +724,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                                       mask, avals, accum, scan_form, hinted, grown, fills,
                                       placeholders, first_bound, start, guessed, bound,
                                       strengthened)
+        keyed = _unset_keys(entry_state, state, names)
+        full_body, merge, init = _carrying_keys(full_body, merge, init, keyed, names)
         full_body, merge, init = _carrying_bound(full_body, merge, init, bound)
         full_body, merge, init = _stopped_by_raises(full_body, merge, init, raises)
 
@@ -867,6 +913,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             later.after_raise(tail[-1])
             tail = tail[:-1]
         final_bound = tail[len(tail) - bound.n:] if bound.n else ()
+        tail = tail[:len(tail) - bound.n]
+        final_keys = tail[len(tail) - len(keyed):] if keyed else ()
         if strengthened:  # (the body made these carries strongly typed, as Python would)
             dyn = tuple(cast_to(x, avals[j][1]) if j in strengthened else x
                         for j, x in enumerate(dyn))
@@ -887,6 +935,10 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             for j, before in enumerate(parts_of(entry_state, names)):
                 if isinstance(before, Undefined) and not before.exit:
                     later.bound_if(parts[j], names[j], ran_to > start)
+        if final_keys:  # set where an iteration set it (`_carrying_keys`)
+            parts = parts_of(result, names)
+            for (j, key, _), flag in zip(keyed, final_keys):
+                later.key_set_if(parts[j][key], key, flag)
         if final_bound:  # bound where an iteration bound it (`_carrying_bound`)
             parts = parts_of(result, names)
             for j, flag in zip(first_bound, final_bound):

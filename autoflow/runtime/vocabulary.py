@@ -48,7 +48,8 @@ from ..errors import ConversionError
 from .jax_internals import current_trace
 from .ranges import TracedRange
 from .strings import String
-from .values import Tracer, as_pred, describe, is_array_like, is_traced, structure, truth as _truth
+from .values import (Tracer, as_pred, describe, is_array_like, is_extended, is_traced, structure,
+                     truth as _truth)
 
 
 def _traced(x):
@@ -616,12 +617,20 @@ def _range_fold(kind, items, start=0, default=_EMPTY):
 
 def len(obj, /):  # noqa: A001
     """``len``; of a list comprehension with a traced ``if``, the number of
-    items kept (a traced integer)."""
+    items kept (a traced integer); of a dict, without the keys a staged loop that ran
+    no iteration left unset (``later.maybe_unset``: a traced integer)."""
     if obj.__class__ is TracedRange:
         return obj.length()
     if isinstance(obj, String):  # made from traced values: a traced length
         from .strings import length
         return length(obj)
+    if type(obj) is dict:  # keys a staged loop that ran no iteration did not set
+        from .later import maybe_unset
+
+        unset = maybe_unset(obj)
+        if unset:
+            return _b.len(obj) - _b.sum(jnp.logical_not(f).astype(jnp.int32)
+                                        for f in unset.values())
     if not isinstance(obj, Filtered):
         return _b.len(obj)
     mapped = obj.mapped()
@@ -964,7 +973,9 @@ def getitem(table, index):
         def getitem(table, index):
             return table[index]
 
-    An index out of range raises Python's ``IndexError`` (``list index out of range``;
+    Of a dict: Python's ``KeyError`` where a staged loop that sets the key ran no
+    iteration (``later.read_key``). An index out of range raises Python's
+    ``IndexError`` (``list index out of range``;
     of a NumPy array, NumPy's message) when the compiled code runs (``check_index``),
     where JAX's indexing would clamp; a tuple index into a list is Python's ``TypeError``.
     A table of lists read at a traced index gives its row as an array (``t[i][j]``
@@ -972,6 +983,10 @@ def getitem(table, index):
     table's, so a write into it is autoflow's error (``setitem``), as Python would
     change the table.
     """
+    if type(table) is dict:  # `d["k"]` where a staged loop may have left "k" unset
+        from .later import read_key
+
+        return read_key(table, index, user_site())
     levels = _row_levels(table) if _ROWS and isinstance(table, jax.Array) else None
     if levels is not None:  # `t[i][j]`: `j` into the row `t[i]` read at a traced `i`
         if levels[0] != "ndarray" and isinstance(index, tuple):
@@ -992,6 +1007,46 @@ def getitem(table, index):
         _remember_row(out, levels if levels[0] == "ndarray" else levels[1:])
         return out
     return table[index]
+
+
+def get(d, *args):
+    """``d.get(key, default=None)``.
+
+    Plain Python::
+
+        def get(d, *args):
+            return d.get(*args)
+
+    Where a staged loop that sets ``d[key]`` in its body may have run no iteration
+    (``later.key_flag``), the value where it ran and ``default`` where it did not
+    (``jnp.where``), as Python; a ``default`` that cannot stand in for the value
+    (``None``, another shape) is autoflow's error at the line.
+    """
+    if type(d) is dict and args and _b.len(args) <= 2:
+        from .later import key_flag
+
+        try:
+            value = d.get(args[0], _MISSING)
+        except TypeError:  # (an unhashable key: Python's error below)
+            value = _MISSING
+        flag = None if value is _MISSING else key_flag(value)
+        if flag is not None:
+            default = args[1] if _b.len(args) == 2 else None
+            if not (is_array_like(value) and is_array_like(default)
+                    and np.shape(default) in ((), np.shape(value))
+                    and not is_extended(jnp.result_type(value))):
+                raise ConversionError(message(
+                    user_site(), f"this line reads the key {args[0]!r} with `get`, which a "
+                    "traced loop sets in its body: where the loop runs no iteration Python "
+                    f"gives the default, {describe(default)}, which cannot stand in for "
+                    f"{describe(value)} in compiled code",
+                    f"Give a default of the value's shape and dtype (`.get({args[0]!r}, "
+                    f"0.0)`), or set the key before the loop."))
+            return jnp.where(flag, value, default)
+    return d.get(*args)
+
+
+_MISSING = object()
 
 
 def is_table_row(x):

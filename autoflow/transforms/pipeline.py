@@ -22,7 +22,9 @@ Order matters, and each step relies on the ones before it:
    ``operator.truth(x)`` -> ``af.truth(operator.truth, x)``.
    ``tables``: ``table[i]`` with ``i`` a loop's variable ->
    ``af.getitem(table, i)`` (a Python table indexed by a traced ``i`` is
-   stacked, so the loop can stay rolled).
+   stacked, so the loop can stay rolled); ``d["k"]``/``d.get("k")`` where a
+   loop body sets ``d["k"]`` -> ``af.getitem``/``af.get`` (after
+   ``index_assign``, whose ``af.setitem`` shows the loop's write).
    ``writes``: ``af.mutates(obj, 'a')`` before a write to state that outlives
    the call (an attribute of a parameter or a global, a container changed in
    place), so that a caller's staged statement can carry it.

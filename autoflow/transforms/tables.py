@@ -7,6 +7,12 @@ a NumPy array and ``i`` is traced, when it indexes the table stacked into one
 ``jnp`` array. A staged loop over ``i`` then stays a rolled loop instead of
 running as Python (it used to need a concrete ``i`` for ``list[i]``).
 
+``d["k"]`` and ``d.get("k", v)`` where a loop body sets ``d["k"]`` (and no dict
+display bound to ``d`` holds ``"k"``) become
+``af.getitem(d, "k")`` and ``af.get(d, "k", v)``: the key is unset in Python where
+the loop ran no iteration (``KeyError``, the default), which a staged loop that
+carries it from zeros tracks (``loop_staging._carrying_keys``).
+
 Only reads whose index mentions such a name, of a table that can be a
 Python table, are rewritten: a global or closure name (``BETA``, a module
 constant), a local only ever bound to a list/tuple display or comprehension
@@ -123,10 +129,43 @@ def params(tree, nodes=None):
     return out
 
 
+def loop_dicts(fn, af, nodes=None):
+    """``{name: keys}``: the string keys a loop body sets of a dict (``d["k"] = v``, which
+    ``index_assign`` made ``d = af.setitem(d, 'k', v)``) and that no dict display bound
+    to the name holds (``d = {"k": 0.0}``): keys that a loop that runs no iteration
+    may leave unset in Python."""
+    nodes = walk(fn) if nodes is None else nodes
+    out = {}
+    for loop in nodes:
+        if not isinstance(loop, _LOOPS):
+            continue
+        for s in loop.body:
+            for n in walk(s):
+                if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                        and isinstance(n.targets[0], gast.Name) and _updates_itself(n, af) \
+                        and n.value.func.attr == "setitem" and len(n.value.args) >= 2 \
+                        and isinstance(n.value.args[1], gast.Constant) \
+                        and isinstance(n.value.args[1].value, str):
+                    out.setdefault(n.targets[0].id, set()).add(n.value.args[1].value)
+    if out:
+        for n in nodes:  # `d = {"k": 0.0, ...}`: "k" is there before any loop runs
+            if isinstance(n, gast.Assign) and isinstance(n.value, gast.Dict):
+                held = {k.value for k in n.value.keys if isinstance(k, gast.Constant)}
+                for t in n.targets:
+                    if isinstance(t, gast.Name) and t.id in out:
+                        out[t.id] -= held
+    return {k: frozenset(v) for k, v in out.items() if v}
+
+
+def _key_of(node):
+    return node.value if isinstance(node, gast.Constant) and isinstance(node.value, str) else None
+
+
 class Tables(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
         self.names = frozenset()
+        self.dicts = {}
 
     def run(self, fn):
         nodes = walk(fn)  # one walk for the three questions (the tree does not change)
@@ -134,8 +173,22 @@ class Tables(Transformer):
         if self.names:
             np_names = {n for n in self.ctx.library_names if n in ("np", "numpy", "onp")} | {"np"}
             self.tables, self.bound = table_names(fn, np_names, self.ctx.af, nodes)
+            self.dicts = loop_dicts(fn, self.ctx.af, nodes)
             self.visit(fn)
         return fn
+
+    def visit_Call(self, node):
+        # `d.get(k, default)` of a dict a loop sets a key of: `af.get(d, k, default)`,
+        # which answers where the key is set (a loop that ran no iteration set none)
+        self.generic_visit(node)
+        func = node.func
+        if self.dicts and isinstance(func, gast.Attribute) and func.attr == "get" \
+                and isinstance(func.value, gast.Name) and func.value.id in self.dicts \
+                and node.args and _key_of(node.args[0]) in self.dicts[func.value.id] \
+                and not node.keywords and len(node.args) <= 2:
+            node.args = [func.value] + node.args
+            node.func = replace_expr("AF.get", AF=self.ctx.af, at=func)
+        return node
 
     def _may_be_table(self, v):
         if isinstance(v, gast.Name):
@@ -163,6 +216,12 @@ class Tables(Transformer):
         if not isinstance(node.ctx, gast.Load):
             return node
         value = node.value
+        if isinstance(value, gast.Name) and value.id in self.dicts \
+                and _key_of(node.slice) in self.dicts[value.id]:
+            # `d["k"]` of a dict a loop sets a key of: Python's KeyError where the loop
+            # ran no iteration (`af.getitem`, `later.read_key`)
+            return replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=value,
+                                INDEX=node.slice, at=node)
         display = isinstance(value, (gast.List, gast.Tuple))  # `[1, 5, 10][i]`
         if not display and not isinstance(value, (gast.Name, gast.Attribute)):
             value = self._table_root(value)  # `dp[i][j]`: an item of a row of `dp`
