@@ -74,6 +74,10 @@ SLOW = {
         "tests/test_algorithms.py has it too; the fast tier has the loop tests' checks",
     "tests/semantics/test_runtime_errors.py::test_math_under_grad[acos-": "[sqrt], [log] are fast",
     "tests/semantics/test_runtime_errors.py::test_math_under_grad[gamma-": "[sqrt], [log] are fast",
+    "tests/semantics/test_runtime_errors.py::test_a_key_a_loop_sets_under_grad":
+        "the keys' flags under jit and vmap are fast",
+    "tests/semantics/test_runtime_errors.py::test_checks_carried_out_of_loops[nested_sqrt-":
+        "[grid_walk] is fast",
     "tests/semantics/test_nested_returns.py::test_every_if_converts_at_depth_20": "depth 20",
     "tests/semantics/test_nested_returns.py::test_return_inside_if_inside_loop": "every placement, traced",
     "tests/test_gradients.py::test_any_checkpoint_budget_gives_the_same_gradient": "long loops, many budgets",

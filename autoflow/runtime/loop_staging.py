@@ -400,6 +400,70 @@ def _carrying_keys(body, merge, init, keyed, names):
             tuple(init) + tuple(flag for _, _, flag in keyed))
 
 
+class _Deferred:
+    """The checks a loop's body stages, carried out of the loop (``later.Deferring``):
+    ``specs`` None until a trace found them (then a list of their operands' avals; empty:
+    not carried, each staged in the body), and the ``calls`` of the last trace."""
+
+    def __init__(self):
+        self.specs, self.calls = None, ()
+
+    def size(self):
+        return sum(1 + len(avals) for avals in self.specs or ())
+
+
+def _deferring_checks(body, merge, init, deferred):
+    """``(body, merge, init)`` of a loop whose carries end with, for each check its body
+    stages (``deferred.specs``), "failed yet" and the operands it failed with; the first
+    trace finds the checks (``Restart("defer")``)."""
+    if deferred.specs is None:
+        def learn(k, dyn):
+            with later.deferring(None) as found:
+                out = body(k, dyn)
+            if found.found:
+                raise Restart(("defer", found.found))
+            return out
+        return learn, merge, init
+    if not deferred.specs:
+        return body, merge, init
+    n = deferred.size()
+
+    def carried(k, dyn):
+        extra, dyn = list(dyn[len(dyn) - n:]), dyn[:len(dyn) - n]
+        inputs = []
+        for avals in deferred.specs:
+            failed, ops = extra[0], extra[1:1 + len(avals)]
+            del extra[:1 + len(avals)]
+            inputs.append((failed, ops, avals))
+        with later.deferring(inputs) as d:
+            new, outs = body(k, dyn)
+        if d.mismatch or len(d.records) != len(inputs):
+            raise Restart(("undefer", None))  # (the body staged other checks this time)
+        deferred.calls = [call for call, _, _ in d.records]
+        out = []
+        for (failed, ops, _), (_, pred, now) in zip(inputs, d.records):
+            first = jnp.logical_and(pred, jnp.logical_not(failed))
+            out.append(jnp.logical_or(failed, pred))
+            out += [jnp.where(first, lax.stop_gradient(x), o) for x, o in zip(now, ops)]
+        return tuple(new) + tuple(out), outs
+
+    zeros = []
+    for avals in deferred.specs:
+        zeros.append(jnp.bool_(False))
+        zeros += [jnp.zeros(a.shape, a.dtype) for a in avals]
+    return carried, (lambda dyn: merge(dyn[:len(dyn) - n])), tuple(init) + tuple(zeros)
+
+
+def _emit_deferred(deferred, values):
+    """After the loop: one check for each check of its body, with the carried "failed
+    yet" and operands ``values`` (``_deferring_checks``)."""
+    values = list(values)
+    for avals, call in zip(deferred.specs, deferred.calls):
+        failed, ops = values[0], values[1:1 + len(avals)]
+        del values[:1 + len(avals)]
+        later.stage(call, ops, when=failed, check=True)
+
+
 def _stopped_by_raises(body, merge, init, raises):
     """``(body, merge, init)`` of a loop, where a ``raise`` (or a failed check) staged in
     its body stops it, as Python stops there: with ``raises``, the carries end with
@@ -697,6 +761,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                        for k, p in enumerate(parts_of(state, names))], names)
         log_fills(names[k] for k in hinted)
     raises = False  # a `raise` is staged in the body: the loop carries where none raised
+    deferred = _Deferred()  # the checks the body stages, carried out of the loop
     bound_carried = False  # the body binds a variable on some paths: the loop carries where
     for _ in range(16):
         if accum:
@@ -727,6 +792,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
         keyed = _unset_keys(entry_state, state, names)
         full_body, merge, init = _carrying_keys(full_body, merge, init, keyed, names)
         full_body, merge, init = _carrying_bound(full_body, merge, init, bound)
+        full_body, merge, init = _deferring_checks(full_body, merge, init, deferred)
         full_body, merge, init = _stopped_by_raises(full_body, merge, init, raises)
 
         def while_loop(cond, body, init):
@@ -867,6 +933,12 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             if kind_of_change == "raises":  # (see `_stopped_by_raises`)
                 raises = True
                 continue
+            if kind_of_change == "defer":  # (see `_deferring_checks`)
+                deferred.specs, raises = changes, True
+                continue
+            if kind_of_change == "undefer":
+                deferred.specs = []
+                continue
             if kind_of_change == "bound":  # (see `_carrying_bound`)
                 bound_carried = True
                 continue
@@ -909,9 +981,13 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 "becomes a masked `lax.scan` of N steps), use `jax.jacfwd`, or make the trip "
                 "count static."))
         tail = dyn
+        if raises:
+            raised, tail = tail[-1], tail[:-1]
+        if deferred.specs:  # the checks of the body, here (`_deferring_checks`)
+            _emit_deferred(deferred, tail[len(tail) - deferred.size():])
+            tail = tail[:len(tail) - deferred.size()]
         if raises:  # what follows the loop runs only where its body did not raise
-            later.after_raise(tail[-1])
-            tail = tail[:-1]
+            later.after_raise(raised)
         final_bound = tail[len(tail) - bound.n:] if bound.n else ()
         tail = tail[:len(tail) - bound.n]
         final_keys = tail[len(tail) - len(keyed):] if keyed else ()

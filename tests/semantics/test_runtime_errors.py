@@ -656,3 +656,94 @@ def test_only_reads_of_keys_a_loop_may_leave_unset_are_rewritten():
     src = autoflow.to_source(key_after_while)
     assert "af.getitem(d, 'k')" in src and "d['other']" in src, src
     assert "af.get(d, 'k', -1.0)" in autoflow.to_source(key_questions)
+
+
+# ---------------------------------------------------------------------------------------
+# checks in a loop body are carried out of the loop
+# ---------------------------------------------------------------------------------------
+
+def _primitives(jaxpr):
+    """The names of the primitives of ``jaxpr`` and of the jaxprs inside it."""
+    out = []
+    for eqn in jaxpr.eqns:
+        out.append(eqn.primitive.name)
+        for v in eqn.params.values():
+            for sub in (v if isinstance(v, (list, tuple)) else (v,)):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    out += _primitives(inner)
+    return out
+
+
+def test_a_loop_bodys_checks_run_once_after_the_loop():
+    # a check in the body would be a host callback in a `cond` at every iteration (the
+    # loop 60 times slower); the loop carries "failed yet" and the failing operands
+    jaxpr = autoflow.jit(sqrt_in_loop).trace(np.float32(3.0), 5).jaxpr.jaxpr
+    loops = [e for e in jaxpr.eqns if "while" in e.primitive.name or "scan" in e.primitive.name]
+    assert loops, _primitives(jaxpr)
+    for loop in loops:
+        inside = [p for v in loop.params.values() if hasattr(getattr(v, "jaxpr", v), "eqns")
+                  for p in _primitives(getattr(v, "jaxpr", v))]
+        assert not any("check" in p or "effect" in p or "callback" in p for p in inside), inside
+    assert "check" in [e.primitive.name for e in jaxpr.eqns]
+
+
+def printing_loop(x, n):
+    s = 0.0
+    for i in range(n):
+        print("before", i)
+        s = s + math.sqrt(x - i)
+        print("after", i)
+    print("done")
+    return s
+
+
+def test_prints_around_a_failing_check_in_a_loop_are_pythons(capfd):
+    for args in ((np.float32(2.5), 5), (np.float32(9.0), 3)):
+        _, want = _run(lambda: printing_loop(*args))
+        eager = capfd.readouterr().out
+        _, got = _run(lambda: autoflow.jit(printing_loop)(*args))
+        jax.effects_barrier()
+        assert capfd.readouterr().out == eager
+        if want is None:
+            assert got is None, got
+        else:
+            _assert_same_error(got, want, f"printing_loop{args}")
+
+
+def grid_walk(start, n):
+    s = 0.0
+    for k in range(n):
+        s = s + GRID[start + 2 * k, 0]
+    return s
+
+
+def nested_sqrt(x, n, m):
+    s = 0.0
+    for j in range(m):
+        for i in range(n):
+            s = s + math.sqrt(x - i - j)
+    return s
+
+
+@pytest.mark.parametrize("fn,good,bad", [
+    # lanes failing at other iterations, with other indices: the first failing lane's
+    (grid_walk, [(0, 1), (0, 2), (1, 1)], [(2, 2), (1, 3)]),
+    (nested_sqrt, [(np.float32(5.0), 2, 3), (np.float32(5.0), 0, 3)], [(np.float32(2.0), 2, 3)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_checks_carried_out_of_loops(fn, good, bad):
+    check(fn, good, bad)
+    batched = jax.jit(jax.vmap(autoflow.convert(fn)))
+    _check_vmap(fn, batched, list(good[:1]) + list(bad) + list(good[1:2]))
+
+
+def test_a_loop_bodys_check_under_grad():
+    def f(x):
+        return sqrt_in_loop(x, 3)
+
+    grad = jax.grad(autoflow.jit(sqrt_in_loop))
+    np.testing.assert_allclose(float(grad(jnp.float32(5.0), 3)), _central_difference(f, 5.0),
+                               rtol=2e-3)
+    _, want = _run(lambda: sqrt_in_loop(1.5, 3))
+    _, got = _run(lambda: grad(jnp.float32(1.5), 3))
+    _assert_same_error(got, want, "grad sqrt_in_loop(1.5, 3)")
