@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import later
+from autoflow.runtime import jax_internals, later
+
+# (a JAX without autoflow's primitives, the oldest supported: checks stay ordered effects,
+# and what is tested here of them is their meaning, not their cost)
+FAST = jax_internals.PRIMITIVES
+needs_fast = pytest.mark.skipif(not FAST, reason="this JAX has no hijax primitives")
 
 
 def top_assert(x, n):
@@ -100,7 +105,7 @@ def _jnp(args):
 def test_no_effect_and_pythons_exception(fn, good, bad):
     g = autoflow.jit(fn)
     # the program holds no effect: JAX's fast path dispatches it
-    assert not g.trace(*_jnp(good)).jaxpr.effects
+    assert not FAST or not g.trace(*_jnp(good)).jaxpr.effects
     np.testing.assert_allclose(g(*_jnp(good)), fn(*good), rtol=1e-6)
     np.testing.assert_allclose(g(*_jnp(good)), fn(*good), rtol=1e-6)  # (C++ dispatch)
     want = _eager_error(fn, bad)
@@ -110,6 +115,7 @@ def test_no_effect_and_pythons_exception(fn, good, bad):
     np.testing.assert_allclose(g(*_jnp(good)), fn(*good), rtol=1e-6)  # still runs after
 
 
+@needs_fast
 @pytest.mark.parametrize("fn, good, bad", CASES, ids=IDS)
 def test_vmap_calls_the_host_once(fn, good, bad, monkeypatch):
     calls = []
@@ -149,7 +155,7 @@ def grad_static_range(x, n):
     return x.sum()
 
 
-@pytest.mark.parametrize("fn", [grad_while, grad_static_range])
+@pytest.mark.parametrize("fn", [pytest.param(grad_while, marks=needs_fast), grad_static_range])
 def test_grad_through_checks(fn):
     g = autoflow.jit(fn)
     x = jnp.array([1.0, 2.0, 3.0])
@@ -271,6 +277,7 @@ def test_traced_raise(fn, good, bad):
     test_no_effect_and_pythons_exception(fn, good, bad)
 
 
+@needs_fast
 def test_a_thousand_lanes_call_the_host_once(monkeypatch):
     calls = []
     raise_ = later._Check._raise
