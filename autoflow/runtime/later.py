@@ -31,6 +31,11 @@ compiled code runs) for traced ones.
 A callable whose closure holds traced values (an ``assert``'s message, a
 ``raise``'s exception) travels as a ``Thunk``: rebuilt at run time with the
 run-time values in its cells, then called.
+
+A check (an effect that raises: ``when``) under ``autoflow.jit`` is no effect at
+all where it can be: ``_Check``, a pure callback whose result the code after it
+reads (see ``fast_checks``); one staged directly in a loop's body is carried out
+of the loop (``Deferring``).
 """
 
 from __future__ import annotations
