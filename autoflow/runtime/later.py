@@ -582,6 +582,12 @@ def _effects_as_primitive():
         and selfcheck.effects_ok() and not jx.in_custom_rule()
 
 
+def _lanes_of(x, d, size):
+    """``x``, batched along axis ``d`` (None: not batched), with its lanes first."""
+    x = jnp.asarray(x)
+    return jnp.moveaxis(x, d, 0) if d is not None else jnp.broadcast_to(x, (size,) + x.shape)
+
+
 class _Effect(jx.HiPrimitive):
     """``call(*operands)`` when the compiled code runs, where ``gate`` (no gate: always,
     else one traced boolean) holds: an ordered host callback, in a ``cond`` of its own
@@ -653,13 +659,8 @@ class _Effect(jx.HiPrimitive):
         size = axis_data.size
         (gate, ops), (dgate, dops) = args, dims
 
-        def lanes_of(x, d):
-            x = jnp.asarray(x)
-            return jnp.moveaxis(x, d, 0) if d is not None else \
-                jnp.broadcast_to(x, (size,) + x.shape)
-
-        gate = lanes_of(gate[0], dgate[0]) if gate else jnp.ones((size,), bool)
-        ops = [lanes_of(x, d) for x, d in builtins.zip(ops, dops)]
+        gate = _lanes_of(gate[0], dgate[0], size) if gate else jnp.ones((size,), bool)
+        ops = [_lanes_of(x, d, size) for x, d in builtins.zip(ops, dops)]
         lane_avals = tuple(jx.typeof(x[0]) for x in ops)
         one = _Effect(self.call, (jx.typeof(gate[0]),), lane_avals, self.stops)
         if self.stops:  # Python stops at the first lane that raises: call once, for it
@@ -811,13 +812,8 @@ class _Check(jx.HiPrimitive):
         size = axis_data.size
         (gate, ops), (dgate, dops) = args, dims
 
-        def lanes_of(x, d):
-            x = jnp.asarray(x)
-            return jnp.moveaxis(x, d, 0) if d is not None else \
-                jnp.broadcast_to(x, (size,) + x.shape)
-
-        gate = lanes_of(gate, dgate)
-        ops = [lanes_of(x, d) for x, d in builtins.zip(ops, dops)]
+        gate = _lanes_of(gate, dgate, size)
+        ops = [_lanes_of(x, d, size) for x, d in builtins.zip(ops, dops)]
         first = jnp.argmax(gate)
         one = _Check(self.call, jx.typeof(gate[0]), tuple(jx.typeof(x[0]) for x in ops))
         ok = one(jnp.any(gate), tuple(x[first] for x in ops))
@@ -828,33 +824,51 @@ class _Check(jx.HiPrimitive):
 # Variables a staged loop may leave unbound
 # ---------------------------------------------------------------------------
 
-# id(a value a staged loop gave a variable first bound in its body) ->
-# (a weak reference to it, the variable's name, whether the loop ran: a
-# traced boolean). Read through `ld`, which checks at run time.
-_loop_bound = {}
+class _Marks:
+    """Values a staged statement marked, each with what it stands for (``info``), found
+    again by their first leaf (a tracer; kept by weak reference, at most about 512)."""
+
+    def __init__(self):
+        self._by_id = {}
+
+    def __bool__(self):
+        return bool(self._by_id)
+
+    def mark(self, value, *info):
+        for leaf in jax.tree_util.tree_leaves(value)[:1]:
+            if isinstance(leaf, Tracer):
+                if len(self._by_id) > 512:
+                    for k in [k for k, v in self._by_id.items() if v[0]() is None]:
+                        del self._by_id[k]
+                self._by_id[id(leaf)] = (weakref.ref(leaf), info)
+
+    def get(self, value):
+        """What ``value`` was marked with, or None."""
+        if not self._by_id:
+            return None
+        for leaf in jax.tree_util.tree_leaves(value)[:1]:
+            entry = self._by_id.get(id(leaf))
+            if entry is not None and entry[0]() is leaf:  # (a live value: its info is too)
+                return entry[1]
+        return None
+
+
+# A value a staged loop gave a variable first bound in its body -> (the variable's name,
+# whether the loop ran: a traced boolean). Read through `ld`, which checks at run time.
+_loop_bound = _Marks()
 
 
 def bound_if(value, name, ran):
     """``value`` is the variable ``name`` after a staged loop that binds it in
     its body, and is bound only where ``ran`` (the loop ran at least once)."""
-    for leaf in jax.tree_util.tree_leaves(value)[:1]:
-        if isinstance(leaf, Tracer):
-            if len(_loop_bound) > 512:
-                for k in [k for k, v in _loop_bound.items() if v[0]() is None]:
-                    del _loop_bound[k]
-            _loop_bound[id(leaf)] = (weakref.ref(leaf), name, ran)
+    _loop_bound.mark(value, name, ran)
 
 
 def bound_flag(value):
     """Where ``value`` (a variable's) is bound, a traced boolean, if a staged statement
     registered it (``bound_if``); else None."""
-    if not _loop_bound:
-        return None
-    for leaf in jax.tree_util.tree_leaves(value)[:1]:
-        entry = _loop_bound.get(id(leaf))
-        if entry is not None and entry[0]() is leaf:  # (a live value: its flag is too)
-            return entry[2]
-    return None
+    info = _loop_bound.get(value)
+    return None if info is None else info[1]
 
 
 def _unbound(ran, name):
@@ -876,12 +890,10 @@ def ld(value):
             value.name, user_site(2), f"cannot access local variable `{value.name}` where it "
             "is not associated with a value", f"Assign `{value.name}` on every path that "
             "reaches this line.")
-    if _loop_bound:
-        for leaf in jax.tree_util.tree_leaves(value)[:1]:
-            entry = _loop_bound.get(id(leaf))
-            if entry is not None and entry[0]() is leaf:
-                _, name, ran = entry
-                later(_unbound, (ran, name), site=user_site(2), when=jnp.logical_not(ran))
+    info = _loop_bound.get(value)
+    if info is not None:
+        name, ran = info
+        later(_unbound, (ran, name), site=user_site(2), when=jnp.logical_not(ran))
     return value
 
 
@@ -889,34 +901,24 @@ def ld(value):
 # Dict keys a staged loop may not have set
 # ---------------------------------------------------------------------------
 
-# id(the value at a dict key that a staged loop sets in its body, the key absent
-# before the loop) -> (a weak reference to it, the key, where it is set: a traced
-# boolean, False where the loop ran no iteration that set it). Read through
-# `read_key` (`d[k]`), `key_flag` (`k in d`, `d.get(k)`, `len(d)`).
-_key_set = {}
+# The value at a dict key that a staged loop sets in its body, the key absent before the
+# loop -> (the key, where it is set: a traced boolean, False where the loop ran no
+# iteration that set it). Read through `read_key` (`d[k]`), `key_flag` (`k in d`,
+# `d.get(k)`, `len(d)`).
+_key_set = _Marks()
 
 
 def key_set_if(value, key, flag):
     """``value``, at the dict key ``key``, is there only where ``flag`` holds (a staged
     loop that sets it in its body ran an iteration)."""
-    for leaf in jax.tree_util.tree_leaves(value)[:1]:
-        if isinstance(leaf, Tracer):
-            if len(_key_set) > 512:
-                for k in [k for k, v in _key_set.items() if v[0]() is None]:
-                    del _key_set[k]
-            _key_set[id(leaf)] = (weakref.ref(leaf), key, flag)
+    _key_set.mark(value, key, flag)
 
 
 def key_flag(value):
     """Where the dict key holding ``value`` is set, a traced boolean, if a staged loop
     registered it (``key_set_if``); else None (it is)."""
-    if not _key_set:
-        return None
-    for leaf in jax.tree_util.tree_leaves(value)[:1]:
-        entry = _key_set.get(id(leaf))
-        if entry is not None and entry[0]() is leaf:
-            return entry[2]
-    return None
+    info = _key_set.get(value)
+    return None if info is None else info[1]
 
 
 def maybe_unset(d):
