@@ -798,7 +798,7 @@ def _table_read(fn) -> bool:
         if isinstance(n, ast.Subscript) and isinstance(n.value, (ast.Name, ast.Subscript)) \
                 and not any(isinstance(k, ast.Slice) for k in ast.walk(n.slice)) \
                 and any(isinstance(k, ast.Name) for k in ast.walk(n.slice)):
-            root = n.value
+            root: ast.expr = n.value
             while isinstance(root, ast.Subscript):
                 root = root.value
             if isinstance(root, ast.Name) and root.id not in other:
