@@ -6,6 +6,12 @@ import pytest
 # test says otherwise; see the README's fallback policy.
 os.environ.setdefault("AUTOFLOW_STRICT", "1")
 
+# The tests compile thousands of small programs; LLVM's optimizations of each (which
+# change its speed, not its results) are about a sixth of the fast tier's CPU time. Set
+# before JAX starts its backend; a developer's own XLA_FLAGS are kept as they are.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 "
+                                   "--xla_llvm_disable_expensive_passes=true")
+
 # Run only through tests/test_pytest_plugin.py, in a pytest subprocess, as a user would.
 collect_ignore = ["plugin_project"]
 
@@ -325,6 +331,14 @@ SLOW = {
         "plain pickle in this process is fast",
     "tests/test_lowering.py::test_gradient_of_a_vmapped_if[scalar_if_in_loop]": "[scalar_if] is fast",
     "tests/test_lowering.py::test_gradient_of_a_vmapped_if[sqrt_or_zero]": "as above",
+    # Whole-corpus and fresh-process checks (CI runs them in the slow tier):
+    "tests/test_check_agrees.py::test_check_agrees_with_the_first_call":
+        "every program of four corpora checked and traced (19 s); "
+        "test_the_error_case_table_lists_every_function is fast",
+    "tests/test_pytest_plugin.py::test_plugin_golden_update_and_behaviour":
+        "pytest processes; tests/test_fixtures.py::test_golden uses the plugin's fixture",
+    "tests/test_advice.py::test_each_error_is_followed_by_the_fix_its_message_suggests":
+        "every error kind and its fix (7 s); tests/test_check_pitfalls.py is fast",
 }
 # The long checks: the corpora of the slow tier, of which CI's slow tier runs one item in
 # SAMPLED[key] (every k-th in collection order, so each run is the same sample) to keep CI
@@ -354,6 +368,13 @@ FAST_SAMPLE = {
     "tests/test_convert_fidelity.py::test_converting_the_output_again_changes_nothing": 4,
     "tests/test_convert_fidelity.py::test_every_comment_is_kept": 4,
 }
+# Every other parametrized family: of FAMILY_LEAST or more cases in the fast tier, one
+# in FAMILY_SAMPLE (the first, then every other one) stays there, the rest are slow. A
+# family's cases are cases of one construct (nine math functions, twelve truth
+# conversions): the fast tier keeps the construct and half of its cases, CI runs all.
+FAMILY_LEAST, FAMILY_SAMPLE = 3, 2
+FAST_WHOLE = (  # families whose every case stays in the fast tier
+)
 _SAMPLED_OUT: set = set()  # node ids FAST_SAMPLE puts in the slow tier (this session)
 LONG = os.environ.get("AUTOFLOW_LONG", "") not in ("", "0")
 SIGNAL = {
@@ -406,6 +427,17 @@ def pytest_collection_modifyitems(config, items):
             n = seen[key] = seen.get(key, -1) + 1
             if n % FAST_SAMPLE[key]:
                 _SAMPLED_OUT.add(nodeid)
+    # Every other family of FAMILY_LEAST or more fast cases: one in FAMILY_SAMPLE.
+    families: dict = {}
+    for item in items:
+        nodeid = item.nodeid if item.nodeid.startswith("tests/") else "tests/" + item.nodeid
+        if "[" in nodeid and _tier_of(item, set()) == "fast":
+            key = nodeid.split("[", 1)[0]
+            if key not in FAST_SAMPLE and not any(key.startswith(k) for k in FAST_WHOLE):
+                families.setdefault(key, []).append(nodeid)
+    for ids in families.values():
+        if len(ids) >= FAMILY_LEAST:
+            _SAMPLED_OUT.update(i for n, i in enumerate(ids) if n % FAMILY_SAMPLE)
     for item in items:
         t = _tier_of(item, used)
         (keep if tier in ("all", t) else drop).append(item)
