@@ -28,7 +28,7 @@ from ..core.origin import user_site
 from . import jax_internals as jx
 from .jax_internals import current_trace, new_input
 from .raising import Signal
-from .state import entry_values, reachable, recording
+from .state import EMPTY, closure_cells, entry_values, reachable, recording
 from .values import Undefined, aval_of, flatten, is_array_like, is_weak, unflatten
 
 
@@ -55,19 +55,11 @@ def unpack(state):
 
 def free_names(*fns):
     """``{id(value): name}`` for the closure variables of ``fns`` (and of the
-    functions they close over, one level down)."""
+    functions they close over, three closures down)."""
     out = {}
-    for fn in fns:
-        code = getattr(fn, "__code__", None)
-        for name, cell in zip(code.co_freevars if code else (), fn.__closure__ or ()):
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
+    for name, _, value in closure_cells(fns, 3):
+        if value is not EMPTY:
             out.setdefault(id(value), name)
-            if callable(value) and getattr(value, "__closure__", None):
-                for k, v in free_names(value).items():
-                    out.setdefault(k, v)
     return out
 
 
