@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _pickling, _registry
+from .core.caches import Bounded
 from .core.deep import paused_gc, run_deep
 from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
@@ -39,8 +40,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 _lock = threading.RLock()
 # original function -> {options: (code, converted function)}
 _by_function: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
-_by_code: dict[Any, Any] = {}  # (code object id, options, rebound builtins) -> _Converted
-_warned: set[Any] = set()
+_by_code: dict[Any, Any] = Bounded(8192)  # (code object id, options, rebound builtins) -> _Converted
+_warned: dict[Any, bool] = Bounded(1024)  # what a fallback warning named already
 
 
 def _strict(strict):
@@ -75,17 +76,17 @@ def _debug_loops(debug_loops):
     return int(debug_loops)
 
 
-def _environment() -> dict[str, Any]:
+def _environment(environ=os.environ) -> dict[str, Any]:
     """The defaults that environment variables give ``convert``'s and ``jit``'s
     options, read once, here, when autoflow is imported: ``AUTOFLOW_LANES=flat``
     (``lanes="flat"``) and ``AUTOFLOW_DEBUG_LOOPS=1`` (``debug_loops=True``; a
     number larger than 1: the iterations between reports)."""
-    every = os.environ.get("AUTOFLOW_DEBUG_LOOPS", "").strip()
+    every = environ.get("AUTOFLOW_DEBUG_LOOPS", "").strip()
     try:
         n = int(every or "0")
     except ValueError:  # (any other text turns the reports on)
         n = _REPORT_EVERY
-    return {"lanes": "flat" if os.environ.get("AUTOFLOW_LANES", "") == "flat" else "nested",
+    return {"lanes": "flat" if environ.get("AUTOFLOW_LANES", "") == "flat" else "nested",
             "debug_loops": None if every in ("", "0") else n if n > 1 else _REPORT_EVERY}
 
 
@@ -229,7 +230,7 @@ def _fallback(fn, reason, strict):
                               "in a file (a `def` autoflow can read), or mark it with "
                               "`autoflow.do_not_convert` to run it as it is.")
     if fn not in _warned:
-        _warned.add(fn)
+        _warned[fn] = True
         warnings.warn(text + " Silence this with `autoflow.do_not_convert` on the function.",
                       ConversionWarning, stacklevel=_stacklevel())
     return fn
@@ -760,7 +761,8 @@ def _may_raise(fn) -> bool:
         return True
 
 
-_RAISES: dict[str, Any] = {}  # filename -> (its ast, {name: [(top-level def or class, raises?)]})
+# filename -> (its ast, {name: [(top-level def or class, raises?)]})
+_RAISES: dict[str, Any] = Bounded(256)
 
 
 def _reaches_a_raise(code, lines) -> bool:

@@ -20,6 +20,7 @@ import sys
 import threading
 
 from .. import _registry
+from ..core.caches import Bounded
 from ..core.libraries import is_library_file
 from ..core.origin import message, user_site
 from ..errors import ConversionError
@@ -196,7 +197,7 @@ class Runtime(types.ModuleType):
             depth[key] -= 1
 
 
-_bound = {}
+_bound = Bounded(256)  # options -> the runtime converted code with them sees
 
 
 def bound(options):

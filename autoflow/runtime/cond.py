@@ -25,7 +25,8 @@ from ..errors import ConversionError
 from . import events, later
 from .carries import (Restart, caller_site, fill, free_names, join_parts, leaf_labels,
                       log_fills, pack, parts_of, spec_of, unpack, with_state, cast_to)
-from .cond_cost import GPU_SELECT, last_choice, set_choice
+from .cond_cost import GPU_SELECT
+from .coupling import now
 from .cond_prim import stage_if
 from .raising import Signal, StagedRaise
 from .state import Shared, closure_cells, kept, names_of, settle, undoer
@@ -135,7 +136,7 @@ def _line_of(thunk):
 
 def _lowered_as():
     return {"select": "select (lax.select)", None: "lax.cond",
-            GPU_SELECT: GPU_SELECT}.get(last_choice(), "lax.cond")
+            GPU_SELECT: GPU_SELECT}.get(now.choice, "lax.cond")
 
 
 @reissuing
@@ -454,7 +455,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             dyn = stage_if(as_pred(pred), make("t", true_fn), make("f", false_fn), guard,
                                 lambda: _free(records["t"], names, unread))
         except _BranchRaised as b:
-            set_choice(None)
+            now.choice = None
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
         except Restart as r:
             if isinstance(r.changes, tuple) and r.changes[0] == "raises":

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..core.caches import Bounded
 from ..core.origin import message
 from ..errors import ConversionError
 from . import jax_internals as jx
@@ -543,7 +544,8 @@ def _check_finished(limit, site, running):
         raise raising.fail(LoopLimitError(message(
             site, f"this loop did not finish within max_loop_iterations={limit}",
             "Raise the bound (`max_loop_iterations=`), or check that the loop ends; "
-            "`debug_loops=True` reports its iterations while it runs.")), site)
+            "`debug_loops=True` (or `AUTOFLOW_DEBUG_LOOPS=1`) reports its iterations while it "
+            "runs.")), site)
 
 
 def _bounded(body, test, init, start, stop, max_iterations, site):
@@ -566,7 +568,7 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
     return dyn
 
 
-_APPENDS = {}  # code object -> the names it passes to the runtime's `append` first
+_APPENDS = Bounded(4096)  # code object -> the names it passes to the runtime's `append` first
 
 
 def _appends(fn):

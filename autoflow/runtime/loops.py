@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..core.caches import Bounded
 from ..core.origin import message
 from ..errors import ConversionError
 from . import events, later
@@ -588,7 +589,7 @@ def _unroll_reason(e):
             "a NumPy table, or builds a shape or a slice from it)")
 
 
-_WARNED_UNROLLED = set()  # loops already warned about (file, line, column)
+_WARNED_UNROLLED = Bounded(4096)  # loops already warned about (file, line, column)
 
 
 def _warn_unrolled(site, trip_count, e):
@@ -606,7 +607,7 @@ def _warn_unrolled(site, trip_count, e):
     if key in _WARNED_UNROLLED:
         return
     if key is not None:
-        _WARNED_UNROLLED.add(key)
+        _WARNED_UNROLLED[key] = True
     if site is None:
         warnings.warn(text, PerformanceWarning, stacklevel=3)
     else:

@@ -51,6 +51,7 @@ import types
 
 import jax
 
+from ..core.caches import Bounded
 from ..core.libraries import is_library_file
 from ..core.origin import _is_internal, message, user_site
 from ..errors import ConversionError
@@ -507,7 +508,7 @@ def _scopes():
 
 _ATOMS = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
 _ABSENT = object()
-_code_names = {}
+_code_names = Bounded(4096)  # code object -> the global names it reads
 
 
 def _names_of(code):

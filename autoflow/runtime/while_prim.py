@@ -55,7 +55,8 @@ from jax import lax
 from . import checkpointing, lane_machine, lanes
 from . import jax_internals as jx
 from . import selfcheck
-from .events import GATED_CONDS, plain_now
+from .coupling import now
+from .events import plain_now
 from .prim_util import inexact, instantiate, quiet_closed, specs
 
 
@@ -543,7 +544,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
         # JAX cannot lower them in autoflow's primitive)
         out = prim.expand(cc, bc, flat)
         if gated:
-            GATED_CONDS.add(cond_jaxpr)
+            now.gated_conds.add(cond_jaxpr)
     else:
         out = prim(cc, bc, flat)
     if added is None:
