@@ -178,6 +178,7 @@ def test_the_chain_guard_is_the_whole_chain_analysis():
 
     import gast
 
+    from autoflow.analysis.activity import bound_falling
     from autoflow.analysis.summaries import Summaries
     from autoflow.transforms import chains
 
@@ -188,7 +189,7 @@ def test_the_chain_guard_is_the_whole_chain_analysis():
         src = _random_chain(rng, rng.randrange(1, 6))
         (s,) = gast.parse(src).body
         branches, final = chains._branches(s)
-        plain = (chains._bound_falling([s]) or set()) - Summaries().live_in([s], set())
+        plain = (bound_falling([s]) or set()) - Summaries().live_in([s], set())
         assert chains._guarded(s, branches, final) == plain, src
         seen.add(frozenset(plain))
     assert len(seen) > 5  # the programs exercise more than the empty answer
