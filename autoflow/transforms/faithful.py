@@ -494,20 +494,19 @@ class Printer(_Unparser):
         return plan if plan is not None and plan[0] is node else None
 
     def _function_helper(self, node, fill_suffix):
-        plan = self._take_plan(node)
-        if not self._header(node, plan and plan[1]):
-            return super()._function_helper(node, fill_suffix)
-        self._indent += 1
-        try:
-            self._write_docstring_and_traverse_body(node)
-        finally:
-            self._indent -= 1
-        return None
+        unparsed = super()._function_helper
+        return self._def_as_written(node, lambda: unparsed(node, fill_suffix))
 
     def visit_ClassDef(self, node):
+        unparsed = super().visit_ClassDef
+        return self._def_as_written(node, lambda: unparsed(node))
+
+    def _def_as_written(self, node, unparsed):
+        """Print the def or class ``node`` with its header as written, or as
+        ``unparsed()`` prints it (the unparser's) when the header cannot be."""
         plan = self._take_plan(node)
         if not self._header(node, plan and plan[1]):
-            return super().visit_ClassDef(node)
+            return unparsed()
         self._indent += 1
         try:
             self._write_docstring_and_traverse_body(node)
