@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _pickling, _registry
+from .core.caches import Bounded
 from .core.deep import paused_gc, run_deep
 from .core.libraries import is_library_value
 from .core.loading import compile_function, make_function
@@ -39,14 +40,57 @@ F = TypeVar("F", bound=Callable[..., Any])
 _lock = threading.RLock()
 # original function -> {options: (code, converted function)}
 _by_function: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
-_by_code: dict[Any, Any] = {}  # (code object id, options, rebound builtins) -> _Converted
-_warned: set[Any] = set()
+_by_code: dict[Any, Any] = Bounded(8192)  # (code object id, options, rebound builtins) -> _Converted
+_warned: dict[Any, bool] = Bounded(1024)  # what a fallback warning named already
 
 
 def _strict(strict):
     if strict is not None:
         return bool(strict)
     return os.environ.get("AUTOFLOW_STRICT", "") not in ("", "0")
+
+
+_LANES = ("nested", "flat")
+_REPORT_EVERY = 10000  # iterations between loop reports when `debug_loops=True`
+
+
+def _lanes(lanes):
+    """The ``lanes=`` option: ``"nested"`` or ``"flat"`` (None: the environment's)."""
+    if lanes is None:
+        return _ENVIRONMENT["lanes"]
+    if lanes not in _LANES:
+        raise ValueError(f"lanes={lanes!r}: expected one of {', '.join(map(repr, _LANES))}")
+    return lanes
+
+
+def _debug_loops(debug_loops):
+    """The ``debug_loops=`` option as the iterations between two reports of a staged
+    loop, or None for no reports (None given: the environment's)."""
+    if debug_loops is None:
+        return _ENVIRONMENT["debug_loops"]
+    if isinstance(debug_loops, bool) or debug_loops in (0, 1):
+        return _REPORT_EVERY if debug_loops else None
+    if not isinstance(debug_loops, int) or debug_loops < 0:
+        raise ValueError(f"debug_loops={debug_loops!r}: expected True, False or a number of "
+                         "iterations")
+    return int(debug_loops)
+
+
+def _environment(environ=os.environ) -> dict[str, Any]:
+    """The defaults that environment variables give ``convert``'s and ``jit``'s
+    options, read once, here, when autoflow is imported: ``AUTOFLOW_LANES=flat``
+    (``lanes="flat"``) and ``AUTOFLOW_DEBUG_LOOPS=1`` (``debug_loops=True``; a
+    number larger than 1: the iterations between reports)."""
+    every = environ.get("AUTOFLOW_DEBUG_LOOPS", "").strip()
+    try:
+        n = int(every or "0")
+    except ValueError:  # (any other text turns the reports on)
+        n = _REPORT_EVERY
+    return {"lanes": "flat" if environ.get("AUTOFLOW_LANES", "") == "flat" else "nested",
+            "debug_loops": None if every in ("", "0") else n if n > 1 else _REPORT_EVERY}
+
+
+_ENVIRONMENT = _environment()
 
 
 def do_not_convert(fn: F) -> F:
@@ -186,18 +230,20 @@ def _fallback(fn, reason, strict):
                               "in a file (a `def` autoflow can read), or mark it with "
                               "`autoflow.do_not_convert` to run it as it is.")
     if fn not in _warned:
-        _warned.add(fn)
+        _warned[fn] = True
         warnings.warn(text + " Silence this with `autoflow.do_not_convert` on the function.",
                       ConversionWarning, stacklevel=_stacklevel())
     return fn
 
 
 def _options(strict, recursive, include, asserts, debug, max_loop_iterations=None,
-             checkpoints=None):
+             checkpoints=None, lanes=None, debug_loops=None):
     return (("asserts", bool(asserts)),
             ("checkpoints", None if checkpoints is None else int(checkpoints)),
             ("debug", bool(debug)),
+            ("debug_loops", _debug_loops(debug_loops)),
             ("include", tuple(include or ())),
+            ("lanes", _lanes(lanes)),
             ("max_loop_iterations", None if max_loop_iterations is None
              else int(max_loop_iterations)),
             ("recursive", bool(recursive)), ("strict", _strict(strict)))
@@ -212,15 +258,18 @@ def _transform_options(options):
 def convert(fn: F, *, strict: bool | None = None, recursive: bool = True,
             include: Iterable[str] = (), asserts: bool = True,
             max_loop_iterations: int | None = None, checkpoints: int | None = None,
+            lanes: str | None = None, debug_loops: bool | int | None = None,
             debug: bool = False) -> F: ...
 @overload
 def convert(fn: None = None, *, strict: bool | None = None, recursive: bool = True,
             include: Iterable[str] = (), asserts: bool = True,
             max_loop_iterations: int | None = None, checkpoints: int | None = None,
+            lanes: str | None = None, debug_loops: bool | int | None = None,
             debug: bool = False) -> Callable[[F], F]: ...
 def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = True,
             include: Iterable[str] = (), asserts: bool = True,
             max_loop_iterations: int | None = None, checkpoints: int | None = None,
+            lanes: str | None = None, debug_loops: bool | int | None = None,
             debug: bool = False) -> Any:
     """Return ``fn`` with its Python control flow converted (not jitted).
 
@@ -251,8 +300,21 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
       ``jax.grad`` may keep when it differentiates a loop with a
       data-dependent trip count (the backward pass recomputes the rest from
       them: memory grows with ``K``, not with the trip count).
+    * ``lanes="flat"`` (default ``"nested"``, or ``"flat"`` where the environment
+      has ``AUTOFLOW_LANES=flat``): under ``jax.vmap``, a loop with a
+      data-dependent trip count whose body holds one such loop runs as one flat
+      loop in which each lane advances through its own inner loop, instead of
+      every lane waiting for the slowest lane's inner loop at each outer
+      iteration (faster where inner loops are long and of very different lengths
+      per lane; slower where lanes hardly wait: see ``runtime/lane_machine.py``).
+    * ``debug_loops=True`` (default: off, or on where the environment has
+      ``AUTOFLOW_DEBUG_LOOPS=1``): each staged loop with a data-dependent trip
+      count prints, every 10000 iterations while the compiled code runs, where it
+      is and how many iterations it has done, and Ctrl-C stops it at the next
+      report; ``debug_loops=N`` reports every ``N`` iterations.
     * ``debug``: print the source after each pass of the rewriter.
 
+    The environment variables are read once, when autoflow is imported.
     Conversion is cached per function (code object, closure) and options.
     Applied to a class (``@autoflow.convert`` on ``class Model(eqx.Module)``), it
     converts the methods the class defines, in place, and returns the class.
@@ -260,9 +322,10 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
     if fn is None:
         return functools.partial(convert, strict=strict, recursive=recursive, include=include,
                                  asserts=asserts, max_loop_iterations=max_loop_iterations,
-                                 checkpoints=checkpoints, debug=debug)
+                                 checkpoints=checkpoints, lanes=lanes, debug_loops=debug_loops,
+                                 debug=debug)
     options = _options(strict, recursive, include, asserts, debug, max_loop_iterations,
-                       checkpoints)
+                       checkpoints, lanes, debug_loops)
     kw = dict(options)
     if inspect.isfunction(fn):  # a user method made to dispatch (runtime.through): the method
         fn = getattr(fn, "__autoflow_dispatch__", fn)
@@ -563,20 +626,24 @@ def to_source(fn: Callable[..., Any], *, recursive: bool = True, asserts: bool =
 def jit(fn: Callable[..., Any], *, strict: bool | None = None, recursive: bool = True,
         include: Iterable[str] = (), asserts: bool = True,
         max_loop_iterations: int | None = None, checkpoints: int | None = None,
+        lanes: str | None = None, debug_loops: bool | int | None = None,
         **jit_kwargs: Any) -> jax.stages.Wrapped: ...
 @overload
 def jit(fn: None = None, *, strict: bool | None = None, recursive: bool = True,
         include: Iterable[str] = (), asserts: bool = True,
         max_loop_iterations: int | None = None, checkpoints: int | None = None,
+        lanes: str | None = None, debug_loops: bool | int | None = None,
         **jit_kwargs: Any) -> Callable[[Callable[..., Any]], jax.stages.Wrapped]: ...
 def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
         recursive: bool = True, include: Iterable[str] = (), asserts: bool = True,
         max_loop_iterations: int | None = None, checkpoints: int | None = None,
+        lanes: str | None = None, debug_loops: bool | int | None = None,
         **jit_kwargs: Any) -> Any:
     """``jax.jit(autoflow.convert(fn), **jit_kwargs)``.
 
     Takes ``convert``'s options (``strict``, ``recursive``, ``include``,
-    ``asserts``, ``max_loop_iterations``, ``checkpoints``) and every keyword argument
+    ``asserts``, ``max_loop_iterations``, ``checkpoints``, ``lanes``,
+    ``debug_loops``) and every keyword argument
     of ``jax.jit``, and returns what ``jax.jit``
     returns (so ``.lower()``, ``.trace()``, ``.compile()`` work). Use it bare
     or with arguments:
@@ -597,14 +664,16 @@ def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
     if fn is None:
         return functools.partial(jit, strict=strict, recursive=recursive, include=include,
                                  asserts=asserts, max_loop_iterations=max_loop_iterations,
-                                 checkpoints=checkpoints, **jit_kwargs)
+                                 checkpoints=checkpoints, lanes=lanes, debug_loops=debug_loops,
+                                 **jit_kwargs)
     import jax
 
     if inspect.isgeneratorfunction(inspect.unwrap(fn)) or inspect.isasyncgenfunction(fn):
         return _generator_error(fn)
+    debug_loops = _debug_loops(debug_loops)
     converted = convert(fn, strict=strict, recursive=recursive, include=include,
                         asserts=asserts, max_loop_iterations=max_loop_iterations,
-                        checkpoints=checkpoints)
+                        checkpoints=checkpoints, lanes=lanes, debug_loops=debug_loops or False)
     # A thin wrapper re-raises the user's exception from a staged `raise`/`assert`
     # or loop bound (and, on a JAX without checkpointed loops, turns JAX's
     # backward-pass error for a `while` under `jax.grad` into autoflow's); it
@@ -614,8 +683,7 @@ def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
     # `ValueError` only the wrapper tells from the user's own; elsewhere (a check
     # `_may_raise` did not foresee) a check stays an ordered effect, whose failure
     # JAX reports as its `JaxRuntimeError`.
-    wrap = max_loop_iterations is not None or _may_raise(fn) \
-        or os.environ.get("AUTOFLOW_DEBUG_LOOPS", "") not in ("", "0")
+    wrap = max_loop_iterations is not None or _may_raise(fn) or debug_loops is not None
     jitted = jax.jit(_teaching(converted, wrap), **jit_kwargs)
     return _Jitted(jitted, converted) if wrap else jitted
 
@@ -693,7 +761,8 @@ def _may_raise(fn) -> bool:
         return True
 
 
-_RAISES: dict[str, Any] = {}  # filename -> (its ast, {name: [(top-level def or class, raises?)]})
+# filename -> (its ast, {name: [(top-level def or class, raises?)]})
+_RAISES: dict[str, Any] = Bounded(256)
 
 
 def _reaches_a_raise(code, lines) -> bool:
@@ -900,7 +969,7 @@ class _Jitted:
 
             user = last_user_exception()
             if user is None and is_runtime_error(e) and "\nKeyboardInterrupt" in str(e):
-                # Ctrl-C, delivered inside a callback (AUTOFLOW_DEBUG_LOOPS reports)
+                # Ctrl-C, delivered inside a callback (`debug_loops` reports)
                 raise KeyboardInterrupt("interrupted while the compiled code ran") from None
             try:
                 if user is None or not is_runtime_error(e) or str(user) not in str(e):

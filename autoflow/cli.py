@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import difflib
 import io
 import os
@@ -119,6 +120,20 @@ def _functions(source):
     return out
 
 
+@contextlib.contextmanager
+def _reading(name, source, wanted):
+    """Context: what converting or checking file ``name`` raises for its input (it
+    does not parse, has no function ``wanted``, nests too deeply) as ``InputError``."""
+    try:
+        yield
+    except SyntaxError as e:
+        raise _syntax_error(name, e) from None
+    except LookupError:
+        raise _no_function(name, source, wanted) from None
+    except RecursionError:
+        raise InputError(f"{name}: too deeply nested for autoflow to convert") from None
+
+
 def _no_function(name, source, wanted) -> InputError:
     names = [q for q, _ in _functions(source)]
     hint = ""
@@ -222,15 +237,11 @@ def _convert_one(path, args):
     crlf = "\r\n" in source and source.count("\r\n") == source.count("\n")
     source = source.replace("\r\n", "\n")
     try:
-        with warnings.catch_warnings():
+        with _reading(name, source, args.function), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             text, changed = run_deep(convert_module, source, name, only=args.function)
-    except SyntaxError as e:
-        raise _syntax_error(name, e) from None
-    except LookupError:
-        raise _no_function(name, source, args.function) from None
-    except RecursionError:
-        raise InputError(f"{name}: too deeply nested for autoflow to convert") from None
+    except InputError:
+        raise
     except Exception as e:  # noqa: BLE001
         raise _Bug(name, e) from None
     before = source
@@ -279,15 +290,9 @@ def cmd_check(args) -> int:
         name = _display_name(path)
         try:
             source = read_source(path)
-            try:
+            with _reading(name, source, args.function):
                 static = _static_table(source, args.static)
                 findings = check.check_source(source, name, only=args.function, static=static)
-            except SyntaxError as e:
-                raise _syntax_error(name, e) from None
-            except LookupError:
-                raise _no_function(name, source, args.function) from None
-            except RecursionError:
-                raise InputError(f"{name}: too deeply nested for autoflow to convert") from None
         except InputError as e:
             _error(str(e))
             status = max(status, EXIT_INPUT)

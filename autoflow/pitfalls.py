@@ -44,6 +44,8 @@ import io
 import re
 import tokenize
 
+from .traced import ast_target_names
+
 UNROLL_LIMIT = 100  # trip counts from which an unrolled loop is reported
 
 CODES = {
@@ -169,13 +171,13 @@ class _Module:
         for node in _module_level(tree):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
-                    for n in _target_names(t):
+                    for n in ast_target_names(t):
                         bind(n, node)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                for n in _target_names(node.target):
+                for n in ast_target_names(node.target):
                     bind(n, node)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
-                for n in _target_names(node.target):
+                for n in ast_target_names(node.target):
                     bind(n, node)
         # `global g` then `g = ...` inside functions
         for fn in ast.walk(tree):
@@ -185,7 +187,7 @@ class _Module:
                     if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                         targets = s.targets if isinstance(s, ast.Assign) else [s.target]
                         for t in targets:
-                            for n in _target_names(t):
+                            for n in ast_target_names(t):
                                 if n in declared:
                                     bind(n, s)
 
@@ -200,16 +202,6 @@ def _module_level(tree):
             continue
         for field in ("body", "orelse", "finalbody", "handlers"):
             stack.extend(getattr(node, field, []) or [])
-
-
-def _target_names(t):
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, (ast.Tuple, ast.List)):
-        return [n for e in t.elts for n in _target_names(e)]
-    if isinstance(t, ast.Starred):
-        return _target_names(t.value)
-    return []
 
 
 def _locals(fn):
@@ -245,7 +237,7 @@ def _derived(fn, params):
                 if _mentions(node.value, out):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
-                        for n in _target_names(t):
+                        for n in ast_target_names(t):
                             if n not in out:
                                 out.add(n)
                                 changed = True
@@ -288,7 +280,7 @@ def _origin(fn, name, params):
     if name in params:
         return name
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and any(name in _target_names(t) for t in node.targets):
+        if isinstance(node, ast.Assign) and any(name in ast_target_names(t) for t in node.targets):
             hit = _first_mentioned(node.value, set(params))
             if hit:
                 return hit
@@ -443,11 +435,9 @@ def find(source: str, filename: str = "<string>", tree=None, static=None):
                         f"`{base}[jnp.nonzero({mask}, size=N, fill_value=0)]`.")
             # AF103: shapes from parameters
             if isinstance(node, ast.Call):
-                name = _dotted(node.func)
-                base, _, last = name.rpartition(".")
-                if base in ("jnp", "jax.numpy", "np", "numpy") and last in _SIZED:
-                    pos = _SIZED[last]
-                    args = node.args if pos is None else node.args[pos:pos + 1]
+                sized = _sized_args(node)
+                if sized is not None:
+                    name, args = sized
                     args += [k.value for k in node.keywords if k.arg in ("shape", "num", "N", "stop",
                                                                          "start")]
                     hit = next((h for h in (_first_mentioned(a, set(derived)) for a in args) if h),
@@ -573,7 +563,7 @@ def _failing(fn, traced, add):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             base, _, last = _dotted(node.value.func).rpartition(".")
             if base in _NP and last in _NP_MADE:
-                numpy_arrays |= {n for t in node.targets for n in _target_names(t)}
+                numpy_arrays |= {n for t in node.targets for n in ast_target_names(t)}
     for node in ast.walk(fn):
         # AF108: a comprehension filtered by a traced condition
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) \
@@ -646,14 +636,22 @@ def _concrete_use(loop, name):
                     b is not None and _mentions(b, {name}) for b in (node.lower, node.upper, node.step)):
                 return _enclosing_subscript(stmt, node)
             if isinstance(node, ast.Call):
-                called = _dotted(node.func)
-                base, _, last = called.rpartition(".")
-                if base in ("jnp", "jax.numpy", "np", "numpy") and last in _SIZED:
-                    pos = _SIZED[last]
-                    args = node.args if pos is None else node.args[pos:pos + 1]
-                    if any(_mentions(a, {name}) for a in args):
-                        return ast.unparse(node)
+                sized = _sized_args(node)
+                if sized is not None and any(_mentions(a, {name}) for a in sized[1]):
+                    return ast.unparse(node)
     return None
+
+
+def _sized_args(node):
+    """``(the name called, the positional arguments that give the size)`` of a call
+    ``node`` of NumPy or ``jnp`` that makes an array of a given size (``_SIZED``), or
+    None. (The arguments are a new list.)"""
+    name = _dotted(node.func)
+    base, _, last = name.rpartition(".")
+    if base not in ("jnp", "jax.numpy", "np", "numpy") or last not in _SIZED:
+        return None
+    pos = _SIZED[last]
+    return name, list(node.args if pos is None else node.args[pos:pos + 1])
 
 
 def _enclosing_subscript(stmt, slice_node):
@@ -675,7 +673,7 @@ def _inside_nested(fn, node):
 
 def _is_bool_local(fn, name):
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and any(name in _target_names(t) for t in node.targets):
+        if isinstance(node, ast.Assign) and any(name in ast_target_names(t) for t in node.targets):
             v = node.value
             if isinstance(v, ast.Compare) or isinstance(v, ast.UnaryOp) and isinstance(
                     v.op, ast.Not) or isinstance(v, ast.BinOp) and isinstance(

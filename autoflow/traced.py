@@ -110,13 +110,15 @@ def params(fn) -> list[str]:
     return out
 
 
-def _targets(t):
+def ast_target_names(t):
+    """Names an assignment target binds (``ast`` nodes; ``analysis.activity.
+    target_names`` for gast), in order: ``a, (b, *c)`` -> a b c."""
     if isinstance(t, ast.Name):
         return [t.id]
     if isinstance(t, (ast.Tuple, ast.List)):
-        return [n for e in t.elts for n in _targets(e)]
+        return [n for e in t.elts for n in ast_target_names(e)]
     if isinstance(t, ast.Starred):
-        return _targets(t.value)
+        return ast_target_names(t.value)
     return []
 
 
@@ -160,12 +162,12 @@ def traced_names(fn, static=()) -> set[str]:
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) \
                     and node.value is not None and mentions(node.value, out):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                add(n for t in targets for n in _targets(t))
+                add(n for t in targets for n in ast_target_names(t))
             elif isinstance(node, ast.NamedExpr) and mentions(node.value, out):
                 add([node.target.id])
             elif isinstance(node, (ast.For, ast.comprehension)) \
                     and mentions(node.iter, out) and not is_static_range(node.iter, out):
-                add(_targets(node.target))
+                add(ast_target_names(node.target))
             elif isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not fn:
                 # a nested function is called with traced values, as a loop body is
                 add(p for p in params(node))
@@ -392,7 +394,7 @@ class _Reader:
                 if isinstance(t, ast.Name):
                     kinds[t.id] = k
                 else:
-                    for n in _targets(t):
+                    for n in ast_target_names(t):
                         kinds[n] = UNKNOWN
                     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
                             and kinds.get(t.value.id, UNKNOWN)[0] == "dict" \

@@ -223,9 +223,9 @@ def convert_file(path, timeout):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                before = len(faithful.FALLBACKS)
-                text, changed = convert_module(source, path)
-                rec["fallbacks"] = [list(f) for f in faithful.FALLBACKS[before:]]
+                with faithful.fallbacks() as fallbacks:
+                    text, changed = convert_module(source, path)
+                rec["fallbacks"] = [list(f) for f in fallbacks]
         finally:
             if timeout:
                 signal.setitimer(signal.ITIMER_REAL, 0)

@@ -2,7 +2,7 @@
 
 For each function of ``benchmarks/corpus.py`` (its source alone, as a module),
 ``convert_module`` runs with the faithful printer
-(``autoflow.transforms.module.FAITHFUL = True``, the command line's default)
+(``convert_module(..., faithful=True)``, the command line's default)
 and without it (the unparser's text with the comments put back), interleaved,
 ``--repeat`` times each (the order alternating between repeats). It prints the
 added time per function and the ratio of the corpus totals, median (min, max)
@@ -37,21 +37,22 @@ def main(argv=None):
     for _, src in sources:  # warm up
         module.convert_module(src, "corpus.py")
     totals = []  # per repeat: (faithful seconds, plain seconds) over the corpus
+    fallbacks = []
     for r in range(args.repeat):
         t_f = t_p = 0.0
         for name, src in sources:
             order = (True, False) if (r % 2 == 0) else (False, True)  # alternate
             for flag in order:
-                module.FAITHFUL = flag
-                t0 = time.perf_counter()
-                module.convert_module(src, "corpus.py")
-                dt = time.perf_counter() - t0
+                with faithful.fallbacks() as found:
+                    t0 = time.perf_counter()
+                    module.convert_module(src, "corpus.py", faithful=flag)
+                    dt = time.perf_counter() - t0
+                fallbacks += found
                 if flag:
                     t_f += dt
                 else:
                     t_p += dt
         totals.append((t_f, t_p))
-    module.FAITHFUL = True
     n = len(sources)
     ratios = sorted(f / p for f, p in totals)
     added = sorted((f - p) * 1e3 / n for f, p in totals)
@@ -63,7 +64,7 @@ def main(argv=None):
     print(f"added by the faithful printer: {added[med]:.2f} ms per function "
           f"(min {added[0]:.2f}, max {added[-1]:.2f})")
     print(f"ratio faithful / plain: {ratios[med]:.2f}x (min {ratios[0]:.2f}, max {ratios[-1]:.2f})")
-    print(f"fallbacks: {len(faithful.FALLBACKS)}")
+    print(f"fallbacks: {len(fallbacks)}")
     return 0
 
 

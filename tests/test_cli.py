@@ -156,6 +156,22 @@ def test_internal_error_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsy
     assert len(err.splitlines()) == 1 and "autoflow bug" in err and "RuntimeError" in err
 
 
+def test_autoflow_traceback_shows_an_internal_errors_traceback(monkeypatch, capsys):
+    # (docs/cli.md: one line and status 3, or with AUTOFLOW_TRACEBACK=1 the traceback)
+    from autoflow import cli
+
+    def broken(argv):
+        raise RuntimeError("something inside autoflow went wrong")
+
+    monkeypatch.setattr(cli, "_main", broken)
+    monkeypatch.delenv("AUTOFLOW_TRACEBACK", raising=False)
+    assert cli.main(["check", "m.py"]) == 3
+    assert "RuntimeError" in capsys.readouterr().err
+    monkeypatch.setenv("AUTOFLOW_TRACEBACK", "1")
+    with pytest.raises(RuntimeError, match="went wrong"):
+        cli.main(["check", "m.py"])
+
+
 def test_calls_into_a_module_next_to_the_file_are_converted(tmp_path, capsys):
     from autoflow import cli
     (tmp_path / "helpers.py").write_text("def f(x):\n    return x\n")

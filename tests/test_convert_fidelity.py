@@ -125,19 +125,14 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from autoflow.transforms import faithful, module  # noqa: E402
+from autoflow.transforms import faithful  # noqa: E402
 
 
 def _both(source, name="m.py"):
     """``(faithful output, unparser's output, changed)`` of one module."""
-    before = len(faithful.FALLBACKS)
-    out, changed = convert_module(source, name)
-    fallbacks = faithful.FALLBACKS[before:]
-    module.FAITHFUL = False
-    try:
-        plain, changed_plain = convert_module(source, name)
-    finally:
-        module.FAITHFUL = True
+    with faithful.fallbacks() as fallbacks:
+        out, changed = convert_module(source, name)
+    plain, changed_plain = convert_module(source, name, faithful=False)
     assert changed == changed_plain
     return out, plain, changed, fallbacks
 

@@ -84,7 +84,7 @@ def _canonical(text):
 
 def _compiled(fn, args, direct):
     old = jax_internals.DIRECT
-    jax_internals.DIRECT = direct
+    jax_internals.use_direct_lowering(direct)
     try:
         jax.clear_caches()
         # (traced from scratch each time: a loop that learned on its first trace what
@@ -92,7 +92,7 @@ def _compiled(fn, args, direct):
         loop_staging._DEFINED.clear()
         return _canonical(jax.jit(fn).lower(*args).compile().as_text())
     finally:
-        jax_internals.DIRECT = old
+        jax_internals.use_direct_lowering(old)
 
 
 def _variants(fn, args):

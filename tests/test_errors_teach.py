@@ -226,27 +226,45 @@ def test_max_loop_iterations_exceeded():
     path, line = source_file(teach.runaway), marked_line(teach.runaway)
     text = assert_reads_well(exc, teach.runaway, f"autoflow.errors.LoopLimitError: {path}:{line}")
     assert text.count("max_loop_iterations=5") == 1
-    assert "AUTOFLOW_DEBUG_LOOPS" in text
+    assert "AUTOFLOW_DEBUG_LOOPS" in text and "debug_loops=True" in text
 
 
 # ---------------------------------------------------------------------------
 # 3. loops that never end can be found
 # ---------------------------------------------------------------------------
 
-def test_debug_loops_reports_the_loop_and_its_iterations(monkeypatch, capfd):
-    monkeypatch.setenv("AUTOFLOW_DEBUG_LOOPS", "40")
-    jax.clear_caches()  # the variable is read when a function is traced
-    f = autoflow.jit(teach.runaway)
+def test_debug_loops_reports_the_loop_and_its_iterations(capfd):
+    f = autoflow.jit(teach.runaway, debug_loops=40)
     assert int(run(f, 130.0)) == teach.runaway(130.0)
     err = capfd.readouterr().err
     path, line = source_file(teach.runaway), marked_line(teach.runaway)
     reports = [ln for ln in err.splitlines() if ln.startswith("autoflow: loop at")]
     assert reports == [f"autoflow: loop at {path}:{line}:5 (`while x > 0:`): {k} iterations"
                        for k in (40, 80, 120)], err
-    monkeypatch.delenv("AUTOFLOW_DEBUG_LOOPS")
-    jax.clear_caches()
+    # (the option is per function: the same function without it reports nothing)
     run(autoflow.jit(teach.runaway), 130.0)
     assert "autoflow: loop" not in capfd.readouterr().err
+    run(jax.jit(autoflow.convert(teach.runaway, debug_loops=40)), 130.0)
+    assert len([ln for ln in capfd.readouterr().err.splitlines()
+                if ln.startswith("autoflow: loop at")]) == 3
+
+
+@pytest.mark.parametrize("env, want", [({}, (None, "nested")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "1"}, (10000, "nested")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "0"}, (None, "nested")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "500"}, (500, "nested")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "yes"}, (10000, "nested")),
+                                       ({"AUTOFLOW_LANES": "flat"}, (None, "flat"))])
+def test_the_environment_gives_the_defaults_of_the_options(env, want):
+    # (read once, when autoflow is imported: `api._environment` is that one place)
+    from autoflow import api
+
+    defaults = api._environment(env)
+    assert (defaults["debug_loops"], defaults["lanes"]) == want
+    assert api._debug_loops(False) is None and api._debug_loops(True) == 10000
+    assert api._debug_loops(7) == 7 and api._lanes("nested") == "nested"
+    with pytest.raises(ValueError, match="debug_loops="):
+        api._debug_loops(-3)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")

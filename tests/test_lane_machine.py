@@ -1,5 +1,5 @@
 """Nested data-dependent loops under ``vmap`` as one flat loop (``runtime/lane_machine``,
-``AUTOFLOW_LANES=flat``): every lane's results are those of the eager program."""
+the option ``lanes="flat"``): every lane's results are those of the eager program."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.skipif(not while_prim.available(),
 
 @pytest.fixture
 def flat(monkeypatch):
+    """The nests flattened (``lane_machine.machine`` calls) while a test runs."""
     calls = []
     machine = lane_machine.machine
 
@@ -26,7 +27,6 @@ def flat(monkeypatch):
         calls.append(1)
         return machine(*a, **k)
 
-    monkeypatch.setattr(lane_machine, "enabled", True)
     monkeypatch.setattr(lane_machine, "machine", counted)
     return calls
 
@@ -75,7 +75,7 @@ def test_flat_lanes_give_each_lane_its_eager_result(flat, p):
     keys = jax.random.split(jax.random.key(0), 6)
     ps = jnp.full(6, p)
     want = _lanes(draws, keys, ps)
-    got = jax.jit(jax.vmap(autoflow.convert(draws)))(keys, ps)
+    got = jax.jit(jax.vmap(autoflow.convert(draws, lanes="flat")))(keys, ps)
     _close(got, (np.array([w[0] for w in want]), np.array([w[1] for w in want])))
     assert flat
 
@@ -83,7 +83,7 @@ def test_flat_lanes_give_each_lane_its_eager_result(flat, p):
 def test_flat_lanes_compose_with_jit_inside_vmap(flat):
     keys = jax.random.split(jax.random.key(1), 5)
     ps = jnp.linspace(0.05, 0.9, 5)
-    got = jax.vmap(autoflow.jit(draws))(keys, ps)
+    got = jax.vmap(autoflow.jit(draws, lanes="flat"))(keys, ps)
     want = _lanes(draws, keys, ps)
     _close(got, (np.array([w[0] for w in want]), np.array([w[1] for w in want])))
     assert flat
@@ -94,7 +94,7 @@ def test_flat_lanes_are_the_nested_programs_values(flat):
     xs = jnp.linspace(1.0, 9.0, 8)
     ns = jnp.array([1, 2, 3, 3, 2, 1, 3, 2])
     want = [newton_roots(np.asarray(c), float(x), int(n)) for c, x, n in zip(cs, xs, ns)]
-    got = jax.jit(jax.vmap(autoflow.convert(newton_roots)))(cs, xs, ns)
+    got = jax.jit(jax.vmap(autoflow.convert(newton_roots, lanes="flat")))(cs, xs, ns)
     assert np.allclose(got, want, rtol=1e-5)
     assert flat
 
@@ -103,7 +103,7 @@ def test_flat_lanes_under_grad(flat):
     cs = jnp.asarray(np.random.default_rng(1).uniform(0.5, 50.0, size=(4, 3)), jnp.float32)
     xs = jnp.linspace(1.0, 4.0, 4)
     ns = jnp.array([3, 1, 2, 3])
-    got = jax.jit(jax.vmap(jax.grad(autoflow.convert(newton_roots)), (0, 0, 0)))(cs, xs, ns)
+    got = jax.jit(jax.vmap(jax.grad(autoflow.convert(newton_roots, lanes="flat")), (0, 0, 0)))(cs, xs, ns)
     # d/dc of a converged Newton square root: 1 / (2 sqrt(c)), for the first n of a row
     want = 1.0 / (2.0 * np.sqrt(np.asarray(cs))) * (np.arange(3) < np.asarray(ns)[:, None])
     assert np.allclose(got, want, rtol=2e-2, atol=1e-6)
@@ -121,7 +121,20 @@ def test_a_body_with_effects_stays_nested(flat, capsys):
             i = i + 1 + (y < 0.7)
         return i
 
-    got = jax.vmap(autoflow.convert(loud))(jnp.array([2, 3]), jnp.array([5.0, 9.0]))
+    got = jax.vmap(autoflow.convert(loud, lanes="flat"))(jnp.array([2, 3]), jnp.array([5.0, 9.0]))
     jax.effects_barrier()
     assert list(np.asarray(got)) == [loud(2, 5.0), loud(3, 9.0)]
     assert not flat
+
+
+def test_nested_lanes_are_the_default(flat):
+    # (without the option, the loops stay nested: each lane waits for the slowest)
+    cs = jnp.asarray(np.random.default_rng(0).uniform(0.5, 50.0, size=(4, 3)), jnp.float32)
+    xs = jnp.linspace(1.0, 9.0, 4)
+    ns = jnp.array([1, 2, 3, 3])
+    want = [newton_roots(np.asarray(c), float(x), int(n)) for c, x, n in zip(cs, xs, ns)]
+    got = jax.vmap(autoflow.convert(newton_roots))(cs, xs, ns)
+    assert np.allclose(got, want, rtol=1e-5)
+    assert not flat
+    with pytest.raises(ValueError, match="lanes="):
+        autoflow.convert(newton_roots, lanes="diagonal")

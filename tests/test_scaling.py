@@ -116,7 +116,7 @@ def test_nesting_depth_98(tmp_path):
     _runs_like_python(mod, path, [-1.0, 3.5, 50.5, 97.5, 200.0], jit=False)
 
 
-def test_summaries_agree_with_the_plain_analysis(monkeypatch):
+def test_summaries_agree_with_the_plain_analysis():
     # Every summary checked against the plain recursive analysis (liveness,
     # definedness, bound names, returns, jumps, shared state) while converting
     # every fixture and the benchmark corpus.
@@ -126,14 +126,15 @@ def test_summaries_agree_with_the_plain_analysis(monkeypatch):
     from autoflow.testing import check_conversion
     import corpus
 
-    monkeypatch.setattr(summaries, "CHECK", True)
-    for path in sorted((Path(__file__).parent / "fixtures").glob("*.py")):
-        if not path.name.endswith(".after.py"):
-            check_conversion(path)
-    options = af_api._transform_options(af_api._options(None, True, (), True, False))
-    for fn in corpus.FUNCTIONS:
-        af_api._by_code.clear()
-        af_api._transformed(fn, options)
+    with summaries.checking():
+        for path in sorted((Path(__file__).parent / "fixtures").glob("*.py")):
+            if not path.name.endswith(".after.py"):
+                check_conversion(path)
+        options = af_api._transform_options(af_api._options(None, True, (), True, False))
+        for fn in corpus.FUNCTIONS:
+            af_api._by_code.clear()
+            af_api._transformed(fn, options)
+    assert not summaries.checks()
     af_api._by_code.clear()
 
 
@@ -177,6 +178,7 @@ def test_the_chain_guard_is_the_whole_chain_analysis():
 
     import gast
 
+    from autoflow.analysis.activity import bound_falling
     from autoflow.analysis.summaries import Summaries
     from autoflow.transforms import chains
 
@@ -187,7 +189,7 @@ def test_the_chain_guard_is_the_whole_chain_analysis():
         src = _random_chain(rng, rng.randrange(1, 6))
         (s,) = gast.parse(src).body
         branches, final = chains._branches(s)
-        plain = (chains._bound_falling([s]) or set()) - Summaries().live_in([s], set())
+        plain = (bound_falling([s]) or set()) - Summaries().live_in([s], set())
         assert chains._guarded(s, branches, final) == plain, src
         seen.add(frozenset(plain))
     assert len(seen) > 5  # the programs exercise more than the empty answer

@@ -110,6 +110,57 @@ def walrus_targets(e) -> tuple:
     return cached
 
 
+# The fields that hold statement lists (and the lists of except clauses and
+# match cases, whose bodies are statement lists in turn).
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+_HOLDS_BLOCKS: dict = {}  # node class -> has it statement-list fields?
+
+
+def holds_blocks(node) -> bool:
+    """Can ``node`` (by its class) hold statement lists? (A compound statement,
+    an except clause or match case, a def or class; not a simple statement.)"""
+    cls = node.__class__
+    hit = _HOLDS_BLOCKS.get(cls)
+    if hit is None:
+        hit = _HOLDS_BLOCKS[cls] = any(f in cls._fields for f in BLOCK_FIELDS)
+    return hit
+
+
+def bound_falling(stmts, leaves=(gast.Return, gast.Raise), memo=None):
+    """Names bound on every path through ``stmts`` that falls through (reaches
+    the end of the block); None when every path leaves it.
+
+    ``leaves``: the statements that end a path (``return`` and ``raise``, and
+    a transform's own markers: ``early_exits._Exit``); ``memo``: a dict that
+    keeps the answer for each ``if`` (by id), for a transform that asks again
+    about blocks holding the same ``if``s (``returns.Returns``). An ``if``
+    binds what both its branches bind on their falling paths; a compound
+    statement other than ``if`` (a loop, ``with``, ``try``, ``match``, a
+    ``def`` or ``class``) counts as binding nothing: a loop may run no
+    iteration, a ``match`` another case.
+    """
+    out = set()
+    for s in stmts:
+        if isinstance(s, leaves):
+            return None
+        if isinstance(s, gast.If):
+            both = memo.get(id(s), False) if memo is not None else False
+            if both is False:
+                a = bound_falling(s.body, leaves, memo)
+                b = bound_falling(s.orelse, leaves, memo)
+                both = b if a is None else a if b is None else a & b
+                if memo is not None:
+                    memo[id(s)] = both
+            if both is None:
+                return None
+            out |= both
+        elif not holds_blocks(s):
+            out.update(bound_names([s]))
+    return out
+
+
 def bound_names(stmts, include_nested=True) -> list[str]:
     """Names bound (assigned) by statements, in order of first binding.
 

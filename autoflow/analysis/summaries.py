@@ -27,14 +27,15 @@ Summaries are keyed by node identity (the node is kept alive with its
 summary). Conversion moves statements into generated functions without
 copying or changing them, so a summary stays valid while its statement is
 converted; a node the pass replaces is a new node with no summary yet.
-``AUTOFLOW_CHECK_SUMMARIES=1`` recomputes every summary with the plain
-recursive analysis and fails loudly on any difference (used in tests).
+Within ``checking()`` (a test's: ``tests/test_scaling.py``) every summary is
+recomputed with the plain recursive analysis, failing loudly on any
+difference.
 """
 
 from __future__ import annotations
 
 import collections
-import os
+import contextlib
 
 import gast
 
@@ -50,7 +51,24 @@ _WITH = (gast.With, gast.AsyncWith)
 _DEFS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
 _EMPTY = frozenset()
 _SIMPLE: dict = {}  # statement class -> does nothing nested count for its bound names?
-CHECK = os.environ.get("AUTOFLOW_CHECK_SUMMARIES") == "1"
+_checks = 0  # how many `checking()` contexts are open (any: check every summary)
+
+
+@contextlib.contextmanager
+def checking():
+    """Context, for tests: recompute every summary made while it is open with the
+    plain recursive analysis, and fail on any difference."""
+    global _checks
+    _checks += 1
+    try:
+        yield
+    finally:
+        _checks -= 1
+
+
+def checks() -> bool:
+    """Is a ``checking()`` context open?"""
+    return _checks > 0
 
 
 # ---- gen/kill functions ----------------------------------------------------
@@ -121,7 +139,7 @@ class Summaries:
     # ---- bound names ------------------------------------------------------
     def bound(self, s) -> tuple:
         value = self._get("bound", s, self._bound)
-        if CHECK:
+        if _checks:
             assert list(value) == bound_names([s]), ("bound", s)
         return value
 
@@ -170,7 +188,7 @@ class Summaries:
         out, seen = [], set()
         memo = self._memo["bound"]
         for s in stmts:
-            hit = None if CHECK else memo.get(id(s))
+            hit = None if _checks else memo.get(id(s))
             for n in (self.bound(s) if hit is None else hit[1]):
                 if n not in seen:
                     seen.add(n)
@@ -180,7 +198,7 @@ class Summaries:
     # ---- statement flags ----------------------------------------------------
     def always_returns(self, stmts) -> bool:
         value = self._always_returns(stmts)
-        if CHECK:
+        if _checks:
             from .liveness import always_returns
             assert value == always_returns(stmts), ("always_returns", stmts)
         return value
@@ -256,11 +274,11 @@ class Summaries:
             if isinstance(node, SCOPES):
                 continue
             if self._deep(node, types, stop_at_loops, kind):
-                if CHECK:
+                if _checks:
                     from ..transforms.util import contains
                     assert contains(node, types, stop_at_loops), ("contains", node)
                 return True
-        if CHECK:
+        if _checks:
             from ..transforms.util import contains
             assert not contains(node_or_list, types, stop_at_loops), ("contains", node_or_list)
         return False
@@ -285,7 +303,7 @@ class Summaries:
                 if key not in seen:
                     seen.add(key)
                     (attrs if kind == "attr" else objects).append(node)
-        if CHECK:
+        if _checks:
             a2, o2 = activity.shared_state(stmts)
             assert [activity.chain_text(a) for a in attrs] == [activity.chain_text(a) for a in a2]
             assert [activity.chain_text(a) for a in objects] == [activity.chain_text(a) for a in o2]
@@ -334,7 +352,7 @@ class Summaries:
     def live_in(self, stmts, live_out) -> set:
         """What ``liveness.live_block(stmts, live_out)`` returns."""
         value = _apply(self.live_block_fn(stmts), set(live_out))
-        if CHECK:
+        if _checks:
             plain = _plain_live(clone(stmts), set(live_out))
             assert value == plain, ("live_in", value, plain)
         return value
@@ -490,7 +508,7 @@ class Summaries:
         """``liveness.live_block`` then ``defined_block`` on ``stmts``' own statements."""
         self.annotate_live(stmts, set(live_out))
         self.annotate_defined(stmts, maybe, definitely)
-        if CHECK:
+        if _checks:
             twin = clone(stmts)
             _plain_live(twin, set(live_out))
             _defined_block_plain(twin, set(maybe), set(definitely))

@@ -13,6 +13,7 @@ import sys
 import sysconfig
 import types
 
+from .caches import Bounded
 from .origin import PACKAGE_DIR
 
 
@@ -35,7 +36,7 @@ def _library_dirs():
 
 
 _LIBRARY_DIRS = _library_dirs()
-_file_verdicts = {}
+_file_verdicts = Bounded(8192)  # filename -> is it library code?
 
 
 def is_library_file(filename: str) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import re
 import types
+import weakref
 
 FACTORY = "__autoflow_factory__"
 INNER = "__autoflow_function__"
@@ -81,7 +82,7 @@ def compile_function(fn_node, filename, freevars, alias):
 # holds them, so a traceback reads `in collatz`, not `in loop_body`; their
 # code objects are kept here, so autoflow still tells them apart (`generated`).
 _GENERATED_NAME = re.compile(r"^(if_true|if_false|loop_test|loop_body)(_\d+)?$")
-_generated_codes = set()
+_generated_codes: weakref.WeakSet = weakref.WeakSet()  # (a code object goes with its functions)
 
 
 def generated(code) -> bool:

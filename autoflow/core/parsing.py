@@ -8,6 +8,7 @@ import linecache
 
 import gast
 
+from .caches import Bounded
 from .naming import referenced_names
 from .nodes import clone, mark_user
 
@@ -17,10 +18,10 @@ class SourceUnavailable(Exception):
 
 
 # filename -> (the lines linecache gave, the ast module, {(first line, name): gast node})
-_modules = {}
+_modules = Bounded(512)
 # filename -> (the lines linecache gave, {(first line, name): gast node or None}): functions
 # parsed from the lines of their own statement (`_own_statement`), in a file not parsed whole
-_statements = {}
+_statements = Bounded(512)
 
 
 def _from_module(code):

@@ -13,7 +13,8 @@ module per construct (see the layout section of the README):
   traced), ``state`` (attributes, cells and containers), ``calls``;
 * how they are staged: ``carries``, ``loop_staging``, the primitives
   ``cond_prim`` (with its cost rule, ``cond_cost``) and ``while_prim`` (with
-  ``checkpointing`` for reverse mode), ``lanes`` (masks under ``vmap``);
+  ``checkpointing`` for reverse mode), ``lanes`` (masks under ``vmap``),
+  ``coupling`` (what a traced ``if`` and a staged loop tell each other);
 * ``values`` (traced or concrete, ``Undefined``), ``events`` (for ``explain``),
   ``teach`` (JAX's errors in the user's terms), ``loopdebug``;
 * ``jax_internals``: every private JAX name, and ``selfcheck``: whether they work.

@@ -20,6 +20,7 @@ import sys
 import threading
 
 from .. import _registry
+from ..core.caches import Bounded
 from ..core.libraries import is_library_file
 from ..core.origin import message, user_site
 from ..errors import ConversionError
@@ -116,18 +117,20 @@ class Runtime(types.ModuleType):
         return f
 
     def while_stmt(self, *args, **kwargs):
-        options = dict(self._options)
-        kwargs.setdefault("max_iterations", options.get("max_loop_iterations"))
-        if options.get("checkpoints") is not None:
-            kwargs.setdefault("checkpoints", options["checkpoints"])
-        return self._base.while_stmt(*args, **kwargs)
+        return self._base.while_stmt(*args, **self._loop_options(kwargs))
 
     def for_stmt(self, *args, **kwargs):
+        return self._base.for_stmt(*args, **self._loop_options(kwargs))
+
+    def _loop_options(self, kwargs):
+        """``kwargs`` of a loop, with the options that reach its staging: its bound
+        (``max_loop_iterations``), ``checkpoints``, ``lanes`` and ``debug_loops``."""
         options = dict(self._options)
         kwargs.setdefault("max_iterations", options.get("max_loop_iterations"))
-        if options.get("checkpoints") is not None:
-            kwargs.setdefault("checkpoints", options["checkpoints"])
-        return self._base.for_stmt(*args, **kwargs)
+        for name in ("checkpoints", "lanes", "debug_loops"):
+            if options.get(name) is not None:
+                kwargs.setdefault(name, options[name])
+        return kwargs
 
     def converted(self, f):
         """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like).
@@ -194,7 +197,7 @@ class Runtime(types.ModuleType):
             depth[key] -= 1
 
 
-_bound = {}
+_bound = Bounded(256)  # options -> the runtime converted code with them sees
 
 
 def bound(options):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 
 import jax
 import jax.numpy as jnp
@@ -27,8 +26,9 @@ from jax import lax
 from ..core.origin import user_site
 from . import jax_internals as jx
 from .jax_internals import current_trace, new_input
+from .coupling import now
 from .raising import Signal
-from .state import entry_values, reachable, recording
+from .state import EMPTY, closure_cells, entry_values, reachable, recording
 from .values import Undefined, aval_of, flatten, is_array_like, is_weak, unflatten
 
 
@@ -55,19 +55,11 @@ def unpack(state):
 
 def free_names(*fns):
     """``{id(value): name}`` for the closure variables of ``fns`` (and of the
-    functions they close over, one level down)."""
+    functions they close over, three closures down)."""
     out = {}
-    for fn in fns:
-        code = getattr(fn, "__code__", None)
-        for name, cell in zip(code.co_freevars if code else (), fn.__closure__ or ()):
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
+    for name, _, value in closure_cells(fns, 3):
+        if value is not EMPTY:
             out.setdefault(id(value), name)
-            if callable(value) and getattr(value, "__closure__", None):
-                for k, v in free_names(value).items():
-                    out.setdefault(k, v)
     return out
 
 
@@ -195,8 +187,8 @@ def same_spec(a, b):
 # that leaves one unbound, a loop that starts one as zeros), logged for each
 # loop body being traced: a variable first bound in a loop body and never
 # filled there is bound on every path through it, so the body's value for it
-# does not depend on the value it starts from (see `_loop_body`, `adds`).
-_local = threading.local()
+# does not depend on the value it starts from (see `_loop_body`, `adds`): the
+# logs are `coupling.now.fill_logs`.
 
 
 LOOP = "<a loop>"  # logged by each loop staged (not a name a variable can have)
@@ -204,14 +196,14 @@ LOOP = "<a loop>"  # logged by each loop staged (not a name a variable can have)
 
 def log_fills(names):
     names = tuple(names)  # (a generator would fill only the first log)
-    for log in getattr(_local, "fill_logs", ()):
+    for log in now.fill_logs:
         log.update(names)
 
 
 @contextlib.contextmanager
 def logging_fills(log):
     """Log into the set ``log`` the fills made while a loop body is traced."""
-    logs = _local.__dict__.setdefault("fill_logs", [])
+    logs = now.fill_logs
     logs.append(log)
     try:
         yield log
@@ -265,7 +257,7 @@ class Placeholders:
 def placing(scope):
     """Make ``scope`` the one that ``if``s fill from while a loop body is traced
     (the innermost loop's only: an inner loop's body has scopes of its own)."""
-    scopes = _local.__dict__.setdefault("placeholders", [])
+    scopes = now.placeholders  # (read by `fill`)
     scopes.append(scope)
     try:
         yield
@@ -276,7 +268,7 @@ def placing(scope):
 def fill(undefined, spec):
     """What a path that leaves ``undefined`` unbound gives for it: the innermost
     loop body's placeholder for it, or zeros. Returns ``(value, zeros?)``."""
-    scopes = getattr(_local, "placeholders", None)
+    scopes = now.placeholders
     if scopes and scopes[-1] is not None:
         value = scopes[-1].value(undefined, spec)
         if value is not None:

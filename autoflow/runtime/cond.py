@@ -25,14 +25,15 @@ from ..errors import ConversionError
 from . import events, later
 from .carries import (Restart, caller_site, fill, free_names, join_parts, leaf_labels,
                       log_fills, pack, parts_of, spec_of, unpack, with_state, cast_to)
-from .cond_cost import GPU_SELECT, last_choice, set_choice
+from .cond_cost import GPU_SELECT
+from .coupling import now
 from .cond_prim import stage_if
 from .raising import Signal, StagedRaise
-from .state import MoreState, Shared, kept, names_of, undoer
+from .state import Shared, closure_cells, kept, names_of, settle, undoer
 from .teach import reissuing, value_advice
 from .values import (UnboundVariableError, Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
                      is_array_like, is_extended, promote, same_static, staged_block, structure,
-                     truth, unflatten)
+                     concrete_truth, unflatten)
 
 
 def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=False,
@@ -58,7 +59,7 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=
     reads once the loop is left (the loop's other carries), which a select
     takes from the true branch.
     """
-    c = truth(cond, caller_site)
+    c = concrete_truth(cond, caller_site)
     if c is not None:
         events.note("if", "python")
         return true_fn(*operands) if c else false_fn(*operands)
@@ -89,7 +90,7 @@ def if_chain(tests, fns, operands=(), names=None, state=None):
     for i, test in enumerate(tests):
         cond = test()
         site = _thunk_site(test)
-        c = truth(cond, site)
+        c = concrete_truth(cond, site)
         if c is None:
             rest_tests, rest = tests[i + 1:], fns[i + 1:]
             if rest_tests:
@@ -135,7 +136,7 @@ def _line_of(thunk):
 
 def _lowered_as():
     return {"select": "select (lax.select)", None: "lax.cond",
-            GPU_SELECT: GPU_SELECT}.get(last_choice(), "lax.cond")
+            GPU_SELECT: GPU_SELECT}.get(now.choice, "lax.cond")
 
 
 @reissuing
@@ -147,30 +148,20 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
     keep = kept(operands if n == len(operands) else ())
     true_fn, false_fn = (keep.wrap(fn, lambda args: args, lambda out: pack(out, n))
                          for fn in (true_fn, false_fn))
-    try:
-        for _ in range(8):
-            active = bool(shared)
-            all_names, wrap, split = with_state(names, shared.snapshot() if active else shared)
-            # The branches change the state's containers in place (each starts
-            # from the snapshot): an append to one is an append, not a new list.
-            keep.also = {id(o) for o in shared.objects} if active else set()
-            try:
-                result = _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
+
+    def attempt(active):
+        all_names, wrap, split = with_state(names, shared.snapshot() if active else shared)
+        # The branches change the state's containers in place (each starts
+        # from the snapshot): an append to one is an append, not a new list.
+        keep.also = {id(o) for o in shared.objects} if active else set()
+        return split, _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
                                       all_names, site, guard, unread, expression)
-            except MoreState as m:
-                m.undo()
-                if active:
-                    shared.reset()
-                shared.extend(m.attrs, m.objects, names_of(names, operands) | free_names(
-                    true_fn, false_fn))
-                continue
-            except BaseException:
-                if active:
-                    shared.reset()
-                raise
-            result = split(result)
-            return unpack(keep.write_back(pack(result, n))) if keep.same else result
-        raise ConversionError(message(site(), "the state this `if` changes never settles"))
+
+    try:
+        split, result = settle(shared, attempt, lambda: names_of(names, operands) | free_names(
+            true_fn, false_fn), "`if`", site)
+        result = split(result)
+        return unpack(keep.write_back(pack(result, n))) if keep.same else result
     except StagedRaise as r:
         if in_staged_block():
             raise
@@ -180,7 +171,7 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
 
 def if_exp(cond, true_thunk, false_thunk):
     """``true_thunk() if cond else false_thunk()``; a traced ``cond`` gives ``lax.cond``."""
-    c = truth(cond, caller_site)
+    c = concrete_truth(cond, caller_site)
     if c is not None:
         events.note("ternary", "python")
         return true_thunk() if c else false_thunk()
@@ -209,15 +200,9 @@ def _closure_containers(*thunks):
     """``{name: (object, contents)}`` for the lists, dicts and sets the thunks of a
     conditional expression read from their closure (what an operand may change)."""
     out = {}
-    for t in thunks:
-        code = getattr(t, "__code__", None)
-        for name, cell in zip(code.co_freevars if code else (), t.__closure__ or ()):
-            try:
-                v = cell.cell_contents
-            except ValueError:
-                continue
-            if type(v) in (list, dict, set) and name not in out:
-                out[name] = (v, _contents(v))
+    for name, _, v in closure_cells(thunks, 0):
+        if name is not None and type(v) in (list, dict, set) and name not in out:
+            out[name] = (v, _contents(v))
     return out
 
 
@@ -470,7 +455,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             dyn = stage_if(as_pred(pred), make("t", true_fn), make("f", false_fn), guard,
                                 lambda: _free(records["t"], names, unread))
         except _BranchRaised as b:
-            set_choice(None)
+            now.choice = None
             return _cond_raising(pred, true_fn, false_fn, operands, b.key, site)
         except Restart as r:
             if isinstance(r.changes, tuple) and r.changes[0] == "raises":

@@ -61,13 +61,12 @@ taken, so that branches with loops may be selects too.
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 from jax import numpy as jnp
 
 from . import jax_internals as jx
-from .events import GATED_CONDS
+from .coupling import now
 from .jax_internals import current_trace
 
 
@@ -115,9 +114,6 @@ HEAVY = frozenset({
 })
 
 
-_local = threading.local()
-
-
 def loop_gate():
     """The predicate under which a loop staged here runs at all, or None.
 
@@ -127,9 +123,10 @@ def loop_gate():
     of the branches around it, in its condition: a select of both branches
     then runs no iteration of the loops of the branch it does not take, so
     branches with loops may be selects (see ``decide``). Where the branch is
-    a ``lax.cond``'s, the predicate holds whenever the branch runs.
+    a ``lax.cond``'s, the predicate holds whenever the branch runs. (The gates:
+    ``coupling.now.gates``.)
     """
-    gates = getattr(_local, "gates", None)
+    gates = now.gates
     if not gates or current_trace() is not gates[-1][0]:
         return None
     out = None
@@ -142,7 +139,7 @@ def loop_gate():
 def gating(fn, pred, negate):
     """``fn`` (a branch thunk), tracing with ``pred`` (or its negation) as the loops' gate."""
     def branch():
-        gates = _local.__dict__.setdefault("gates", [])
+        gates = now.gates
         gates.append((current_trace(), pred, negate))
         try:
             return fn()
@@ -155,26 +152,17 @@ def in_lanes(fn):
     """``fn`` (a branch thunk of an ``if`` under a batched predicate), tracing with
     no gates for the loops of the ``if``s inside it (see ``loop_gate``)."""
     def branch():
-        _local.lanes = getattr(_local, "lanes", 0) + 1
+        now.lanes += 1
         try:
             return fn()
         finally:
-            _local.lanes -= 1
+            now.lanes -= 1
     return branch
 
 
 def under_lanes() -> bool:
     """Is a branch of an ``if`` under a batched predicate being traced (``in_lanes``)?"""
-    return bool(getattr(_local, "lanes", 0))
-
-
-def last_choice():
-    """What the last staged ``if`` on this thread lowered to (for ``explain``)."""
-    return getattr(_local, "choice", None)
-
-
-def set_choice(choice):
-    _local.choice = choice
+    return now.lanes > 0
 
 
 def _size(aval):
@@ -204,7 +192,7 @@ def _gated_loop(eqn):
         return True
     if eqn.primitive.name == "while":  # as `autoflow explain` stages it
         cond = eqn.params.get("cond_jaxpr")
-        return getattr(cond, "jaxpr", None) in GATED_CONDS
+        return getattr(cond, "jaxpr", None) in now.gated_conds
     return False
 
 

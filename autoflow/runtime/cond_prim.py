@@ -23,7 +23,8 @@ from jax import numpy as jnp
 
 from . import jax_internals as jx
 from . import lanes, selfcheck
-from .cond_cost import GPU_PLATFORMS, GPU_SELECT, decide, gating, in_lanes, set_choice, under_lanes
+from .cond_cost import GPU_PLATFORMS, GPU_SELECT, decide, gating, in_lanes, under_lanes
+from .coupling import now
 from .events import plain_now
 from .prim_util import inexact, instantiate, quiet_closed
 
@@ -371,7 +372,7 @@ def stage_if(pred, true_fn, false_fn, guard=False, free=lambda: ()):
     are traced): the indices of the outputs nothing reads where ``pred`` is
     false, which a select then takes from the true branch."""
     if not selfcheck.ready():  # JAX's private API differs (see jax_internals): the cond
-        set_choice("lax.cond")
+        now.choice = "lax.cond"
         return lax.cond(pred, true_fn, false_fn)
     batched = jx.is_batched(pred)
     if batched or under_lanes():
@@ -384,7 +385,7 @@ def stage_if(pred, true_fn, false_fn, guard=False, free=lambda: ()):
     t = jx.trace_thunk(true_fn)
     f = jx.trace_thunk(false_fn)
     choice, why = decide(t, f, batched, guard)
-    set_choice(choice)
+    now.choice = choice  # (what it lowered to, for explain: `cond._lowered_as`)
     if why == "a branch has effects" and (jx.in_custom_rule() or not selfcheck.effects_ok()):
         return lax.cond(pred, lambda: jx.eval_jaxpr(t, ()), lambda: jx.eval_jaxpr(f, ()))
     if jx.in_custom_rule():  # JAX's own operations, which partial evaluation can split

@@ -25,7 +25,7 @@ from ..errors import ConversionError
 from .later import Thunk, fail, later
 from .state import derived, is_original, mutates
 from .teach import is_generated
-from .values import Tracer, as_pred, in_staged_block, is_traced, staging as under_trace, truth
+from .values import Tracer, as_pred, in_staged_block, is_traced, staging as under_trace, concrete_truth
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
@@ -331,7 +331,7 @@ def assert_(test, msg=None):
     callback), with the message made from the run-time values and the user's
     file and line.
     """
-    c = truth(test, lambda: user_site(2), what="assertion")
+    c = concrete_truth(test, lambda: user_site(2), what="assertion")
     if c is not None:
         if not c:
             if callable(msg):

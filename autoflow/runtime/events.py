@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-import weakref
 
 from ..core.origin import user_site
 
@@ -53,10 +52,6 @@ def recording():
 # -- explain mode: what each primitive compiles to ---------------------------------
 
 _plain = threading.local()
-# The condition jaxprs of gated loops staged as plain ``while`` equations in explain
-# mode, so that the cost rule (``cond_cost``) tells them from other loops as it does
-# for autoflow's own loop primitive.
-GATED_CONDS = weakref.WeakSet()
 
 
 @contextlib.contextmanager

@@ -106,7 +106,7 @@ def _last_ok(fn, dtype, lo, hi):
     return np.array(a, _bits(dtype)).view(dtype)[()]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=16)
 def _edges(dtype):
     """``{name: the largest argument whose result Python's math still holds}`` for
     ``dtype``'s values (float32 or float64); ``gamma_tiny``: the smallest positive

@@ -38,8 +38,9 @@ time; where they are short and lanes hardly wait (a tail sampler with
 half-normal proposals, the gamma sampler of ``real_algorithms.py``) it takes
 1.15x: a flat step holds more operations than an inner iteration (the masks,
 the reductions that decide a move, the ``cond``). No static rule found tells
-these apart (trip counts are run-time values), so ``AUTOFLOW_LANES=flat``
-turns it on, for a program known to have badly balanced inner loops. It then
+these apart (trip counts are run-time values), so the option ``lanes="flat"``
+of ``autoflow.jit``/``convert`` (default from ``AUTOFLOW_LANES=flat``) turns
+it on, for a program known to have badly balanced inner loops. It then
 applies where the outer body holds exactly one data-dependent loop at its top
 level whose results are used, and no effect (a print's order across lanes
 would change), and the rest of the outer body costs at most ``OUTER_BUDGET``
@@ -47,8 +48,6 @@ times the inner body (``cond_cost.cost``).
 """
 
 from __future__ import annotations
-
-import os
 
 import jax
 import jax.numpy as jnp
@@ -60,7 +59,6 @@ from . import jax_internals as jx
 # The rest of an outer body may cost this many times its inner body's work
 # (cond_cost.cost) for the nest to be flattened (benchmarks/nested_lanes.py).
 OUTER_BUDGET = 4.0
-enabled = os.environ.get("AUTOFLOW_LANES", "") == "flat"  # (see the module's docstring)
 
 
 def _prim_of(eqn):
@@ -162,7 +160,7 @@ def split(outer):
 
 def choose(outer):
     """The ``Nest`` to flatten ``outer``'s body into, under a batched condition, or None."""
-    if not enabled:
+    if outer.lanes != "flat":  # (the option, see the module's docstring)
         return None
     nest = outer.__dict__.get("_nest", False)
     if nest is False:

@@ -28,14 +28,14 @@ from ..core.origin import message, user_site
 from ..errors import ConversionError
 from . import later
 from .carries import caller_site
-from .ranges import TracedRange, contains as range_contains
-from .strings import String, contains as string_contains
-from .values import Mixed, Tracer, as_pred, is_array_like, is_traced, truth
+from .ranges import TracedRange, range_contains
+from .strings import String, string_contains
+from .values import Mixed, Tracer, as_pred, is_array_like, is_traced, concrete_truth
 
 
 def _logical(kind, a, thunks):
     for thunk in thunks:
-        c = truth(a, caller_site, what=f"operand of `{kind}`")
+        c = concrete_truth(a, caller_site, what=f"operand of `{kind}`")
         if c is not None:
             if (kind == "and") != c:  # `and` stops at a falsy value, `or` at a truthy one
                 return a
@@ -45,7 +45,7 @@ def _logical(kind, a, thunks):
         if not is_array_like(b) or a.__class__ is Mixed:
             # `x or None`, `x > 0 and name`: Python's truth of the result is known
             # (a condition), its value is not (`values.Mixed`)
-            c_b = truth(b, caller_site, what=f"operand of `{kind}`")
+            c_b = concrete_truth(b, caller_site, what=f"operand of `{kind}`")
             pb = as_pred(b) if c_b is None else c_b
             pa = as_pred(a)
             pred = jnp.logical_and(pa, pb) if kind == "and" else jnp.logical_or(pa, pb)
@@ -188,7 +188,7 @@ def compare(left, *rest):
 
 def not_(a):
     """``not a``; ``jnp.logical_not`` of a traced scalar."""
-    c = truth(a, caller_site, what="operand of `not`")
+    c = concrete_truth(a, caller_site, what="operand of `not`")
     if c is not None:
         return not c
     return jnp.logical_not(as_pred(a))
@@ -201,7 +201,7 @@ _GLOBAL_ADVICE = ("Make the condition static, or move the assignment out of the 
 def python_condition(cond, reason, advice=_GLOBAL_ADVICE):
     """A test autoflow left as Python (an ``if``/``while``, a comprehension's ``if``):
     it must be concrete."""
-    c = truth(cond, caller_site)
+    c = concrete_truth(cond, caller_site)
     if c is None:
         raise ConversionError(message(user_site(2), f"this condition is traced, but {reason}",
                                       advice))
@@ -210,7 +210,7 @@ def python_condition(cond, reason, advice=_GLOBAL_ADVICE):
 
 def python_operand(value, reason):
     """An operand of an ``and``/``or``/``if-else`` autoflow left as Python: it must be concrete."""
-    if truth(value, caller_site, what="operand") is None:
+    if concrete_truth(value, caller_site, what="operand") is None:
         raise ConversionError(message(
             user_site(2), f"this operand is traced, but {reason}",
             "Move the `:=` out of the expression: assign the name in a statement of its own "

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..core.caches import Bounded
 from ..core.origin import message
 from ..errors import ConversionError
 from . import jax_internals as jx
@@ -37,6 +38,7 @@ from .carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_lab
                       logging_fills, new_input, parts_of, placing, same_spec, spec_of, zeros_of)
 from .cond_cost import loop_gate
 from .jax_internals import current_trace_kind
+from .state import EMPTY, closure_cells
 from .teach import growing_list, static_bound, value_advice
 from .values import (Mixed, Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like,
                      is_extended, promote, same_static, staged_block, structure, unflatten)
@@ -516,41 +518,16 @@ def _scan_without_effects(run_scan):
     return jax.tree_util.tree_unflatten(out_tree[0], jx.eval_jaxpr(closed, ()))
 
 
-def _closure_cells(fn, depth=4, seen=None):
-    """The closure cells of ``fn`` and of the functions its closure holds."""
-    seen = set() if seen is None else seen
-    if depth <= 0 or id(fn) in seen:
-        return []
-    seen.add(id(fn))
-    if isinstance(fn, functools.partial):
-        return _closure_cells(fn.func, depth, seen)
-    out = []
-    for cell in getattr(fn, "__closure__", None) or ():
-        out.append(cell)
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            continue
-        if callable(value):
-            out += _closure_cells(value, depth - 1, seen)
-    return out
-
-
 def _keeping_cells(thunk, fn):
     """``thunk``, run so that the closure cells of ``fn`` keep their contents."""
     def run():
-        cells = _closure_cells(fn)
-        saved = []
-        for cell in cells:
-            try:
-                saved.append(cell.cell_contents)
-            except ValueError:
-                saved.append(_EMPTY)
+        # (the cells of `fn` and of the functions its closure holds)
+        saved = [(cell, value) for _, cell, value in closure_cells([fn], 3, partials=True)]
         try:
             return thunk()
         finally:
-            for cell, value in zip(cells, saved):
-                if value is _EMPTY:
+            for cell, value in saved:
+                if value is EMPTY:
                     try:
                         del cell.cell_contents
                     except ValueError:
@@ -560,9 +537,6 @@ def _keeping_cells(thunk, fn):
     return run
 
 
-_EMPTY = object()
-
-
 def _check_finished(limit, site, running):
     if bool(np.asarray(running)):
         from ..errors import LoopLimitError
@@ -570,7 +544,8 @@ def _check_finished(limit, site, running):
         raise raising.fail(LoopLimitError(message(
             site, f"this loop did not finish within max_loop_iterations={limit}",
             "Raise the bound (`max_loop_iterations=`), or check that the loop ends; "
-            "`AUTOFLOW_DEBUG_LOOPS=1` reports its iterations while it runs.")), site)
+            "`debug_loops=True` (or `AUTOFLOW_DEBUG_LOOPS=1`) reports its iterations while it "
+            "runs.")), site)
 
 
 def _bounded(body, test, init, start, stop, max_iterations, site):
@@ -593,7 +568,7 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
     return dyn
 
 
-_APPENDS = {}  # code object -> the names it passes to the runtime's `append` first
+_APPENDS = Bounded(4096)  # code object -> the names it passes to the runtime's `append` first
 
 
 def _appends(fn):
@@ -701,7 +676,8 @@ def _entry_types(state, body):
 
 
 def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
-         max_iterations=None, checkpoints=None, memo=None, runs=False, scan=True):
+         max_iterations=None, checkpoints=None, memo=None, runs=False, scan=True,
+         lanes="nested", debug_loops=None):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
@@ -717,6 +693,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
     before an iteration Python ran), so it binds what its body binds. ``scan=False``:
     a static trip count is a while form too (a body with effects under reverse mode:
     JAX's scan runs an effect of its body once, not once per iteration, there).
+    ``lanes`` (``"nested"`` or ``"flat"``, see ``lane_machine``) and ``debug_loops``
+    (the iterations between two reports, or None, see ``loopdebug``): the options
+    of ``autoflow.convert`` of that name.
     """
     if checkpoints is None:
         checkpoints = DEFAULT_CHECKPOINTS
@@ -822,11 +801,12 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                              for _, _, xs, ins in grown for i in range(len(xs))],
                             placeholders.order() if placeholders is not None else [])
             out = while_prim.while_loop(cond, body, init, checkpoints=checkpoints, added=added,
-                                        gated=gate is not None, added_inputs=inputs)
+                                        gated=gate is not None, added_inputs=inputs,
+                                        lanes=lanes)
             return (out, ()) if added is None else out
 
         def body(k, dyn, running=None):
-            loopdebug.tick(k, site)
+            loopdebug.tick(k, site, debug_loops)
             if running is None:
                 return full_body(k, dyn)[0]
             # A `raise` staged in the body fires only where the loop still runs
@@ -881,7 +861,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                                               cond_fn=cond_fn, start=start, length=length,
                                               unroll=unroll, max_iterations=max_iterations,
                                               checkpoints=checkpoints, memo=memo, runs=runs,
-                                              scan=False)
+                                              scan=False, lanes=lanes, debug_loops=debug_loops)
                     else:
                         (_, dyn), stacked = run_scan()
                 elif bounded:

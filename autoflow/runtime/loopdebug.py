@@ -1,19 +1,20 @@
-"""``AUTOFLOW_DEBUG_LOOPS``: staged loops that say where they are while they run.
+"""``debug_loops=True``: staged loops that say where they are while they run.
 
 A ``while`` whose condition is traced becomes one ``lax.while_loop`` that runs
 inside the compiled code; if it never ends, the program just hangs. With
-``AUTOFLOW_DEBUG_LOOPS=1`` in the environment (read when a function is
-traced), every staged ``while`` (and every loop with a traced trip count or
+``autoflow.jit(f, debug_loops=True)`` (or ``convert``; the default comes from
+``AUTOFLOW_DEBUG_LOOPS=1`` in the environment, read when autoflow is
+imported), every staged ``while`` (and every loop with a traced trip count or
 ``max_loop_iterations``) prints, every ``N`` iterations, which loop is
 running and how many iterations it has done::
 
     autoflow: loop at model.py:12:5 (`while x > 0:`): 10000 iterations
 
-``N`` is 10000, or the value of ``AUTOFLOW_DEBUG_LOOPS`` when it is larger
-than 1 (``AUTOFLOW_DEBUG_LOOPS=500``). The report is a ``jax.debug.callback``
-staged under a ``lax.cond`` on the counter, so the loop pays one comparison
-per iteration and a host call every ``N``; without the variable nothing is
-staged at all.
+``N`` is 10000, or the option's value when it is a number larger than 1
+(``debug_loops=500``; ``AUTOFLOW_DEBUG_LOOPS=500``). The report is a
+``jax.debug.callback`` staged under a ``lax.cond`` on the counter, so the loop
+pays one comparison per iteration and a host call every ``N``; without the
+option nothing is staged at all.
 
 Ctrl-C: Python runs its ``KeyboardInterrupt`` handler only between bytecodes
 of the main thread, and that thread is inside XLA while a compiled loop
@@ -21,33 +22,18 @@ runs, so Ctrl-C alone takes effect only when the compiled call returns
 (never, for a loop that does not end). Each report is Python code: once
 Ctrl-C was pressed, the next report raises ``KeyboardInterrupt`` inside
 the callback, which stops the computation (JAX reports it as a
-``JaxRuntimeError``). So with ``AUTOFLOW_DEBUG_LOOPS`` set, Ctrl-C stops a
-runaway loop within ``N`` iterations.
+``JaxRuntimeError``). So with ``debug_loops`` on, Ctrl-C stops a runaway
+loop within ``N`` iterations.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import sys
 
 import jax
 import jax.numpy as jnp
 from jax import lax
-
-_DEFAULT_EVERY = 10000
-
-
-def every():
-    """The report interval, or ``None`` when loop reports are off."""
-    value = os.environ.get("AUTOFLOW_DEBUG_LOOPS", "").strip()
-    if value in ("", "0"):
-        return None
-    try:
-        n = int(value)
-    except ValueError:
-        return _DEFAULT_EVERY
-    return n if n > 1 else _DEFAULT_EVERY
 
 
 def _report(where, site, k):
@@ -62,10 +48,10 @@ def _report(where, site, k):
                                      "iterations"), site) from None
 
 
-def tick(k, site):
-    """Stage the periodic report for the loop at ``site`` (a function giving the
-    site, called only when reports are on) whose counter is ``k``."""
-    n = every()
+def tick(k, site, n):
+    """Stage the periodic report, every ``n`` iterations (None: no report), for
+    the loop at ``site`` (a function giving the site, called only when reports
+    are on) whose counter is ``k``."""
     if n is None:
         return
     site = site() if callable(site) else site

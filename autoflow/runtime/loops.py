@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..core.caches import Bounded
 from ..core.origin import message
 from ..errors import ConversionError
 from . import events, later
@@ -41,13 +42,13 @@ from . import jax_internals as jx
 from .carries import caller_site, free_names, pack, unpack, with_state
 from .cond import traced_if
 from .loop_staging import CarryShapeError, stage_loop
-from .ranges import TracedRange, range  # noqa: A004
+from .ranges import TracedRange, range  # noqa: A004, F401 - (runtime.range)
 from .strings import String, items as string_items, reversed_text
-from .state import (ModuleStateError, MoreState, Shared, contents, entry_values, journal, kept, names_of,
-                    reachable, recording)
+from .state import (ModuleStateError, Shared, contents, entry_values, journal, kept, names_of,
+                    reachable, recording, settle)
 from .teach import reissuing, traced_shape_error
 from .values import (Tracer, Undefined, describe, flatten, is_array_like, is_traced, staging as under_trace,
-                     truth)
+                     concrete_truth)
 
 
 log = logging.getLogger("autoflow")
@@ -98,9 +99,9 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
                      originals)
     frame = sys._getframe()  # (for the loop's site in errors)
     peeled = None  # (the CarryShapeError that made the loop peel an iteration)
-    for _ in range(8):
+
+    def attempt(active):
         entry = entry_values(fns, (state,))
-        active = bool(shared)
         if active:
             shared.snapshot()
 
@@ -114,55 +115,46 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
                 raise more
             return out
 
-        try:
-            if not active:
-                out = stage_loop(kind, state, names, caller_site, step=checked, cond_fn=cond_fn,
-                                   **kwargs)
-                return unpack(keep.write_back(pack(out, n))) if keep.same else out
-            all_names, _, split = with_state(names, shared, fns)
-            init = pack(state, n) + shared.values()
+        if not active:
+            return (lambda out: out), stage_loop(kind, state, names, caller_site, step=checked,
+                                                  cond_fn=cond_fn, **kwargs)
+        all_names, _, split = with_state(names, shared, fns)
+        init = pack(state, n) + shared.values()
 
-            def step2(k, s):
-                shared.assign(s[n:])
-                return pack(checked(k, unpack(s[:n])), n) + shared.values()
+        def step2(k, s):
+            shared.assign(s[n:])
+            return pack(checked(k, unpack(s[:n])), n) + shared.values()
 
-            def cond2(s):
-                shared.assign(s[n:])
-                return cond_fn(unpack(s[:n]))
+        def cond2(s):
+            shared.assign(s[n:])
+            return cond_fn(unpack(s[:n]))
 
-            out = stage_loop(kind, init, all_names, caller_site, step=step2,
-                               cond_fn=None if cond_fn is None else cond2, **kwargs)
-        except MoreState as m:
-            m.undo()
-            if active:
-                shared.reset()
-            shared.extend(m.attrs, m.objects,
-                          names_of(names, pack(state, n)) | free_names(*fns))
-            continue
-        except CarryShapeError as e:
-            if active:
-                shared.reset()
-            if peeled:
-                raise peeled from None  # (the shapes did not settle: the first change)
-            if not _peelable(cond_fn, kwargs):
-                raise
-            # A carry's shape settles in the first iteration (`b = 0`, then
-            # `b = b + x` of shape [1]): that iteration runs under a traced `if`,
-            # the loop from the next one.
-            peeled = e
-            state = _peel(e, state, n, names, shared if active else None, step, cond_fn,
-                          kwargs)
-            kwargs = dict(kwargs, start=kwargs.get("start", 0) + 1, runs=True)
-            if kwargs.get("length") is not None:
-                kwargs["length"] = kwargs["length"] - 1
-            continue
-        except BaseException:
-            if active:
-                shared.reset()
-            raise
-        out = split(out)
-        return unpack(keep.write_back(pack(out, n))) if keep.same else out
-    raise ConversionError(message(caller_site(), "the state this loop changes never settles"))
+        return split, stage_loop(kind, init, all_names, caller_site, step=step2,
+                                 cond_fn=None if cond_fn is None else cond2, **kwargs)
+
+    def peel(e):
+        """Retry a loop whose carry changes shape (``e``) with its first iteration peeled."""
+        nonlocal peeled, state, kwargs
+        if not isinstance(e, CarryShapeError):
+            return False
+        if peeled:
+            raise peeled from None  # (the shapes did not settle: the first change)
+        if not _peelable(cond_fn, kwargs):
+            return False
+        # A carry's shape settles in the first iteration (`b = 0`, then
+        # `b = b + x` of shape [1]): that iteration runs under a traced `if`,
+        # the loop from the next one.
+        peeled = e
+        state = _peel(e, state, n, names, shared if shared else None, step, cond_fn, kwargs)
+        kwargs = dict(kwargs, start=kwargs.get("start", 0) + 1, runs=True)
+        if kwargs.get("length") is not None:
+            kwargs["length"] = kwargs["length"] - 1
+        return True
+
+    split, out = settle(shared, attempt, lambda: names_of(names, pack(state, n)) | free_names(*fns),
+                        "loop", caller_site, peel)
+    out = split(out)
+    return unpack(keep.write_back(pack(out, n))) if keep.same else out
 
 
 def _peelable(cond_fn, kwargs):
@@ -225,7 +217,8 @@ def _ran_no_iteration(site, what):
         "(e.g. `jnp.zeros(shape)`), or make sure the loop runs."))
 
 
-def while_stmt(test, body, init, names, *, max_iterations=None, state=None, checkpoints=None):
+def while_stmt(test, body, init, names, *, max_iterations=None, state=None, checkpoints=None,
+               lanes="nested", debug_loops=None):
     """Python's ``while`` over explicit carries.
 
     Plain Python::
@@ -240,6 +233,9 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
     some concrete iterations), the remaining iterations become one
     ``lax.while_loop`` starting from the current state. ``body`` and ``test``
     return/take the carries positionally; one carry is passed bare.
+    ``max_iterations``, ``checkpoints``, ``lanes`` and ``debug_loops`` are
+    options of ``autoflow.convert`` (``calls.Runtime`` passes them) that shape
+    the staged loop (see ``loop_staging.stage_loop``).
     """
     n = len(names)
     shared, state = state, _loop_state(init)
@@ -247,7 +243,7 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
     # (and `last`, under a trace: what that iteration wrote besides the carries)
     watch = journal if under_trace() else contextlib.nullcontext
     while True:
-        c = truth(test(*state), caller_site, what="loop condition")
+        c = concrete_truth(test(*state), caller_site, what="loop condition")
         if c is None:
             break
         if not c:
@@ -262,7 +258,8 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     kwargs = dict(step=lambda k, s: unpack(pack(body(*pack(s, n)), n)),
                   cond_fn=lambda s: test(*pack(s, n)), max_iterations=max_iterations,
-                  checkpoints=checkpoints, memo=body)
+                  checkpoints=checkpoints, memo=body, lanes=lanes,
+                  debug_loops=debug_loops)
     if previous is not None and under_trace() \
             and _rerunnable(previous, shared, last, (body, test)):
         # The last Python iteration made the carries traced: stage the loop from
@@ -396,7 +393,7 @@ def _python_for(items, body, test, state, n, names, shared=None):
     """Iterate as Python; a traced ``test`` (after a ``break``) guards the body."""
     for item in items:
         if test is not None:
-            c = truth(test(*state), caller_site, what="loop condition")
+            c = concrete_truth(test(*state), caller_site, what="loop condition")
             if c is False:
                 break
             if c is None:
@@ -437,7 +434,7 @@ def _rerunnable(state, shared, ran, fns):
 
 
 def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, state=None,
-             checkpoints=None):
+             checkpoints=None, lanes="nested", debug_loops=None):
     """Python's ``for`` over explicit carries.
 
     Plain Python::
@@ -490,7 +487,8 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         events.note("for", "lax.while_loop")
         return _loop_with_state("for", unpack(state), names, shared, step=step, cond_fn=cond_fn,
                            length=seq.length, unroll=unroll, max_iterations=max_iterations,
-                           checkpoints=checkpoints, memo=body)
+                           checkpoints=checkpoints, memo=body, lanes=lanes,
+                           debug_loops=debug_loops)
     if seq.python is None or (not under_trace() and mode != "roll"):
         events.note("for", "python")
         return _python_for(seq.python if seq.python is not None else iterable,
@@ -505,7 +503,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         # (counters, shapes, lists) stay Python; the rest roll from here.
         first = next(iter(seq.python))
         if test is not None:
-            c = truth(test(*state), caller_site, what="loop condition")
+            c = concrete_truth(test(*state), caller_site, what="loop condition")
             if c is False:
                 return unpack(state)
         if test is None or c is True:
@@ -522,7 +520,7 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     if start >= seq.length:
         events.note("for", "python")
         return unpack(state)
-    if start and test is not None and truth(test(*state), caller_site,
+    if start and test is not None and concrete_truth(test(*state), caller_site,
                                             what="loop condition") is False:
         # the peeled iteration left the loop (a `break` or `return` taken as Python)
         events.note("for", "python")
@@ -536,7 +534,8 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         try:
             out = _loop_with_state("for", unpack(before_peel), names, shared, step=step,
                               cond_fn=cond_fn, start=0, length=seq.length, unroll=unroll,
-                              max_iterations=max_iterations, checkpoints=checkpoints, memo=body)
+                              max_iterations=max_iterations, checkpoints=checkpoints, memo=body,
+                              lanes=lanes, debug_loops=debug_loops)
             events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
             return out
         except _NEEDS_CONCRETE as e:
@@ -544,7 +543,8 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     try:
         out = _loop_with_state("for", unpack(state), names, shared, step=step, cond_fn=cond_fn,
                           start=start, length=seq.length - start, unroll=unroll,
-                          max_iterations=max_iterations, checkpoints=checkpoints, memo=body)
+                          max_iterations=max_iterations, checkpoints=checkpoints, memo=body,
+                          lanes=lanes, debug_loops=debug_loops)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:
@@ -589,7 +589,7 @@ def _unroll_reason(e):
             "a NumPy table, or builds a shape or a slice from it)")
 
 
-_WARNED_UNROLLED = set()  # loops already warned about (file, line, column)
+_WARNED_UNROLLED = Bounded(4096)  # loops already warned about (file, line, column)
 
 
 def _warn_unrolled(site, trip_count, e):
@@ -607,7 +607,7 @@ def _warn_unrolled(site, trip_count, e):
     if key in _WARNED_UNROLLED:
         return
     if key is not None:
-        _WARNED_UNROLLED.add(key)
+        _WARNED_UNROLLED[key] = True
     if site is None:
         warnings.warn(text, PerformanceWarning, stacklevel=3)
     else:

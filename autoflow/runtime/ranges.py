@@ -22,7 +22,7 @@ from .jax_internals import is_symbolic_dim
 from .later import fail
 from .values import Tracer, is_traced
 
-def contains(x, r):
+def range_contains(x, r):
     """``x in r`` for a ``range`` ``r`` where ``x`` or a bound is traced
     (``logical.contains`` calls it): a traced bool, ``x`` between the bounds, on a
     step, as Python's ``range.__contains__`` decides (by ``==``, so ``2.0 in

@@ -44,12 +44,14 @@ each staged statement being traced is a ``_Scope`` that judges them:
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import types
 
 import jax
 
+from ..core.caches import Bounded
 from ..core.libraries import is_library_file
 from ..core.origin import _is_internal, message, user_site
 from ..errors import ConversionError
@@ -488,23 +490,7 @@ class _Scope:
     def cells(self):
         """Ids of the closure cells of the functions, three closures down."""
         if self._cells is None:
-            self._cells = set()
-            fns, seen = list(self.fns), set()
-            for _ in range(4):
-                more = []
-                for fn in fns:
-                    if id(fn) in seen:
-                        continue
-                    seen.add(id(fn))
-                    for cell in getattr(fn, "__closure__", None) or ():
-                        self._cells.add(id(cell))
-                        try:
-                            value = cell.cell_contents
-                        except ValueError:
-                            continue
-                        if callable(value) and getattr(value, "__closure__", None):
-                            more.append(value)
-                fns = more
+            self._cells = {id(cell) for _, cell, _ in closure_cells(self.fns, 3)}
         return self._cells
 
     def module(self):
@@ -522,7 +508,7 @@ def _scopes():
 
 _ATOMS = (int, float, complex, str, bytes, bool, type(None), types.ModuleType)
 _ABSENT = object()
-_code_names = {}
+_code_names = Bounded(4096)  # code object -> the global names it reads
 
 
 def _names_of(code):
@@ -729,6 +715,39 @@ class MoreState(Signal):
             inner.reset()
 
 
+def settle(shared, attempt, known, what, site, retry=None):
+    """Stage a statement that changes ``shared`` state until that state settles;
+    what ``attempt`` returns (the driver of ``cond.traced_if`` and
+    ``loops._loop_with_state``).
+
+    ``attempt(active)`` stages the statement once (``active``: ``shared`` names
+    state to carry, as it was when this attempt began). A call in it that
+    changes state the statement does not carry raises ``MoreState``: what the
+    calls wrote is undone, the state put back, ``shared`` extended (``known()``:
+    ``{id: name}`` of the statement's variables, for labels) and the statement
+    staged again, at most 8 times; then the ``ConversionError`` "the state this
+    ``what`` changes never settles", at ``site()``. Any other exception puts the
+    state back and propagates, unless ``retry(exc)`` is given and returns true
+    (it may change what the next attempt stages): then the statement is staged
+    again.
+    """
+    for _ in range(8):
+        active = bool(shared)
+        try:
+            return attempt(active)
+        except MoreState as m:
+            m.undo()
+            if active:
+                shared.reset()
+            shared.extend(m.attrs, m.objects, known())
+        except BaseException as e:
+            if active:
+                shared.reset()
+            if retry is None or not retry(e):
+                raise
+    raise ConversionError(message(site(), f"the state this {what} changes never settles"))
+
+
 def names_of(names, values):
     """``{id(value): name}`` for the statement's variables (``names``) and the
     closure variables of its functions."""
@@ -742,24 +761,52 @@ def names_of(names, values):
 def entry_values(fns, values):
     """What a staged statement sees from outside as it starts: ``values`` and
     the closure variables of ``fns`` (taken now: tracing rebinds cells)."""
-    todo, seen = list(values), set()
+    # (the functions these close over, too: taken now as well)
+    return list(values) + [v for _, _, v in closure_cells(fns, 2) if v is not EMPTY]
+
+
+EMPTY = object()  # the value ``closure_cells`` gives for a cell not assigned yet
+
+
+def closure_cells(fns, depth, partials=False):
+    """``(name, cell, value)`` for each closure cell of the functions ``fns``
+    and of the functions those cells hold, ``depth`` closures down, level by
+    level, each function once. ``name``: the free variable's name (None where
+    the function has no code); ``value``: the cell's contents, ``EMPTY`` where
+    it is not assigned yet. With ``partials``, a ``functools.partial`` stands
+    for the function it wraps."""
+    seen = set()
     fns = list(fns)
-    for _ in range(3):  # the functions these close over, too (taken now as well)
+    for _ in range(depth + 1):
         more = []
         for fn in fns:
-            if id(fn) in seen:
+            fn = _unwalked(fn, seen, partials)
+            if fn is None:
                 continue
-            seen.add(id(fn))
-            for cell in getattr(fn, "__closure__", None) or ():
+            code = getattr(fn, "__code__", None)
+            names = code.co_freevars if code is not None else ()
+            for i, cell in enumerate(getattr(fn, "__closure__", None) or ()):
                 try:
                     value = cell.cell_contents
                 except ValueError:
-                    continue
-                todo.append(value)
-                if callable(value) and getattr(value, "__closure__", None):
+                    value = EMPTY
+                yield (names[i] if i < len(names) else None), cell, value
+                if value is not EMPTY and callable(value) and (
+                        getattr(value, "__closure__", None)
+                        or partials and isinstance(value, functools.partial)):
                     more.append(value)
         fns = more
-    return todo
+
+
+def _unwalked(fn, seen, partials):
+    """``fn`` (with ``partials``, the function a ``functools.partial`` wraps), noted
+    in ``seen``; None when it was walked already."""
+    while id(fn) not in seen:
+        seen.add(id(fn))
+        if not (partials and isinstance(fn, functools.partial)):
+            return fn
+        fn = fn.func
+    return None
 
 
 def reachable(todo):

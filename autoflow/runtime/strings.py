@@ -1225,7 +1225,7 @@ def to_int(s, base=10):
     return _need(s, "`int()` of").to_int(base)
 
 
-def contains(container, item):
+def string_contains(container, item):
     """``item in container`` where either is a ``String`` (a traced boolean)."""
     if isinstance(container, String):
         if not isinstance(item, (builtins.str, String)):

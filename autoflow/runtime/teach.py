@@ -410,26 +410,32 @@ def _user_traceback(frames):
 def teaching(fn):
     """``fn`` whose JAX tracing errors are re-issued in the user's terms (only
     while tracing: the wrapper runs when ``jax.jit`` traces, not per call)."""
-    import functools
-
     from .strings import check_output
 
+    # (a string made from traced values cannot leave `jit`)
+    return _reissuing(fn, check_output)
+
+
+def _reissuing(fn, check=None):
+    """``fn``, re-raising a JAX tracing error it raises as ``reissue`` words it
+    (``teaching`` and ``reissuing``); ``check(out, fn)`` runs on what it returns."""
+    import functools
+
     @functools.wraps(fn)
-    def traced(*args, **kwargs):
+    def run(*args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
         try:
             out = fn(*args, **kwargs)
         except Exception as e:
-            if not handles(e):
-                raise
-            new = reissue(e)
+            new = reissue(e) if handles(e) else None
             if new is None:
                 raise
             raise new.with_traceback(new.__traceback__) from None
-        check_output(out, fn)  # (a string made from traced values cannot leave `jit`)
+        if check is not None:
+            check(out, fn)
         return out
 
-    return traced
+    return run
 
 
 # ---------------------------------------------------------------------------
@@ -618,18 +624,4 @@ def reissuing(operator):
     a JAX tracing error raised by the user's code in a staged branch or body
     leaves them re-issued (for ``jax.jit(autoflow.convert(f))``, where no
     ``autoflow.jit`` wrapper is there to do it). Runs only on staged paths."""
-    import functools
-
-    @functools.wraps(operator)
-    def staged(*args, **kwargs):
-        try:
-            return operator(*args, **kwargs)
-        except Exception as e:
-            if not handles(e):
-                raise
-            new = reissue(e)
-            if new is None:
-                raise
-            raise new.with_traceback(new.__traceback__) from None
-
-    return staged
+    return _reissuing(operator)

@@ -27,12 +27,14 @@ import functools
 import inspect
 import threading
 import types
+import weakref
 
 from ..core.libraries import is_library_file, is_library_value
 
 _local = threading.local()
-_patched: set[type] = set()  # classes whose methods dispatch already
-_plain: set[type] = set()    # classes looked at that have nothing to dispatch
+# (held weakly: a class made at run time goes when nothing else holds it)
+_patched: weakref.WeakSet[type] = weakref.WeakSet()  # classes whose methods dispatch already
+_plain: weakref.WeakSet[type] = weakref.WeakSet()    # classes looked at with nothing to dispatch
 
 # What the walk never looks into (and never patches).
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, type, types.ModuleType,

@@ -175,7 +175,7 @@ class Mixed:
 jax.tree_util.register_pytree_node(Mixed, lambda m: m.fail(), lambda aux, children: None)
 
 
-def truth(x, site_fn, what="condition"):
+def concrete_truth(x, site_fn, what="condition"):
     """``bool(x)`` when ``x`` is concrete; ``None`` when it is traced.
 
     A traced ``x`` must be a scalar; otherwise a ConversionError explains

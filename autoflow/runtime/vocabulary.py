@@ -49,7 +49,7 @@ from .jax_internals import current_trace
 from .ranges import TracedRange
 from .strings import String
 from .values import (Tracer, as_pred, describe, is_array_like, is_extended, is_traced, structure,
-                     truth as _truth)
+                     concrete_truth as _truth)
 
 
 def _traced(x):

@@ -45,6 +45,8 @@ does not matter where ``jit`` or ``vmap`` sit around it:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -53,7 +55,8 @@ from jax import lax
 from . import checkpointing, lane_machine, lanes
 from . import jax_internals as jx
 from . import selfcheck
-from .events import GATED_CONDS, plain_now
+from .coupling import now
+from .events import plain_now
 from .prim_util import inexact, instantiate, quiet_closed, specs
 
 
@@ -118,7 +121,8 @@ class _WhileLoop(jx.HiPrimitive):
     def __call__(self, *args):
         return jx.bind(self, args)
 
-    def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects, gated=False):
+    def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects, gated=False,
+                 lanes="nested"):
         self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals
         self.out_aval = in_avals[2]
         self.params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
@@ -127,6 +131,9 @@ class _WhileLoop(jx.HiPrimitive):
         # gated: its condition holds the branch's predicate (cond_cost.loop_gate), so
         # in the branch a select does not take it runs no iteration
         self.gated = gated
+        # "flat": under vmap, a loop holding one loop is one flat loop (lane_machine);
+        # every loop made from this one (its JVP, its backward pass) keeps it
+        self.lanes = lanes
         self.source_info = jx.source_here()  # (for an internal error's line)
         super().__init__()
 
@@ -165,7 +172,7 @@ class _WhileLoop(jx.HiPrimitive):
         if not self.effects:
             return self
         return _WhileLoop(quiet_closed(self.cond_jaxpr), self.quiet_body, self.in_avals,
-                          self.checkpoints, frozenset())
+                          self.checkpoints, frozenset(), lanes=self.lanes)
 
     def expand(self, cc, bc, carry):
         if jx.while_p is not None:
@@ -219,9 +226,13 @@ class _WhileLoop(jx.HiPrimitive):
 
     # -- reverse mode -----------------------------------------------------------
 
+    def loops(self):
+        """``while_loop`` for the loops made from this one (they keep its ``lanes``)."""
+        return functools.partial(while_loop, lanes=self.lanes)
+
     def vjp_fwd(self, nzs_in, cc, bc, carry):
         out, saved = checkpointing.forward(self._cond, self._body, cc, bc, tuple(carry),
-                                           self.checkpoints, while_loop)
+                                           self.checkpoints, self.loops())
         return out, (cc, bc, saved)
 
     def vjp_bwd_retval(self, res, out_ct):
@@ -230,7 +241,7 @@ class _WhileLoop(jx.HiPrimitive):
         out_ct = instantiate(out_ct, carry_avals)
         ct_bc, ct_carry = checkpointing.backward(self._recompute, bc, saved, out_ct,
                                                  self.in_avals[1], carry_avals, self.checkpoints,
-                                                 while_loop)
+                                                 self.loops())
         def zero(a):
             return jx.Zero(a.to_ct_aval())
         return (tuple(zero(a) for a in self.in_avals[0]), ct_bc, ct_carry)
@@ -276,15 +287,15 @@ class _WhileLoop(jx.HiPrimitive):
         if not pred_batched:
             # (the lane mask is not applied here: it would make shared carries
             # batched, and the enclosing batching rule decided their axes without it)
-            out = while_loop(lambda x: vcond(cc, x), lambda x: vbody(bc, x), carry,
-                             checkpoints=self.checkpoints)
+            out = self.loops()(lambda x: vcond(cc, x), lambda x: vbody(bc, x), carry,
+                               checkpoints=self.checkpoints)
             return tuple(out), ax(batched)
         needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
         nest = lane_machine.choose(self)
         if nest is not None:
             # a loop holding a loop: one loop whose lanes do not wait (lane_machine)
             return lane_machine.machine(self, nest, size, cc, bc, carry, batched, needed,
-                                        in_cc, ax(in_bc), while_loop)
+                                        in_cc, ax(in_bc), self.loops())
         return self._batch_masked(size, cc, bc, carry, batched, vcond, needed,
                                   ax(in_bc), ax(batched))
 
@@ -327,8 +338,8 @@ class _WhileLoop(jx.HiPrimitive):
                         for j in shadowed)
         go0 = vcond(cc, carry)
         go0 = jnp.broadcast_to(go0 if needed is None else go0 & needed, (size,))
-        go, x, shadow = while_loop(bcond, bbody, (go0, tuple(carry), shadow0),
-                                   checkpoints=self.checkpoints)
+        go, x, shadow = self.loops()(bcond, bbody, (go0, tuple(carry), shadow0),
+                                     checkpoints=self.checkpoints)
         out = list(x)
         for j, s in zip(shadowed, shadow):
             out[j] = s
@@ -374,7 +385,7 @@ class _JvpLoop(_WhileLoop):
         body_jaxpr = jax.make_jaxpr(body)(*specs(bc_av + tb_av + x_av + tx_av))
         effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
         super().__init__(cond_jaxpr, body_jaxpr, (cc_av, bc_av + tb_av, x_av + tx_av),
-                         primal.checkpoints, effects)
+                         primal.checkpoints, effects, lanes=primal.lanes)
         self.primal = primal
         self.sizes = (ncc, nbc, ntb, nx, len(tx_av))
 
@@ -436,9 +447,9 @@ class _LoopTangent(jx.HiPrimitive):
         for i, t, a in zip(self.fi, out_ct, self.out_aval):
             ct[i] = jnp.zeros(a.shape, a.dtype) if isinstance(t, jx.Zero) else t
         _, saved = checkpointing.forward(loop._cond, loop._body, tuple(cc), tuple(bc), tuple(x),
-                                         loop.checkpoints, while_loop)
+                                         loop.checkpoints, loop.loops())
         ct_bc, ct_x = checkpointing.backward(loop._recompute, tuple(bc), saved, tuple(ct), bc_av,
-                                             x_av, loop.checkpoints, while_loop)
+                                             x_av, loop.checkpoints, loop.loops())
         for accs, grads, at in ((tb_acc, ct_bc, self.fb), (tx_acc, ct_x, self.fi)):
             for acc, i in zip(accs, at):  # (an operand that is not linear: no accumulator)
                 if hasattr(acc, "accum") and not isinstance(grads[i], jx.Zero):
@@ -451,7 +462,7 @@ class _LoopTangent(jx.HiPrimitive):
 
 
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None,
-               gated=False, added_inputs=None):
+               gated=False, added_inputs=None, lanes="nested"):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
@@ -465,7 +476,8 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     it while the body was traced (a tracer of the body's trace, which the body
     does read: the value the carry has when an iteration starts), or None.
     ``gated``: ``cond_fun`` holds the predicate of the branch the loop is in
-    (see ``cond_cost.loop_gate``).
+    (see ``cond_cost.loop_gate``). ``lanes``: ``"flat"`` lets the loop run under
+    ``vmap`` as one flat loop with the loop its body holds (``lane_machine``).
     """
     if not available():
         if added is not None:
@@ -526,13 +538,13 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
     in_avals = (tuple(jx.typeof(x) for x in cc), tuple(jx.typeof(x) for x in bc), avals)
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
-                      gated)
+                      gated, lanes)
     if plain or effects and not selfcheck.effects_ok():
         # the `lax.while_loop` it compiles to (explain mode; a loop with effects where
         # JAX cannot lower them in autoflow's primitive)
         out = prim.expand(cc, bc, flat)
         if gated:
-            GATED_CONDS.add(cond_jaxpr)
+            now.gated_conds.add(cond_jaxpr)
     else:
         out = prim(cc, bc, flat)
     if added is None:

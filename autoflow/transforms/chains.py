@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import gast
 
-from ..analysis.activity import bound_names, expr_reads
+from ..analysis.activity import bound_falling, expr_reads
 from ..analysis import summaries
 from ..analysis.summaries import Summaries
 from ..core.templates import replace
@@ -54,28 +54,9 @@ _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
 _TRY = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
 
 
-def _bound_falling(stmts):
-    """Names bound on every path through ``stmts`` that falls through
-    (``None``: every path returns or raises); as ``returns.Returns``."""
-    out = set()
-    for s in stmts:
-        if isinstance(s, (gast.Return, gast.Raise)):
-            return None
-        if isinstance(s, gast.If):
-            a, b = _bound_falling(s.body), _bound_falling(s.orelse)
-            both = b if a is None else a if b is None else a & b
-            if both is None:
-                return None
-            out |= both
-        elif not isinstance(s, (gast.For, gast.AsyncFor, gast.While, gast.With,
-                                gast.AsyncWith)) and not hasattr(s, "body"):
-            out.update(bound_names([s]))
-    return out
-
-
 def _guarded(s, branches, final):
     """What the chain starting at ``s`` binds on every path that falls through
-    and does not read before binding it: ``_bound_falling([s])`` less
+    and does not read before binding it: ``bound_falling([s])`` less
     ``Summaries().live_in([s], set())``.
 
     The liveness of an ``if`` is the union of its test's reads and its two
@@ -85,7 +66,7 @@ def _guarded(s, branches, final):
     the first branches read), instead of analysing the whole chain once more
     before ``control_flow`` analyses it.
     """
-    names = _bound_falling([s])
+    names = bound_falling([s])
     if not names:
         return set()
     sums = Summaries()
@@ -143,8 +124,8 @@ class Chains:
         # where it is bound: a traced chunk may fill it with zeros meanwhile
         # (see Undefined.guarded), as the nested chain needed no value there.
         safe = _guarded(s, branches, final)
-        if summaries.CHECK:  # the whole chain's analysis, as it was computed before
-            plain = (_bound_falling([s]) or set()) - Summaries().live_in([s], set())
+        if summaries.checks():  # the whole chain's analysis, as it was computed before
+            plain = (bound_falling([s]) or set()) - Summaries().live_in([s], set())
             assert safe == plain, ("chain guard", safe, plain)
         out = replace("FLAG = False", FLAG=flag, at=s)
         groups = [branches[i:i + CHUNK] for i in range(0, len(branches), CHUNK)]

@@ -40,7 +40,7 @@ from ..core.nodes import children, walk
 from ..core.nodes import clone as nodes_clone
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
-from ..analysis.activity import bound_names, target_names
+from ..analysis.activity import bound_falling, bound_names, target_names
 from ..analysis.liveness import always_returns
 from .util import (_LOOPS, _SCOPES, append_blocks, contains_return, holds_blocks, pure_test, stamp,
                    walk_local)
@@ -95,24 +95,6 @@ def _endless(loop):
     return (isinstance(loop, gast.While) and isinstance(loop.test, gast.Constant)
             and isinstance(loop.test.value, (bool, int)) and bool(loop.test.value)
             and not _has(loop.body, gast.Break))
-
-
-def _bound_falling(stmts):
-    """Names bound on every path through ``stmts`` that does not leave the block
-    (an ``_Exit``, ``return`` or ``raise``); None when every path leaves."""
-    out = set()
-    for s in stmts:
-        if isinstance(s, (_Exit, gast.Return, gast.Raise)):
-            return None
-        if isinstance(s, gast.If):
-            a, b = _bound_falling(s.body), _bound_falling(s.orelse)
-            both = b if a is None else a if b is None else a & b
-            if both is None:
-                return None
-            out |= both
-        elif not holds_blocks(s):
-            out.update(bound_names([s]))
-    return out
 
 
 def _blocks(stmt):
@@ -327,7 +309,7 @@ class EarlyExits:
         # An `if` one of whose paths leaves the block (a lowered `return`, a caught
         # raise): what it binds on the paths that do not leave is read only there
         # (its other paths jump first), like what `if not left:` guards below.
-        exits_ifs = [(n, _bound_falling([n]))
+        exits_ifs = [(n, bound_falling([n], (_Exit, gast.Return, gast.Raise)))
                      for n in walk(gast.Module(body=marked, type_ignores=[]))
                      if isinstance(n, gast.If) and _has(n, _Exit)]
         s.body = self._guard(marked, _Exit, left)

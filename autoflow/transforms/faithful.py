@@ -14,21 +14,34 @@ one.
 
 The result is checked: it must parse to the same tree as the unparser's
 text (``ast.dump`` equal), or a plainer printing is used (statements only,
-then the unparser's). ``FALLBACKS`` counts those, for the tests.
+then the unparser's). ``fallbacks()`` lists those, for the tests.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import tokenize
 
 _P = ast._Precedence  # noqa: SLF001 - the unparser's own precedence table
 _Unparser = ast._Unparser  # noqa: SLF001
 
-#: ``[(function name, level)]`` of printings that failed the check (level 1:
-#: the expression-level printing was dropped; 2: the statement-level too).
-FALLBACKS: list = []
+_watching: list = []  # the lists of the `fallbacks()` contexts open
+
+
+@contextlib.contextmanager
+def fallbacks():
+    """Context: a list that gets ``(function name, level)`` for each printing made
+    while it is open that failed the check (level 1: the expression-level printing
+    was dropped; 2: the statement-level too). For tests and benchmarks; nothing is
+    kept when none is open."""
+    found: list = []
+    _watching.append(found)
+    try:
+        yield found
+    finally:
+        _watching.remove(found)
 
 
 def _key(n):
@@ -167,6 +180,27 @@ def _reindent(src, first, lines, old, new):
         else:
             out.append(text)
     return out
+
+
+def _header_lines(src, k0, col, end):
+    """``(lines, last)``: the header of a compound statement as written, from
+    column ``col`` of line ``k0`` to its colon at ``end`` (``(line, column)``),
+    what follows the colon dropped unless it is a comment; ``last``: the last
+    line the header owns (code after the colon owns its line, and a comment
+    after that code belongs to it)."""
+    k1, col1 = end
+    lines = [_cut(src.line(k0), col)[1]] + src.lines[k0:k1]
+    lines = [t.rstrip("\n") for t in lines]
+    last = src.line(k1).rstrip("\n")
+    rest = last[col1:]
+    keep = last[:col1] + (rest if rest.strip().startswith("#") else "")
+    if k1 == k0:
+        lines[0] = keep[len(last) - len(lines[0]):]
+    else:
+        lines[-1] = keep
+    if rest.strip() and not rest.strip().startswith("#"):
+        k1 -= 1
+    return lines, k1
 
 
 def _header_end(src, k0, col0):
@@ -411,21 +445,11 @@ class Printer(_Unparser):
             return None
         decos = getattr(twin, "decorator_list", None)
         k0, col = src.start(twin) if decos else (twin.lineno, twin.col_offset)
-        k1, col1 = end
-        lines = [_cut(src.line(k0), col)[1]] + src.lines[k0:k1]
-        lines = [t.rstrip("\n") for t in lines]
-        last = src.line(k1).rstrip("\n")
-        rest = last[col1:]
-        keep = last[:col1] + (rest if rest.strip().startswith("#") else "")
-        if k1 == k0:
-            lines[0] = keep[len(last) - len(lines[0]):]
-        else:
-            lines[-1] = keep
+        lines, k1 = _header_lines(src, k0, col, end)
         if not lines[-1].split("#")[0].rstrip().endswith(":") \
                 or not lines[0].lstrip().startswith("@" if decos else keyword):
             return None
-        # a comment after code on the colon's line belongs to that code
-        return twin, k0, k1 if not rest.strip() or rest.strip().startswith("#") else k1 - 1, lines
+        return twin, k0, k1, lines
 
     def _header(self, node, plan=None):
         """Print ``node``'s header as written; False when it cannot."""
@@ -470,20 +494,19 @@ class Printer(_Unparser):
         return plan if plan is not None and plan[0] is node else None
 
     def _function_helper(self, node, fill_suffix):
-        plan = self._take_plan(node)
-        if not self._header(node, plan and plan[1]):
-            return super()._function_helper(node, fill_suffix)
-        self._indent += 1
-        try:
-            self._write_docstring_and_traverse_body(node)
-        finally:
-            self._indent -= 1
-        return None
+        unparsed = super()._function_helper
+        return self._def_as_written(node, lambda: unparsed(node, fill_suffix))
 
     def visit_ClassDef(self, node):
+        unparsed = super().visit_ClassDef
+        return self._def_as_written(node, lambda: unparsed(node))
+
+    def _def_as_written(self, node, unparsed):
+        """Print the def or class ``node`` with its header as written, or as
+        ``unparsed()`` prints it (the unparser's) when the header cannot be."""
         plan = self._take_plan(node)
         if not self._header(node, plan and plan[1]):
-            return super().visit_ClassDef(node)
+            return unparsed()
         self._indent += 1
         try:
             self._write_docstring_and_traverse_body(node)
@@ -517,19 +540,8 @@ class Printer(_Unparser):
             else:
                 end = None
             if end is not None:
-                k1, col1 = end
                 k0 = htwin.lineno
-                lines = [_cut(self.src.line(k0), htwin.col_offset)[1]] + self.src.lines[k0:k1]
-                lines = [t.rstrip("\n") for t in lines]
-                last = self.src.line(k1).rstrip("\n")
-                rest = last[col1:]
-                keep = last[:col1] + (rest if rest.strip().startswith("#") else "")
-                if k1 == k0:
-                    lines[0] = keep[len(last) - len(lines[0]):]
-                else:
-                    lines[-1] = keep
-                if rest.strip() and not rest.strip().startswith("#"):
-                    k1 -= 1  # a comment after the code on that line belongs to it
+                lines, k1 = _header_lines(self.src, k0, htwin.col_offset, end)
                 again = self._consume(k0, k1)
                 self._header(handler, ((htwin, k0, k1, lines), again))
                 self._body(handler.body)
@@ -680,5 +692,6 @@ def print_function(src, node, new, comments, unparsed, fallback):
             raise
         except Exception:  # noqa: BLE001 - a printing bug: print the plainer way
             pass
-        FALLBACKS.append((node.name, level + 1))
+        for found in _watching:
+            found.append((node.name, level + 1))
     return fallback()

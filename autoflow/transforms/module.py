@@ -27,11 +27,6 @@ from . import faithful, pipeline
 from .context import Context
 
 
-#: Print unchanged code inside converted functions as written (the command
-#: line's printer); False: the unparser's text with the comments put back.
-FAITHFUL = True
-
-
 def convert_copy(node, namer, alias, shadowed, filename, imports=(frozenset(), frozenset())):
     """Convert a copy of the user's ``node`` (its decorators kept on the copy)."""
     ctx = Context(namer=namer, af=alias, shadowed=shadowed, filename=filename,
@@ -103,12 +98,15 @@ def _do_not_convert(node):
     return False
 
 
-def convert_module(source: str, filename: str = "<string>", only: str | None = None):
+def convert_module(source: str, filename: str = "<string>", only: str | None = None,
+                   faithful: bool = True):
     """Return ``(converted source, names of converted functions)``.
 
     Raises ``SyntaxError`` if ``source`` does not parse. With ``only``, the
     result is just that function (``Class.method`` names a method); a
-    ``LookupError`` says when there is no such function.
+    ``LookupError`` says when there is no such function. ``faithful``: print
+    unchanged code inside converted functions as written (the command line's
+    printer); False: the unparser's text with the comments put back.
     """
     # The tree walks recurse once per nesting level, a few frames a level:
     # Python compiles a 250-term `a + a + ...` that the default limit would
@@ -118,7 +116,7 @@ def convert_module(source: str, filename: str = "<string>", only: str | None = N
         sys.setrecursionlimit(20000)
     try:
         with paused_gc():  # as autoflow.convert does
-            return _convert_module(source, filename, only)
+            return _convert_module(source, filename, only, faithful)
     finally:
         sys.setrecursionlimit(limit)
 
@@ -231,7 +229,7 @@ def with_comments(node, new, comments):
     return "".join(lines)
 
 
-def _convert_module(source, filename, only):
+def _convert_module(source, filename, only, as_written):
     tree = gast.parse(source)
     reserved = referenced_names(tree)
     namer = Namer(reserved)
@@ -286,7 +284,7 @@ def _convert_module(source, filename, only):
     def render(node, new, unparsed):
         # The converted function, its unchanged code printed as written.
         nonlocal src
-        if not FAITHFUL:
+        if not as_written:
             return with_comments(node, new, comments)
         if src is None:
             src = faithful.Source(source)

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import gast
 
-from ..analysis.activity import bound_names
+from ..analysis.activity import bound_falling
 from ..analysis.liveness import always_returns
 from ..core.templates import replace
 from .util import contains_return
@@ -111,23 +111,7 @@ class Returns:
     def _bound_falling(self, stmts):
         """Names bound on every path through ``stmts`` that falls through
         (``None``: every path returns or raises)."""
-        out = set()
-        for s in stmts:
-            if isinstance(s, (gast.Return, gast.Raise)):
-                return None
-            if isinstance(s, gast.If):
-                key = id(s)
-                if key not in self._falling:
-                    a, b = self._bound_falling(s.body), self._bound_falling(s.orelse)
-                    self._falling[key] = b if a is None else a if b is None else a & b
-                both = self._falling[key]
-                if both is None:
-                    return None
-                out |= both
-            elif not isinstance(s, (gast.For, gast.AsyncFor, gast.While, gast.With,
-                                    gast.AsyncWith)) and not hasattr(s, "body"):
-                out.update(bound_names([s]))
-        return out
+        return bound_falling(stmts, memo=self._falling)
 
     def _guard(self, stmts, returned, retval):
         """Lower the returns in ``stmts``; guard what follows one with ``if not returned:``."""

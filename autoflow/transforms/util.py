@@ -9,7 +9,7 @@ import gast
 from ..core.methods import VALUE_METHODS
 from ..core.nodes import children, walk
 from ..core.templates import place
-from ..analysis.activity import SCOPES as _SCOPES
+from ..analysis.activity import BLOCK_FIELDS, SCOPES as _SCOPES, holds_blocks  # noqa: F401 - (transforms use them from here)
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
 
@@ -37,24 +37,6 @@ def contains(node_or_list, types, stop_at_loops=False):
             if isinstance(n, types):
                 return True
     return False
-
-
-# The fields that hold statement lists (and the lists of except clauses and
-# match cases, whose bodies are statement lists in turn).
-BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-_HOLDS_BLOCKS: dict = {}  # node class -> has it statement-list fields?
-
-
-def holds_blocks(node) -> bool:
-    """Can ``node`` (by its class) hold statement lists? (A compound statement,
-    an except clause or match case, a def or class; not a simple statement.)"""
-    cls = node.__class__
-    hit = _HOLDS_BLOCKS.get(cls)
-    if hit is None:
-        hit = _HOLDS_BLOCKS[cls] = any(f in cls._fields for f in BLOCK_FIELDS)
-    return hit
 
 
 def append_blocks(node, out):

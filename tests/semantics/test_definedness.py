@@ -90,6 +90,23 @@ def found_after_break(xs, limit):
     return hit * 2.0
 
 
+def match_arms_bind_different_names(x, k):
+    # A `match` with a sequence pattern stays a Python `match` (its subject is
+    # static); its arms bind different names, so after it `y` is bound only where
+    # the first arm ran: a path through it does not bind what one arm binds.
+    if x > 0:
+        if x > 5.0:
+            return x
+        match k:
+            case [a]:
+                y = a * x
+            case _:
+                z = x  # noqa: F841
+    else:
+        y = 3.0
+    return y
+
+
 CASES = [
     (one_path, [(F(2.0), I(1)), (F(2.0), I(-1))]),
     (other_path_rebinds, [(F(2.0), I(1), I(1)), (F(2.0), I(1), I(-1)), (F(2.0), I(-1), I(1)),
@@ -132,6 +149,13 @@ def test_numbas_ssa_case_raises_where_python_does():
     check(numba_ssa, F(1.0), I(0), I(3), expect_raise=UnboundLocalError)
     check(numba_ssa, F(1.0), I(0), I(1), expect_raise=UnboundLocalError)
     check(numba_ssa, F(1.0), I(0), I(0), expect_raise=UnboundLocalError)
+
+
+def test_what_a_python_match_binds_on_every_path():
+    fn = match_arms_bind_different_names
+    check(fn, F(1.0), [2.0], static_argnums=(1,), vmap=[(F(2.0), [2.0])], grad=True)
+    check(fn, F(7.0), [], static_argnums=(1,), vmap=[(F(-1.0), [])], grad=True)
+    check(fn, F(1.0), [], static_argnums=(1,), expect_raise=UnboundLocalError)
 
 
 def test_a_variable_bound_before_a_break():

@@ -259,3 +259,21 @@ def appends_through_a_call(x, n):
 
 def test_a_list_appended_through_a_call_in_a_peeled_iteration():
     check(appends_through_a_call, F(2.0), 3, static_argnums=(1,), may_refuse=["out"])
+
+
+def recursive_helper_in_a_branch(x):
+    # (the branch closes over a recursive function: the labels of the state found
+    # through the call walk closures, and a function that holds itself ends that walk)
+    c = Counter()
+
+    def depth(n):
+        return 0 if n == 0 else 1 + depth(n - 1)
+
+    if x < 10:
+        x = c.step(x) + depth(2)
+    return x, c.n
+
+
+def test_state_found_through_a_call_in_a_branch_closing_over_a_recursive_function():
+    check(recursive_helper_in_a_branch, F(3.0))
+    check(recursive_helper_in_a_branch, F(-3.0))
