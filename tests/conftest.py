@@ -42,8 +42,8 @@ def pytest_sessionstart(session):
 
 
 # Test tiers. `pytest -q` (the README's command) runs the fast tier: every construct
-# and public entry point, with a target of 300 s on 2 cores with one of them busy (456 s
-# measured after issues 42-44 added their tests). `--tier slow` runs the
+# and public entry point, with a target of 300 s on 2 cores with one of them busy (267 s
+# measured, in two worker processes: pytest_xdist_auto_num_workers). `--tier slow` runs the
 # rest except `signal`; `--tier signal` the timing-dependent signal test, best alone
 # on a quiet machine; `--tier all` everything. `.ci/run` runs fast, slow and signal,
 # so CI runs every test once. A test is slow when a file or test id below names it
@@ -477,6 +477,42 @@ def pytest_collection_modifyitems(config, items):
         if not counts["slow"]:
             del counts["slow"]
     config._autoflow_tiers = (tier, len(keep), counts)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """Workers for ``-n auto`` (pyproject.toml's addopts): the whole fast tier (``pytest
+    -q``, the README's command) in two processes, or ``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    of them (measured on 2 cores with one busy: 289 s against 410 s in one process,
+    CPU time 425 s against 362 s); a file, a test or another tier in one (``0``: no
+    workers; starting them costs more than it saves)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    whole = config.args_source == pytest.Config.ArgsSource.TESTPATHS or \
+        [str(a) for a in config.args] in ([], ["tests"], [str(config.rootpath / "tests")])
+    if config.getoption("--tier") != "fast" or not whole or config.option.keyword \
+            or config.option.markexpr:
+        return 0
+    return min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1)
+
+
+def pytest_sessionfinish(session):
+    """A worker of pytest-xdist hands its tier counts to the controller, which prints
+    the summary line (the controller collects nothing itself)."""
+    out = getattr(session.config, "workeroutput", None)
+    ran = getattr(session.config, "_autoflow_tiers", None)
+    if out is not None and ran is not None:
+        out["autoflow_tiers"] = ran
+        out["autoflow_long"] = getattr(session.config, "_autoflow_long", 0)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    got = getattr(node, "workeroutput", {})
+    if "autoflow_tiers" in got:
+        node.config._autoflow_tiers = tuple(got["autoflow_tiers"])
+        node.config._autoflow_long = got["autoflow_long"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
