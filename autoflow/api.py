@@ -930,10 +930,10 @@ def _raises(node, stringy=True) -> bool:
 
 def _checkpointed_loops() -> bool:
     """Can ``jax.grad`` differentiate a staged data-dependent loop (``runtime.while_prim``)?
-    (As far as the names JAX has tell: the self-check runs when a loop is first staged.)"""
+    (As far as is known now: the self-check runs when a loop is first staged.)"""
     from .runtime import jax_internals
 
-    return jax_internals.PRIMITIVES
+    return jax_internals.primitives(check=False)
 
 
 class _Jitted:
@@ -964,15 +964,15 @@ class _Jitted:
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
-            from .runtime.jax_internals import is_runtime_error
+            from .runtime.jax_internals import interrupted_in_callback, raised_in_callback
             from .runtime.raising import at_user_line, last_user_exception
 
             user = last_user_exception()
-            if user is None and is_runtime_error(e) and "\nKeyboardInterrupt" in str(e):
+            if user is None and interrupted_in_callback(e):
                 # Ctrl-C, delivered inside a callback (`debug_loops` reports)
                 raise KeyboardInterrupt("interrupted while the compiled code ran") from None
             try:
-                if user is None or not is_runtime_error(e) or str(user) not in str(e):
+                if user is None or not raised_in_callback(e, user):
                     raise
                 raise at_user_line(user) from None
             finally:  # (the exception in flight has this frame's entry by now)
@@ -1011,9 +1011,9 @@ def without_own_frames(tb):
 
 def _linearizing() -> bool:
     """Is ``jax.grad``/``jax.vjp`` linearizing the caller?"""
-    from .runtime.jax_internals import current_trace_kind
+    from .runtime.jax_internals import is_linearizing
 
-    return current_trace_kind() == "LinearizeTrace"
+    return is_linearizing()
 
 
 _pickling.install()

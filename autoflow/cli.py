@@ -1,8 +1,9 @@
-"""The ``autoflow`` command line: ``convert``, ``check`` and ``explain``.
+"""The ``autoflow`` command line: ``convert``, ``check``, ``explain``, ``run`` and ``doctor``.
 
 ``convert`` and ``check`` read and parse files only: they never import or run
 them, and never import JAX. ``explain`` imports the file (running its
-top-level code) and traces one function with JAX.
+top-level code) and traces one function with JAX. ``doctor`` says which of JAX's
+private paths autoflow takes on the JAX installed (``runtime/jax_internals.PATHS``).
 
 Exit status: 0 success; 1 an input cannot be read or parsed (``check``: or a
 statement cannot convert or fails when traced, or a warning says the program fails, or
@@ -539,7 +540,41 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--strict", action="store_true",
                        help="every fallback to unconverted code is an error")
     run_p.set_defaults(handler=cmd_run)
+
+    doc = sub.add_parser(
+        "doctor", allow_abbrev=False,
+        help="print the Python, JAX and jaxlib versions and which of JAX's private paths "
+             "autoflow takes on this JAX",
+        description="Print the Python, JAX and jaxlib versions, then each private path "
+                    "autoflow takes through JAX (autoflow/runtime/jax_internals.py, PATHS) on "
+                    "or off; for one that is off, why, the public path autoflow takes instead "
+                    "and what is lost. Runs autoflow's full self-check (a few seconds: it "
+                    "compiles a tiny program under jit, vmap, grad and jvp).",
+        epilog="exit status: 0 (whatever is off: the public path runs there); 3 internal "
+               "error (an autoflow bug)")
+    doc.set_defaults(handler=cmd_doctor)
     return parser
+
+
+def cmd_doctor(args) -> int:
+    """``autoflow doctor``: this JAX's private paths, on or off and why."""
+    import platform
+
+    try:
+        import jax
+    except ImportError as e:
+        _write(f"Python {platform.python_version()}; JAX is not installed ({e}).\n")
+        return EXIT_OK
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from .runtime import selfcheck
+
+            text = selfcheck.doctor()
+    except ImportError as e:  # a JAX without what autoflow cannot do without
+        text = f"Python {platform.python_version()}, JAX {jax.__version__}\n{e}"
+    _write(text + "\n")
+    return EXIT_OK
 
 
 def cmd_run(args) -> int:

@@ -13,7 +13,7 @@
 # VERSIONS  the JAX versions to test, instead of the ones derived from the registry
 # WORK      where the environments and logs go (default /tmp/autoflow-jax-matrix)
 # KEEP=1    keep each environment (they are deleted after their row otherwise)
-# TESTS     the test paths (default: the core subset .ci/run uses, plus test_jax_internals)
+# TESTS     the test paths (default: the core subset .ci/run uses (test_jax_paths with it), plus test_jax_internals)
 # LIMIT     seconds one version's test run may take (default 3600)
 # OUT       the Markdown file (default benchmarks/JAX_MATRIX.md)
 #
@@ -27,7 +27,7 @@ fi
 cd "$(dirname "$0")/.."
 REPO=$PWD
 WORK=${WORK:-/tmp/autoflow-jax-matrix}
-TESTS=${TESTS:-tests/test_fixtures.py tests/test_vocabulary.py tests/test_errors.py tests/semantics tests/test_jax_internals.py}
+TESTS=${TESTS:-tests/test_fixtures.py tests/test_vocabulary.py tests/test_errors.py tests/semantics tests/test_jax_paths.py tests/test_jax_internals.py}
 LIMIT=${LIMIT:-3600}
 OUT=${OUT:-benchmarks/JAX_MATRIX.md}
 HELPER=$REPO/benchmarks/jax_matrix.py

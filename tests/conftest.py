@@ -31,14 +31,15 @@ def pytest_sessionstart(session):
     """Run autoflow's check of JAX's private API once, before any test: on a JAX that
     lacks some of it (the oldest supported one), its one warning is given here, not
     inside the first test that stages a loop (where a test that asserts "no warning"
-    would see it). tests/test_jax_internals.py checks the warning in fresh processes."""
+    would see it). tests/test_jax_paths.py checks the warning for every private path in
+    this process, tests/test_jax_internals.py in fresh processes."""
     import warnings
 
-    from autoflow.runtime import selfcheck
+    from autoflow.runtime import jax_internals
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        selfcheck.ready()
+        jax_internals.primitives()
 
 
 # Test tiers. `pytest -q` (the README's command) runs the fast tier: every construct

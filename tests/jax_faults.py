@@ -112,6 +112,22 @@ def staging_rule_missing():
     pe.custom_staging_rules.pop(hijax.call_hi_primitive_p, None)
 
 
+def frame_exclusion_missing():
+    # JAX's traceback filtering without the hook autoflow registers its frames with
+    # (autoflow's runtime calls it when imported: a guarded call, its row lost); JAX's
+    # own modules, some imported later, still register theirs
+    from jax._src import traceback_util
+
+    original = _original(traceback_util, "register_exclusion")
+
+    def register_exclusion(path):
+        if _from_autoflow():
+            raise AttributeError("module 'jax._src.traceback_util' has no attribute "
+                                 "'register_exclusion'")
+        return original(path)
+    traceback_util.register_exclusion = register_exclusion
+
+
 def custom_derivatives_moved():
     # JAX's custom_jvp/custom_vjp machinery in a file of another name
     from autoflow.runtime import jax_internals
@@ -122,7 +138,8 @@ def custom_derivatives_moved():
 FAULTS = {f.__name__: f for f in (hijax_classes_deleted, lowering_helper_deleted,
                                    trace_to_jaxpr_new_keyword, lowering_rules_raise,
                                    new_arg_signature_changed, rule_tables_helpers_deleted,
-                                   staging_rule_missing, custom_derivatives_moved)}
+                                   staging_rule_missing, custom_derivatives_moved,
+                                   frame_exclusion_missing)}
 
 
 # -- the programs (plain Python, converted by autoflow) ---------------------------------

@@ -341,10 +341,10 @@ def test_convert_under_plain_jax_jit_reissues_errors_in_staged_code():
 def test_grad_of_jit_through_a_traced_while():
     """Where JAX has user-defined primitives the loop is checkpointed and
     differentiates (issue 18); on an older JAX it is autoflow's error naming the loop."""
-    from autoflow.runtime import while_prim
+    from autoflow.runtime import jax_internals
 
     want = float(jax.grad(teach.doubling)(1.5))
-    if while_prim.available():
+    if jax_internals.primitives():
         assert float(jax.grad(autoflow.jit(teach.doubling))(1.5)) == want
     else:
         with pytest.raises(ConversionError) as info:

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import while_prim
+from autoflow.runtime import jax_internals
 
 pytestmark = pytest.mark.skipif(
-    not while_prim.available(), reason="this JAX has no jax.experimental.hijax: data-dependent "
+    not jax_internals.primitives(), reason="this JAX has no jax.experimental.hijax: data-dependent "
     "loops are plain lax.while_loops, which jax.grad cannot reverse-differentiate")
 
 # ---------------------------------------------------------------------------

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import lane_machine, while_prim
+from autoflow.runtime import jax_internals, lane_machine
 
 # (the flat form is a batching rule of autoflow's loop primitive, which a JAX without
 # the private API it builds on does not have: loops are then lax.while_loop's own)
-pytestmark = pytest.mark.skipif(not while_prim.available(),
+pytestmark = pytest.mark.skipif(not jax_internals.primitives(),
                                 reason="autoflow's loop primitive is unavailable on this JAX")
 
 

@@ -162,7 +162,7 @@ def test_nested_loops_with_returns_are_traced_linearly():
 
     loop_staging._DEFINED.clear()  # what earlier tests taught it
     counts = _traces(search0, jnp.float32(0.2), jnp.float32(0.05))
-    places = while_prim.available() and jax_internals.new_input is not None
+    places = jax_internals.primitives() and jax_internals.new_input is not None
     assert counts == {"s0": 1, "s1": 1, "s2": 1, "s3": 1 if places else 2}, counts
     for x in (0.2, 0.6, 2.5, -1.0):
         for s in (0.05, -0.3):

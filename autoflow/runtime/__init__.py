@@ -20,10 +20,8 @@ module per construct (see the layout section of the README):
 * ``jax_internals``: every private JAX name, and ``selfcheck``: whether they work.
 """
 
-import os as _os
-
-from .jax_internals import hide_frames_of as _hide_frames_of
-
+# (Importing jax_internals hides autoflow's own frames from tracebacks that pass
+# through JAX, as JAX does for its internals.)
 from .calls import bound, call, converted, truth
 from .cond import if_chain, if_exp, if_stmt
 from .effects import append, assert_, print, setitem, setitem_in  # noqa: A004
@@ -38,10 +36,6 @@ from .vocabulary import (all, any, bit_count, bit_length, bool, count, filtered,
                          match_is, match_subject, max, min, sort, sorted, sum)
 
 internal_errors = _passthrough()
-
-# Hide autoflow's own frames from tracebacks that pass through JAX, as JAX
-# does for its internals.
-_hide_frames_of(_os.path.dirname(_os.path.dirname(__file__)))
 
 __all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
            "enumerate", "exception", "filtered", "generated", "get", "fstring", "percent", "repr", "str", "ascii", "format", "bin", "hex", "oct", "chr", "ord", "join", "getitem", "match_is", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "bit_length", "bit_count", "any", "all",

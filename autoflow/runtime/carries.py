@@ -25,7 +25,7 @@ from jax import lax
 
 from ..core.origin import user_site
 from . import jax_internals as jx
-from .jax_internals import current_trace, new_input
+from .jax_internals import current_trace
 from .coupling import now
 from .raising import Signal
 from .state import EMPTY, closure_cells, entry_values, reachable, recording
@@ -245,7 +245,7 @@ class Placeholders:
             value, known, _ = self.made[j]
             return value if same_spec(known, spec) else None
         leaves, tree = flatten(spec)
-        inputs = [new_input(self.trace, x.shape, x.dtype) for x in leaves]
+        inputs = [jx.new_input(self.trace, x.shape, x.dtype) for x in leaves]
         if any(x is None for x in inputs):
             return None
         value = unflatten(tree, inputs)

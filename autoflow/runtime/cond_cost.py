@@ -170,15 +170,6 @@ def _size(aval):
     return int(np.prod(shape)) if shape else 1
 
 
-def _subjaxprs(eqn):
-    for v in eqn.params.values():
-        for x in (v if isinstance(v, (tuple, list)) else (v,)):
-            if isinstance(x, jx.ClosedJaxpr):
-                yield x.jaxpr
-            elif isinstance(x, jx.Jaxpr):
-                yield x
-
-
 def _inline_select(prim):
     """Is ``prim`` an ``if`` primitive (``cond_prim._Cond``) that is a select of its
     branches, computed inline (their work is the select's)?"""
@@ -188,11 +179,10 @@ def _inline_select(prim):
 
 def _gated_loop(eqn):
     """Is ``eqn`` a loop that runs only where its branch is taken (``loop_gate``)?"""
-    if getattr(eqn.params.get("_prim"), "gated", False):
+    if getattr(jx.hijax_prim_of(eqn), "gated", False):
         return True
     if eqn.primitive.name == "while":  # as `autoflow explain` stages it
-        cond = eqn.params.get("cond_jaxpr")
-        return getattr(cond, "jaxpr", None) in now.gated_conds
+        return jx.while_cond_jaxpr(eqn) in now.gated_conds
     return False
 
 
@@ -207,13 +197,13 @@ def cost(jaxpr):
             return math.inf
         if name == "cond":  # an inner if that kept its cond: it skips work
             return math.inf
-        prim = eqn.params.get("_prim")
+        prim = jx.hijax_prim_of(eqn)
         if prim is not None:  # one of autoflow's own primitives (while_prim, cond_prim)
             if _inline_select(prim):
                 total += cost(prim.t.jaxpr) + cost(prim.f.jaxpr)
                 continue
             return math.inf  # a kept cond, a loop that always runs
-        subs = list(_subjaxprs(eqn))
+        subs = list(jx.subjaxprs(eqn))
         if subs:  # pjit, custom_jvp_call, closed_call, remat...: what they contain
             inner = max(cost(j) for j in subs)
             if inner == math.inf:
@@ -221,7 +211,7 @@ def cost(jaxpr):
             total += inner
             continue
         if name == "dot_general":
-            (lc, _), _ = eqn.params["dimension_numbers"]
+            lc = jx.dot_contracting_dims(eqn)
             lhs = eqn.invars[0].aval.shape
             k = int(np.prod([lhs[d] for d in lc])) if lc else 1
             total += _size(eqn.outvars[0].aval) * k
@@ -235,7 +225,7 @@ def _gated_loops(jaxpr):
     for eqn in jaxpr.eqns:
         if _gated_loop(eqn):
             return True
-        prim = eqn.params.get("_prim")
+        prim = jx.hijax_prim_of(eqn)
         if _inline_select(prim) and (
                 _gated_loops(prim.t.jaxpr) or _gated_loops(prim.f.jaxpr)):
             return True

@@ -371,7 +371,7 @@ def stage_if(pred, true_fn, false_fn, guard=False, free=lambda: ()):
     ``guard``: see ``cond.if_stmt``; ``free()`` (called once both branches
     are traced): the indices of the outputs nothing reads where ``pred`` is
     false, which a select then takes from the true branch."""
-    if not selfcheck.ready():  # JAX's private API differs (see jax_internals): the cond
+    if not jx.primitives():  # JAX's private API differs (see jax_internals): the cond
         now.choice = "lax.cond"
         return lax.cond(pred, true_fn, false_fn)
     batched = jx.is_batched(pred)

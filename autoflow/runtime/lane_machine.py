@@ -61,17 +61,12 @@ from . import jax_internals as jx
 OUTER_BUDGET = 4.0
 
 
-def _prim_of(eqn):
-    p = eqn.params.get("_prim")
-    return p if p is not None else eqn.params.get("prim")
-
-
 class Nest:
     """The body of an outer loop split around its one inner loop (see the module)."""
 
     def __init__(self, outer, jaxpr, consts, at):
         eqn = jaxpr.eqns[at]
-        self.inner = _prim_of(eqn)
+        self.inner = jx.hijax_prim_of(eqn)
         pre, post = jaxpr.eqns[:at], jaxpr.eqns[at + 1:]
         defined = set(jaxpr.invars)
         for e in pre:
@@ -85,7 +80,7 @@ class Nest:
         index = {v: i for i, v in enumerate(live)}
         self.operands = [("live", index[v]) if isinstance(v, jx.Var) else ("lit", v.val)
                          for v in eqn.invars]
-        outs = [jx.Var(v.aval) if type(v).__name__ == "DropVar" else v for v in eqn.outvars]
+        outs = [jx.Var(v.aval) if jx.is_drop_var(v) else v for v in eqn.outvars]
         self.pre = jaxpr.replace(invars=list(jaxpr.invars), outvars=live, eqns=list(pre),
                                  effects=frozenset())
         self.post = jaxpr.replace(invars=[*live, *outs], outvars=list(jaxpr.outvars),
@@ -129,8 +124,8 @@ def _ops(jaxpr):
     """The operations of ``jaxpr``, those of the jaxprs in its equations included."""
     total = 0
     for eqn in jaxpr.eqns:
-        subs = list(cond_cost._subjaxprs(eqn))
-        prim = _prim_of(eqn)
+        subs = list(jx.subjaxprs(eqn))
+        prim = jx.hijax_prim_of(eqn)
         for name in ("body_jaxpr", "cond_jaxpr"):
             j = getattr(prim, name, None) if prim is not None else None
             if j is not None:
@@ -150,8 +145,8 @@ def split(outer):
         # form drops and the flat one would run)
         used, _ = jx.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
         jaxpr = used.replace(invars=list(jaxpr.invars))
-        at = [i for i, e in enumerate(jaxpr.eqns) if type(_prim_of(e)) is type(outer)]
-        if len(at) != 1 or _prim_of(jaxpr.eqns[at[0]]).effects:
+        at = [i for i, e in enumerate(jaxpr.eqns) if type(jx.hijax_prim_of(e)) is type(outer)]
+        if len(at) != 1 or jx.hijax_prim_of(jaxpr.eqns[at[0]]).effects:
             return None
         return Nest(outer, jaxpr, consts, at[0])
     except (AttributeError, TypeError, ValueError, AssertionError, KeyError):  # pragma: no cover

@@ -578,7 +578,7 @@ def _effects_as_primitive():
     """May ``later`` stage ``_Effect`` (autoflow's primitives, with ordered effects, on
     this JAX; not inside a JAX custom-derivative rule, nor for ``autoflow explain``,
     which shows the callbacks it compiles to)?"""
-    return jx.ORDERED_DEBUG is not None and not plain_now() and selfcheck.ready() \
+    return jx.ORDERED_DEBUG is not None and not plain_now() and jx.primitives() \
         and selfcheck.effects_ok() and not jx.in_custom_rule()
 
 

@@ -35,9 +35,8 @@ from ..errors import ConversionError
 from . import jax_internals as jx
 from . import later, loopdebug, raising, while_prim
 from .carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_labels, log_fills,
-                      logging_fills, new_input, parts_of, placing, same_spec, spec_of, zeros_of)
+                      logging_fills, parts_of, placing, same_spec, spec_of, zeros_of)
 from .cond_cost import loop_gate
-from .jax_internals import current_trace_kind
 from .state import EMPTY, closure_cells
 from .teach import growing_list, static_bound, value_advice
 from .values import (Mixed, Tracer, Undefined, as_pred, aval_of, describe, flatten, is_array_like,
@@ -594,7 +593,7 @@ def _appends(fn):
 
 def _reverse_mode():
     """Is ``jax.grad``/``jax.vjp`` linearizing the code being traced now?"""
-    return current_trace_kind() == "LinearizeTrace"
+    return jx.is_linearizing()
 
 
 # Variables first bound inside a loop, remembered per loop and entry types:
@@ -702,12 +701,12 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
     accum = {}  # variable index -> the list before the loop (see _loop_body)
     scan_form = cond_fn is None and isinstance(length, int) and scan
     key = hinted = None
-    use_inputs = new_input is not None
-    bounded = max_iterations is not None or (not while_prim.available() and _reverse_mode()
+    use_inputs = jx.new_input is not None
+    bounded = max_iterations is not None or (not jx.primitives() and _reverse_mode()
                                              and isinstance(length, int))
     # carries the body adds as it is traced (see `_loop_body`): only a
     # while_prim.while_loop takes them
-    adds_carries = not (scan_form or bounded) and while_prim.available()
+    adds_carries = not (scan_form or bounded) and jx.primitives()
     # A while form adds the variables its body binds as it is traced once (see
     # `Placeholders`), after its other carries; started from a remembered
     # definition it would carry them in their own places instead, a program
@@ -847,7 +846,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                     def run_scan():
                         return lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
                                         None, length=length, unroll=unroll)
-                    if not accum and while_prim.available():
+                    if not accum and jx.primitives():
                         # Under jax.grad, JAX's scan runs the effects of its body (prints,
                         # checks) that do not depend on the carry once, not at every
                         # iteration (its partial evaluation hoists them), and a grad
@@ -952,8 +951,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                     leaves[i] = cast_to(jnp.asarray(leaves[i]), dtype, weak)
                 state = unflatten(tree, leaves)
             continue
-        if uses_while and not while_prim.available() and _reverse_mode() and any(isinstance(x, Tracer) and
-                                   type(x).__name__ == "LinearizeTracer" for x in dyn):
+        if uses_while and not jx.primitives() and _reverse_mode() and any(
+                jx.is_linearize_tracer(x) for x in dyn):
             raise ConversionError(message(
                 site(), f"this traced `{kind}` loop has a data-dependent trip count, and "
                 "`jax.grad` cannot differentiate a `lax.while_loop` in reverse mode",

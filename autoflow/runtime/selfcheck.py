@@ -4,7 +4,8 @@ autoflow's own loop and ``if`` primitives (``while_prim``, ``cond_prim``) stand
 on JAX's private API (``jax_internals``). JAX changes it with every release,
 and a change can leave the names in place with another meaning: a keyword
 added to a function, a rule that now raises. So the first time a converted
-function stages a traced ``if`` or loop, ``ready()`` traces a tiny program
+function stages a traced ``if`` or loop, ``jax_internals.primitives()`` runs
+``run``, which traces a tiny program
 through the private paths (7 ms): its branches with JAX's private tracer
 against ``jax.make_jaxpr``, its loop and ``if``s as autoflow's primitives,
 staged low and under their own names, and a ``jax.custom_jvp`` rule that must
@@ -16,7 +17,9 @@ and ``benchmarks/jax_matrix.sh``, also compiles the program under ``jit``,
 public path's (``lax.while_loop``, ``lax.cond``, ``lax.select``). What fails is
 turned off, one path at a time (readable names, direct lowering, then the
 primitives themselves), and one warning says what is lost and which JAX
-releases have all of it. Programs that never stage anything never pay for it.
+releases have all of it, in the words of ``jax_internals.PATHS``. Programs that
+never stage anything never pay for it. ``doctor()`` is ``autoflow doctor``: the
+full check, and the table with each path on or off and why.
 """
 
 from __future__ import annotations
@@ -40,30 +43,10 @@ _state = None  # None: not checked; "checking": under way; "done"
 parts = {}
 _reported = set()  # the lost paths a warning named already
 
-# What a user loses without each path, for the warning.
-LOSSES = {
-    "primitives": "jax.grad cannot differentiate a loop whose trip count depends on traced "
-                  "values (reverse mode), and every traced `if` is a lax.cond, never a "
-                  "cheaper select",
-    "named": "jax.make_jaxpr and profiles name autoflow's loops and ifs `call_hi_primitive`",
-    "direct lowering": "the first call of a converted function compiles more slowly",
-    "trace a thunk": "tracing a traced `if` takes a little longer",
-    "bind while/cond": "the first call of a converted function compiles more slowly",
-    "body inputs": "a loop whose body binds a variable on some paths only is traced twice",
-    "remat": "jax.checkpoint around a converted data-dependent loop fails under jax.grad",
-    "custom rules": "every traced `if` is a lax.cond (JAX's custom-derivative rules can no "
-                    "longer be told apart)",
-    "effects in loops": "a loop that prints (or checks a traced assert or raise) is a "
-                        "lax.while_loop, which jax.grad cannot differentiate in reverse mode "
-                        "when its trip count depends on traced values",
-}
-
-
-def ready() -> bool:
-    """May autoflow's own primitives be used? (Runs the check the first time.)"""
+def ensure():
+    """Run the check, the first time (``jax_internals.primitives()`` asks)."""
     if _state is None:
         run()
-    return jx.PRIMITIVES
 
 
 def run(warn=True, full=False):
@@ -75,6 +58,8 @@ def run(warn=True, full=False):
     try:
         with plain_loops(False):  # (the first use may be inside `autoflow explain`)
             _check(full)
+            if not jx.primitives(check=False):  # (only the public path needs it)
+                jx.check_reverse_mode()
     finally:
         _state = "done"
     if warn:
@@ -82,15 +67,15 @@ def run(warn=True, full=False):
 
 
 def _check(full):
+    from . import cond_prim, while_prim  # noqa: F401 - (they register `parts`)
+
     if jx.private_trace_thunk is not None:
-        problem = _thunk_problem()
+        problem = jx.trace_thunk_problem()
         if problem is not None:
             jx.use_public_trace_thunk(problem)
-    if not jx.PRIMITIVES:
+    if not jx.primitives(check=False):
         return
-    if not _sees_custom_rules():  # then every `if` is treated as inside one: a lax.cond
-        jx.lost["custom rules"] = "jax/_src/custom_derivatives.py is not in the stack of a rule"
-        jx.in_custom_rule = _always
+    jx.check_custom_rules()  # (where it fails, every `if` is taken as inside one: a lax.cond)
     first = None
     for step in (None, "named", "direct lowering"):
         if step is not None:
@@ -103,8 +88,7 @@ def _check(full):
                     jx.lost.setdefault(step, first)
             return
         first = first or problem
-    jx.PRIMITIVES = False
-    jx.lost["primitives"] = first
+    jx._lose("primitives", first)
 
 
 def effects_ok() -> bool:
@@ -116,12 +100,19 @@ def effects_ok() -> bool:
         problem = _effects_problem()
         if problem is not None:
             _lazy["effects"] = False
-            jx.lost["effects in loops"] = problem
+            jx._lose("effects in loops", problem)
             warn_lost()
     return _lazy["effects"]
 
 
 _lazy = {}
+
+
+@jx._check("effects in loops")
+def _recheck_effects():
+    _lazy.pop("effects", None)
+    if jx.primitives(check=False):
+        effects_ok()
 
 
 def _effects_problem():
@@ -157,33 +148,9 @@ def direct_problem():
 jx.probe_direct = direct_problem
 
 
-def _always(depth=2):
-    return True
-
-
-def _sees_custom_rules() -> bool:
-    """Does ``jax_internals.in_custom_rule`` tell a ``jax.custom_jvp`` rule being traced?"""
-    seen = []
-
-    @jax.custom_jvp
-    def probe(x):
-        return x
-
-    @probe.defjvp
-    def probe_jvp(primals, tangents):
-        seen.append(jx.in_custom_rule(1))
-        return primals[0], tangents[0]
-
-    try:
-        jax.make_jaxpr(lambda x: jax.jvp(probe, (x,), (x,)))(np.float32(1.0))
-    except Exception:  # noqa: BLE001
-        return False
-    return seen == [True]
-
-
 def _turn_off(step):
     if step == "named":
-        jx._named.clear()
+        jx.unname_primitives()
     elif step == "direct lowering":
         jx.use_direct_lowering(False)
 
@@ -260,38 +227,26 @@ def _grad_of_theirs(x):
     return jax.grad(f)(x)
 
 
-def _thunk_problem():
-    """None if tracing a thunk privately gives the jaxpr ``jax.make_jaxpr`` gives."""
-    seen = []
-
-    def compare(y):
-        got = jx.private_trace_thunk(lambda: [jnp.sin(y) + 1.0])
-        want = jax.make_jaxpr(lambda: [jnp.sin(y) + 1.0])()
-        seen.append([e.primitive.name for e in got.jaxpr.eqns] ==
-                    [e.primitive.name for e in want.jaxpr.eqns])
-        return y
-
-    try:
-        jax.make_jaxpr(compare)(np.float32(2.0))
-    except Exception as e:  # noqa: BLE001
-        return f"{type(e).__name__}: {_first_line(e)}"
-    return None if seen == [True] else "it traces other operations than jax.make_jaxpr"
-
-
 def _first_line(e):
     text = str(e).strip().splitlines()
     return text[0][:200] if text else ""
 
 
+def _said(row) -> bool:
+    """Is the loss of ``row`` said (not one that only autoflow's primitives use, where
+    they are lost themselves)?"""
+    return not (row.primitives_only and "primitives" in jx.lost)
+
+
 def warn_lost():
     """Say once which private paths this JAX lacks, what is lost, and which JAX has them
     (again only for a path lost later, as a lowering rule that fails when first used)."""
-    hidden = ("named", "direct lowering", "bind while/cond") if "primitives" in jx.lost else ()
-    losses = [p for p in LOSSES if p in jx.lost and p not in hidden and p not in _reported]
+    losses = [row for row in jx.PATHS if row.key in jx.lost and _said(row)
+              and row.key not in _reported]
     if not losses:
         return
-    _reported.update(losses)
-    what = "; ".join(f"{LOSSES[p]} ({p}: {jx.lost[p]})" for p in losses)
+    _reported.update(row.key for row in losses)
+    what = "; ".join(f"{row.lost} ({row.key}: {jx.lost[row.key]})" for row in losses)
     warnings.warn(
         f"autoflow: this JAX ({jax.__version__}) lacks private APIs autoflow builds on, so "
         f"converted functions take JAX's public path there. Results are the same, but: {what}. "
@@ -316,13 +271,77 @@ def _user_level():
     return 2
 
 
+# The paths the probe program checks (`_problem`), turning them off one at a time:
+# found when the runtime is imported, they are not looked for again.
+_PROBED = ("primitives", "named", "direct lowering")
+
+
 def report() -> dict:
-    """The full check, for ``benchmarks/jax_matrix.sh``: which private paths work here.
+    """The full check, for ``benchmarks/jax_matrix.sh`` and ``autoflow doctor``: which
+    private paths work here (every row of ``jax_internals.PATHS`` checked now, those
+    checked only here too).
 
         python -c "from autoflow.runtime import selfcheck; print(selfcheck.report())"
     """
-    run(warn=False, full=True)
-    if jx.PRIMITIVES:
-        _reported.add("effects in loops")  # (checked here, not said)
-        effects_ok()
-    return {"jax": jax.__version__, "primitives": jx.PRIMITIVES, "lost": dict(jx.lost)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (what is lost is the answer here)
+        run(warn=False, full=True)
+        for row in jx.PATHS:
+            if row.key not in _PROBED:
+                jx.recheck(row.key)
+    _reported.update(jx.lost)  # (checked here, not said)
+    return {"jax": jax.__version__, "primitives": jx.primitives(check=False),
+            "lost": dict(jx.lost)}
+
+
+def doctor() -> str:
+    """What ``autoflow doctor`` prints: the versions, then each row of
+    ``jax_internals.PATHS`` on or off (for one that is off: why, the public path taken
+    instead and what is lost). Runs the full check (``report``) first."""
+    import platform
+
+    found = report()
+    try:
+        import jaxlib
+
+        jaxlib_version = jaxlib.__version__
+    except (ImportError, AttributeError):  # pragma: no cover - jax without jaxlib
+        jaxlib_version = "not found"
+    try:
+        backend = jax.default_backend()
+    except Exception as e:  # noqa: BLE001 - no device: say so
+        backend = f"none ({_first_line(e)})"
+    newest, oldest = ".".join(map(str, jx.NEWEST_TESTED)), ".".join(map(str, jx.MIN_JAX))
+    def off_why(row):  # (why the row is off, or None)
+        if row.key in found["lost"]:
+            return found["lost"][row.key] + ("" if _said(row) else
+                                             " (used only by autoflow's primitives, off too)")
+        if row.primitives_only and not found["primitives"]:
+            return "used only by autoflow's primitives, which are off"
+        return None
+
+    off = [row for row in jx.PATHS if off_why(row) is not None]
+    lines = [
+        f"Python {platform.python_version()}, JAX {jax.__version__}, jaxlib {jaxlib_version} "
+        f"({backend})",
+        f"autoflow is tested on JAX {oldest} to {newest}; every private path below works on "
+        f"JAX {jx.FULL_RANGE}.",
+        "",
+        f"JAX's private API as autoflow uses it ({len(jx.PATHS)} paths, "
+        f"{len(jx.PATHS) - len(off)} on; autoflow/runtime/jax_internals.py, PATHS):",
+    ]
+    width = max(len(row.key) for row in jx.PATHS)
+    for row in jx.PATHS:
+        why = off_why(row)
+        lines.append(f"  {'on' if why is None else 'off':<4}{row.key:<{width}}  JAX {row.jax}")
+        if why is not None:
+            lines.append(f"        why: {why}")
+            lines.append(f"        instead: {row.fallback}")
+            lines.append(f"        lost: {row.lost}")
+    lines.append("")
+    if not off:
+        lines.append("Every path is on: converted functions take autoflow's own primitives.")
+    else:
+        lines.append(f"Results are the same where a path is off (the public path runs "
+                     f"there); pip install 'jax{jx.FULL_RANGE}' has all of them.")
+    return "\n".join(lines)

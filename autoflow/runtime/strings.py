@@ -44,6 +44,7 @@ from jax import lax
 
 from ..core.origin import message, user_site
 from ..errors import ConversionError
+from . import jax_internals as jx
 from . import later
 from .later import Deferred, fail
 from .values import Tracer, is_traced, staging as under_trace
@@ -1043,17 +1044,12 @@ _PREFIXED = {builtins.bin: "#b", builtins.oct: "#o", builtins.hex: "#x"}
 # what converted code calls
 # ---------------------------------------------------------------------------------------
 
-# A tracer's text (`JitTracer(~int32[])`, `VmapTracer(...)`, older JAX's `Traced<...>`).
-_TRACER_TEXT = re.compile(r"\b\w*Tracer\(|Traced<")
-
-
 def _make(fn, args, kwargs=None):
     if _any_traced((args, kwargs)) or builtins.any(isinstance(a, String) for a in args) or (
             kwargs and builtins.any(isinstance(v, String) for v in kwargs.values())):
         return String(fn, args, kwargs)
     out = fn(*args, **(kwargs or {}))
-    if isinstance(out, builtins.str) and under_trace() \
-            and _TRACER_TEXT.search(out):
+    if isinstance(out, builtins.str) and under_trace() and jx.shows_tracer(out):
         # An object holding traced values that no pytree shows (a dataclass, a user
         # class): its own `__str__`/`__repr__` formatted a tracer.
         raise ConversionError(message(

@@ -32,6 +32,7 @@ import jax
 from ..core.loading import generated
 from ..core.origin import PACKAGE_DIR, Site, message
 from ..errors import TracingError
+from . import jax_internals as jx
 
 # Functions the rewriter generates: never shown to the user as "their" function.
 # (Compiled branches and loop bodies carry the user function's name: `loading`
@@ -78,13 +79,12 @@ def traced_shape_error():
 
 
 def _is_shape_error(exc):
-    return isinstance(exc, TypeError) and "Shapes must be 1D sequences of concrete values" \
-        in str(exc)
+    return isinstance(exc, TypeError) and jx.matches_jax_error("traced shape", str(exc))
 
 
 def _is_slice_error(exc):
     """``x[:n]`` with a traced ``n``: JAX's IndexError (a slice's size must be static)."""
-    return isinstance(exc, IndexError) and "Slice entries must be static integers" in str(exc)
+    return isinstance(exc, IndexError) and jx.matches_jax_error("traced slice", str(exc))
 
 
 def handles(exc) -> bool:
@@ -199,20 +199,10 @@ def _params(frame):
     return list(code.co_varnames[:n])
 
 
-# JAX describes every traced value as "traced array with shape float32[3]": that
-# phrase says nothing about the value being used as a shape.
-_VALUE_SHAPE = re.compile(r"with shape \w+\[[^\]]*\]")
-
-
 def _mentions_shape(text):
-    """Does JAX's ``text`` say that a shape or size was needed (``jnp.arange(n)``:
-    "It arose in the jnp.arange argument 'stop'"), not a truth value or a
-    Python number (``float(x)``: "The problem arose with the `float` function")?"""
-    head = text.split("See https")[0].split("The error occurred while tracing")[0]
-    head = _VALUE_SHAPE.sub("", head)
-    if "shape" in head.lower() or "must be static" in head:
-        return True
-    return "argument" in head and re.search(r"\b(jnp|jax\.numpy|numpy|np)\.\w", head) is not None
+    """Does JAX's ``text`` say that a shape or size was needed, not a truth value or a
+    Python number? (``jax_internals.jax_error_wants_shape``.)"""
+    return jx.jax_error_wants_shape(text)
 
 
 def _truth_advice(v, static):
@@ -238,8 +228,8 @@ def from_constants_only(exc) -> bool:
     JAX says which arguments a value depends on, or else which operations made it a
     tracer."""
     text = str(exc)
-    return "became a tracer due to JAX operations" in text \
-        and "depends on the value of the argument" not in text
+    return jx.matches_jax_error("from constants", text) \
+        and not jx.matches_jax_error("argument", text)
 
 
 def _constant_advice(v, need):
@@ -380,9 +370,9 @@ def reissue(exc):
         else:
             # JAX's own text names the argument the value depends on; use it
             # when that is one of the user's parameters (not `c[1][0]`).
-            m = re.search(r"depends on the value of the argument (\w+)", str(exc))
-            if m and m.group(1) in params:
-                param = m.group(1)
+            named = jx.jax_error_argument(str(exc))
+            if named in params:
+                param = named
     # (static only for what a user can pass as a Python number: a size, a count)
     static_ok = param is not None and fn_frame is not None \
         and static_candidate(fn_frame.f_locals.get(param))

@@ -63,12 +63,6 @@ from .prim_util import inexact, instantiate, quiet_closed, specs
 DEFAULT_CHECKPOINTS = 64
 
 
-def available() -> bool:
-    """Are data-dependent loops this module's primitive (reverse-differentiable)? Where
-    JAX's private API differs (``selfcheck``), they are plain ``lax.while_loop``s."""
-    return selfcheck.ready()
-
-
 def _unread_inputs(jaxpr, avals):
     """``jaxpr`` with inputs of ``avals`` after its own, which it does not read
     (None where a jaxpr cannot be extended so)."""
@@ -466,7 +460,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
-    With ``added`` (where ``available()``), returns ``(carry, extra)``: after each
+    With ``added`` (where ``jax_internals.primitives()``), returns ``(carry, extra)``: after each
     call of ``body_fun`` while it is traced, ``added()`` gives arrays the body
     computed that are carries too, zeros before the first iteration, and that
     the body's values do not depend on (the loop's first trace found a variable
@@ -479,9 +473,9 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     (see ``cond_cost.loop_gate``). ``lanes``: ``"flat"`` lets the loop run under
     ``vmap`` as one flat loop with the loop its body holds (``lane_machine``).
     """
-    if not available():
+    if not jx.primitives():
         if added is not None:
-            raise ValueError("while_loop: `added` needs available()")
+            raise ValueError("while_loop: `added` needs jax_internals.primitives()")
         # The test is computed at the end of each iteration and carried: JAX's own
         # lowering of a while whose test has effects (a check in a loop test that calls
         # user code) failed on older JAX ("safe_map() argument 2 is longer"). The test
@@ -554,7 +548,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
 
 def _split_jvp_loop(saveable, unks_in, inst_in, eqn):
     """``jax.checkpoint``'s partial evaluation of a ``_JvpLoop`` equation (None: another)."""
-    prim = eqn.params.get("_prim")
+    prim = jx.hijax_prim_of(eqn)
     if isinstance(prim, _JvpLoop):
         return prim.partial_eval(saveable, unks_in, inst_in, eqn)
     return None

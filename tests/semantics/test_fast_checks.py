@@ -19,7 +19,7 @@ from autoflow.runtime import jax_internals, later
 
 # (a JAX without autoflow's primitives, the oldest supported: checks stay ordered effects,
 # and what is tested here of them is their meaning, not their cost)
-FAST = jax_internals.PRIMITIVES
+FAST = jax_internals.primitives()
 needs_fast = pytest.mark.skipif(not FAST, reason="this JAX has no hijax primitives")
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 import autoflow
 
-from autoflow.runtime import jax_internals, loop_staging, while_prim
+from autoflow.runtime import jax_internals, loop_staging
 
 from .oracle import F, I, check, check_cases
 
@@ -22,10 +22,10 @@ COUNT = collections.Counter()
 # being traced (without jax.experimental.hijax every loop body that binds a new
 # variable is traced twice), and lower a traced `if` to a select (every one is a
 # lax.cond). The programs are checked against Python all the same.
-ADDS_CARRIES = while_prim.available()
+ADDS_CARRIES = jax_internals.primitives()
 # a loop body's trace can make inputs for the carries it adds (carries.Placeholders)
 PLACES = ADDS_CARRIES and jax_internals.new_input is not None
-SELECTS = while_prim.available()
+SELECTS = jax_internals.primitives()
 
 
 def _source(fn):

@@ -35,7 +35,7 @@ from autoflow.runtime import jax_internals
 
 # (the oldest supported JAX has no hijax primitives: no `check` equation to look for, no
 # reverse mode through a `while`, and every function with a loop keeps the wrapper)
-needs_primitives = pytest.mark.skipif(not jax_internals.PRIMITIVES,
+needs_primitives = pytest.mark.skipif(not jax_internals.primitives(),
                                       reason="this JAX has no hijax primitives")
 
 INF, NAN = float("inf"), float("nan")
