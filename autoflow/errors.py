@@ -39,7 +39,7 @@ class LoopLimitError(AutoflowError, RuntimeError):
 class TracingError(AutoflowError):
     """A JAX tracing error (``ConcretizationTypeError``, ``NonConcreteBooleanIndexError``,
     a traced shape...) raised by the user's code in converted code, re-issued with
-    the user's file, line, variable and a fix (``runtime.teach``). Each instance is
+    the user's file, line, variable and a fix (``runtime.common.teach``). Each instance is
     also an instance of the JAX error it replaces, kept as ``jax_error``;
     ``variable`` and ``argument`` name the user's traced variable and the
     parameter it comes from, when they can be found."""
@@ -64,7 +64,7 @@ class PerformanceWarning(ConversionWarning):
 
 
 # Errors defined with the runtime (which imports JAX), named here as tracebacks show them.
-_RUNTIME = {"CarryShapeError": "loop_staging", "UnboundVariableError": "values"}
+_RUNTIME = {"CarryShapeError": "loops.body", "UnboundVariableError": "common.values"}
 
 
 def __getattr__(name):

@@ -11,7 +11,7 @@ jaxpr:
 ```
 
 The converted function (``autoflow.convert``) is traced with
-``jax.make_jaxpr`` on abstract arguments while ``runtime.events`` records
+``jax.make_jaxpr`` on abstract arguments while ``runtime.common.events`` records
 what every operator did; the statements come from ``autoflow.check``, so a
 statement that tracing never reached is listed as such.
 """
@@ -328,7 +328,7 @@ def explain(fn: Callable[..., Any], *args: Any, hlo: bool = False, **kwargs: Any
     import jax
 
     from .api import convert
-    from .runtime import events
+    from .runtime.common import events
 
     original: Any
     converted: Any
@@ -358,9 +358,9 @@ def explain(fn: Callable[..., Any], *args: Any, hlo: bool = False, **kwargs: Any
     flat.__name__ = getattr(original, "__name__", "f")
     flat.__qualname__ = getattr(original, "__qualname__", flat.__name__)
 
-    from .runtime.events import plain_loops
+    from .runtime.common.events import plain_loops
 
-    from .runtime.jax_internals import dce_for_display
+    from .runtime.jax import dce_for_display
 
     with events.recording() as log, plain_loops():  # show the while loops they compile to
         jaxpr = dce_for_display(jax.make_jaxpr(flat)(*specs))

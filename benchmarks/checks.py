@@ -11,7 +11,7 @@ program without the check under ``autoflow.jit``, and the loop hand-written with
 ``lax.while_loop``/``fori_loop`` (no check). Times are per call at steady state,
 medians over interleaved repeats, in two ways of calling: calls issued back to
 back (JAX dispatches asynchronously; one wait at the end), and each call waited
-for (``block_until_ready``). See ``autoflow/runtime/later.py`` (``fast_checks``).
+for (``block_until_ready``). See ``autoflow/runtime/effects/checks.py`` (``fast_checks``).
 """
 
 from __future__ import annotations
@@ -121,16 +121,16 @@ def _measure(fns, args, repeats, calls, wait_each):
 
 def _ordered(fn):
     """``autoflow.jit(fn)`` with its checks staged as they were before: ordered callbacks."""
-    from autoflow.runtime import later
+    from autoflow.runtime.effects import checks
 
     jitted = jax.jit(autoflow.convert(fn))
 
     def call(*args):
-        fast, later._fast_checks_here = later._fast_checks_here, lambda: False
+        fast, checks._fast_checks_here = checks._fast_checks_here, lambda: False
         try:
             return jitted(*args)
         finally:
-            later._fast_checks_here = fast
+            checks._fast_checks_here = fast
     return call
 
 

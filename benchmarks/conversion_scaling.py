@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from autoflow import api as af_api  # noqa: E402
+from autoflow import _conversion as af_conversion  # noqa: E402
 from autoflow.core.deep import deep_call  # noqa: E402
 from autoflow.transforms.module import convert_module  # noqa: E402
 
@@ -79,9 +79,9 @@ def load(src, tmp, name):
 
 
 def convert(fn):
-    af_api._by_code.clear()  # the whole measurement runs in a deep thread (deep_call)
-    return af_api._source(fn, af_api._transform_options(
-        af_api._options(None, False, (), True, False)))
+    af_conversion._by_code.clear()  # the whole measurement runs in a deep thread (deep_call)
+    return af_conversion._source(fn, af_conversion._transform_options(
+        af_conversion._options(None, False, (), True, False)))
 
 
 def measure(work, repeats):

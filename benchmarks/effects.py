@@ -5,7 +5,7 @@
 
 autoflow makes ``print`` in converted code an ordered run-time effect (one
 ``jax.debug.callback(..., ordered=True)`` per ``print``, gated by the path
-condition; see ``autoflow/runtime/later.py``). The baseline is what a JAX user
+condition; see ``autoflow/runtime/effects/later.py``). The baseline is what a JAX user
 writes by hand: ``lax.while_loop`` with ``jax.debug.print(..., ordered=True)``.
 Both print the same lines (to ``os.devnull`` while timed). The second table
 is the same loops without a print: code without effects must cost what it

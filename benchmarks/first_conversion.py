@@ -32,7 +32,7 @@ CHILD = r"""
 import sys, time
 sys.path.insert(0, HERE)
 import jax  # noqa: F401
-import autoflow, autoflow.api as api
+import autoflow, autoflow._conversion as conversion
 import corpus
 mode = sys.argv[1]
 fns = [corpus.gcd, corpus.newton_sqrt, corpus.welford, corpus.piecewise]
@@ -42,7 +42,7 @@ if mode == "runtime":
     print((time.perf_counter() - t) * 1e3, 0.0)
     raise SystemExit
 def once(f):
-    api._by_code.clear(); api._by_function.clear()
+    conversion._by_code.clear(); conversion._by_function.clear()
     t = time.perf_counter()
     autoflow.convert(f) if mode == "convert" else autoflow.to_source(f)
     return (time.perf_counter() - t) * 1e3

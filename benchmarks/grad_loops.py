@@ -8,7 +8,7 @@ The program is an explicit Euler integrator written in plain Python: it steps
 is compiled and timed for:
 
 * ``checkpointed``: ``autoflow.jit(integrate)`` with the default checkpoint
-  budget (the loop is a ``while_prim.while_loop``, no bound given);
+  budget (the loop is a ``loops.while_primitive.while_loop``, no bound given);
 * ``max_loop_iterations``: ``autoflow.jit(integrate, max_loop_iterations=N + 2)``,
   the masked scan sized to fit;
 * ``lax.scan``: the same integrator written by hand as a ``lax.scan`` of ``N``
@@ -47,6 +47,7 @@ from jax import lax
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import autoflow  # noqa: E402
+from autoflow.runtime.loops.while_primitive import DEFAULT_CHECKPOINTS  # noqa: E402
 
 DIM = 64
 
@@ -69,8 +70,6 @@ def integrate_while(y, w, T, h):
 
 def integrate_equinox(y, w, T, h):
     import equinox.internal as eqxi
-
-    from autoflow.runtime.while_prim import DEFAULT_CHECKPOINTS
 
     def body(c):
         t, y = c
@@ -191,7 +190,7 @@ def markdown(grad_rows, fwd_rows):
            f"`python benchmarks/grad_loops.py` (explicit Euler, state of {DIM} floats, "
            f"`jax.jit(jax.grad(...))` w.r.t. the state and a {DIM}x{DIM} matrix; "
            f"JAX {jax.__version__}, {jax.devices()[0].platform}; default checkpoint budget "
-           f"{autoflow.runtime.while_prim.DEFAULT_CHECKPOINTS}).", "",
+           f"{DEFAULT_CHECKPOINTS}).", "",
            "Memory: XLA's figure for the compiled gradient (temporaries + arguments + "
            "outputs). Time: minimum of interleaved repeats; ratios against the "
            "hand-written `lax.scan` in the same run.", "",
@@ -203,7 +202,7 @@ def markdown(grad_rows, fwd_rows):
     if any(k == "equinox" for _, k, *_ in grad_rows):
         out += ["", "autoflow's checkpointed loop against Equinox's "
                 "(`eqx.internal.while_loop(kind=\"checkpointed\")`, same budget of "
-                f"{autoflow.runtime.while_prim.DEFAULT_CHECKPOINTS} carries, no `max_steps`), "
+                f"{DEFAULT_CHECKPOINTS} carries, no `max_steps`), "
                 "same run:", "",
                 "| steps | autoflow time | equinox time | autoflow / equinox | autoflow memory "
                 "| equinox memory | autoflow / equinox |",

@@ -1,5 +1,5 @@
 """The rest of a loop body after a ``break``: ``lax.cond`` or a select? (sets
-cond_cost.GUARD_SELECT_BUDGET)
+cond.select_or_cond.GUARD_SELECT_BUDGET)
 
 A ``break`` in the middle of a loop body becomes ``broke = c`` and ``if not
 broke:`` around the rest of the body. That ``if`` skips its block in one

@@ -4,7 +4,7 @@
         prints the newest patch of every JAX minor release from FLOOR up, oldest first.
     python benchmarks/jax_matrix.py selfcheck
         run inside a test environment: autoflow's full check of JAX's private API
-        (``runtime/selfcheck.py``); prints "all", or the private paths this JAX lacks.
+        (``runtime/jax/selfcheck.py``); prints "all", or the private paths this JAX lacks.
     python benchmarks/jax_matrix.py table RESULTS.tsv OUT.md KEY=VALUE...
         turns the rows jax_matrix.sh wrote into a Markdown table (printed and written
         to OUT.md), with the failing tests of each JAX under it.
@@ -50,7 +50,7 @@ def selfcheck() -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import autoflow  # noqa: F401
-        from autoflow.runtime import selfcheck as check
+        from autoflow.runtime.jax import selfcheck as check
 
         lost = check.report()["lost"]
     return "all" if not lost else "lacks: " + "; ".join(sorted(lost))
@@ -128,7 +128,7 @@ def table(results: Path, out: Path, meta: dict[str, str]) -> str:
         "autoflow itself (`pip install --no-deps -e .`, as `.ci/run` does for the oldest JAX), "
         "then runs the core tests (no ecosystem libraries) and records the pytest counts, the "
         "wall time of the test run and which of JAX's private paths autoflow's full self-check "
-        "(`runtime/selfcheck.py`) finds working (\"all\", or what this JAX lacks: autoflow "
+        "(`runtime/jax/selfcheck.py`) finds working (\"all\", or what this JAX lacks: autoflow "
         "takes the public path there). A version "
         "whose install fails is listed as not installable. Run it with "
         "`bash benchmarks/jax_matrix.sh`; `PY=python3.12` picks the interpreter, "

@@ -89,7 +89,7 @@ for V in "${VERSION_LIST[@]}"; do
     continue
   fi
   JAXV=$("$VENV/bin/python" -c 'import jax, jaxlib; print(jax.__version__ + "/" + jaxlib.__version__)' 2>&1 | tail -n 1)
-  # autoflow's full self-check of JAX's private API (runtime/selfcheck.py): "all", or
+  # autoflow's full self-check of JAX's private API (runtime/jax/selfcheck.py): "all", or
   # the private paths this JAX lacks (autoflow takes the public path there).
   WARN=$("$VENV/bin/python" "$HELPER" selfcheck 2>&1 | tail -n 1 | tr '\t|' '  ' | cut -c1-200)
 

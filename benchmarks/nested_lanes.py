@@ -1,7 +1,7 @@
 """A loop holding a loop under ``jax.vmap``: lockstep (nested) against flat lanes.
 
 Nested, every lane waits at each inner loop for that iteration's slowest lane;
-flattened (``autoflow/runtime/lane_machine.py``, ``lanes="flat"``) each
+flattened (``autoflow/runtime/loops/flat_lanes.py``, ``lanes="flat"``) each
 lane runs its own steps. For each program this prints the steps each form needs
 (counted eagerly, per lane: the lockstep's inner iterations, the busiest lane's
 own inner plus outer iterations) and the time per batched call of both forms,
@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 import autoflow  # noqa: E402
 import real_algorithms as ra  # noqa: E402
-from autoflow.runtime import lane_machine  # noqa: E402
+from autoflow.runtime.loops import flat_lanes  # noqa: E402
 
 
 def imbalanced(key, p):
@@ -81,19 +81,19 @@ def programs():
 
 def compiled(fn, flat):
     """The batched program, compiled; and how many nests it flattened."""
-    machine, made = lane_machine.machine, []
+    machine, made = flat_lanes.machine, []
 
     def counted(*a, **k):
         made.append(1)
         return machine(*a, **k)
 
-    lane_machine.machine = counted
+    flat_lanes.machine = counted
     try:
         f = jax.jit(jax.vmap(autoflow.convert(fn, lanes="flat" if flat else "nested")))
         f.lower(*ARGS[fn]).compile()
         return f, len(made)
     finally:
-        lane_machine.machine = machine
+        flat_lanes.machine = machine
 
 
 ARGS = {}

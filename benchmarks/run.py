@@ -38,7 +38,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import autoflow  # noqa: E402
-import autoflow.api as af_api  # noqa: E402
+import autoflow._conversion as af_conversion  # noqa: E402
 import corpus  # noqa: E402
 import programs  # noqa: E402
 
@@ -184,7 +184,7 @@ def check_programs(quick, sections):
 # 1. conversion time
 # --------------------------------------------------------------------------
 def _to_source_options():
-    return af_api._transform_options(af_api._options(None, True, (), True, False))
+    return af_conversion._transform_options(af_conversion._options(None, True, (), True, False))
 
 
 def convert_uncached(fn, options):
@@ -197,12 +197,12 @@ def convert_uncached(fn, options):
     an idle machine the two agree, and on a shared one the CPU time is what
     the conversion costs.
     """
-    af_api._by_code.clear()
+    af_conversion._by_code.clear()
     c, t = time.thread_time(), time.perf_counter()
-    af_api._source(fn, options)
+    af_conversion._source(fn, options)
     wall, cpu = time.perf_counter() - t, time.thread_time() - c
     t = time.perf_counter()
-    af_api._convert_code(fn, options)
+    af_conversion._convert_code(fn, options)
     return wall, cpu, time.perf_counter() - t
 
 
@@ -214,10 +214,10 @@ def python_calls(fn, options):
     """
     import cProfile
     import pstats
-    af_api._by_code.clear()
+    af_conversion._by_code.clear()
     profile = cProfile.Profile()
     profile.enable()
-    af_api._source(fn, options)
+    af_conversion._source(fn, options)
     profile.disable()
     return pstats.Stats(profile).total_calls
 
@@ -266,7 +266,7 @@ def bench_conversion(quick):
     slowest = max(best, key=best.get)
     total_lines = sum(lines.values())
     corpus_res = {
-        "method": "autoflow.api._source(fn, to_source options) after clearing autoflow.api._by_code "
+        "method": "autoflow._conversion._source(fn, to_source options) after clearing autoflow._conversion._by_code "
                   "(source from linecache + parse + all rewriter passes + unparse: the work of to_source); "
                   "median_ms_with_compile adds the compile that convert/jit do on top",
         "functions": len(fns),
@@ -307,7 +307,7 @@ def bench_conversion(quick):
         # the one least disturbed by the machine's other load.
         growth = gen[sizes[-1]]["cpu_ms_per_line"]["min"] / gen[sizes[0]]["cpu_ms_per_line"]["min"]
         growth_wall = gen[sizes[-1]]["ms_per_line"]["min"] / gen[sizes[0]]["ms_per_line"]["min"]
-    af_api._by_code.clear()
+    af_conversion._by_code.clear()
 
     med, cmed = corpus_res["median_ms_per_function"], corpus_res["median_cpu_ms_per_function"]
     rows = [[f"corpus: {len(fns)} functions, {corpus_res['lines_min']}–{corpus_res['lines_max']} lines "
@@ -360,8 +360,8 @@ def make_static_loop(n):
 def first_call(side, n, x):
     """Seconds for the first call (trace + convert + lower + compile + run) of a fresh function."""
     jax.clear_caches()
-    af_api._by_code.clear()
-    af_api._by_function.clear()
+    af_conversion._by_code.clear()
+    af_conversion._by_function.clear()
     gc.collect()
     f = make_static_loop(n)
     t = time.perf_counter()

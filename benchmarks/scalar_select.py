@@ -1,8 +1,8 @@
-"""Scalar branches: ``lax.cond`` or a select? (sets cond_cost.SCALAR_SELECT_BUDGET)
+"""Scalar branches: ``lax.cond`` or a select? (sets select_or_cond.SCALAR_SELECT_BUDGET)
 
 A traced ``if`` whose branches compute only scalars, with at most
 ``SCALAR_SELECT_BUDGET`` operations between them, becomes a select of the
-outputs (``runtime/cond_cost.py``). This measures that choice against the
+outputs (``runtime/cond/select_or_cond.py``). This measures that choice against the
 alternative, a ``lax.cond`` for every scalar ``if`` (the budget set to -1),
 in one process, rounds interleaved, each side compiled afresh:
 
@@ -28,28 +28,28 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 
 import autoflow  # noqa: E402
-from autoflow.runtime import cond_cost  # noqa: E402
+from autoflow.runtime.cond import select_or_cond  # noqa: E402
 from real_algorithms import _time  # noqa: E402
 
-RULES = {"cond": -1, "select": cond_cost.SCALAR_SELECT_BUDGET}
+RULES = {"cond": -1, "select": select_or_cond.SCALAR_SELECT_BUDGET}
 if "--outputs" in sys.argv:  # try another SCALAR_SELECT_OUTPUTS
-    cond_cost.SCALAR_SELECT_OUTPUTS = int(sys.argv[sys.argv.index("--outputs") + 1])
+    select_or_cond.SCALAR_SELECT_OUTPUTS = int(sys.argv[sys.argv.index("--outputs") + 1])
     del sys.argv[sys.argv.index("--outputs"):sys.argv.index("--outputs") + 2]
 
 
 def _build(make, args, knob="SCALAR_SELECT_BUDGET", rules=None):
-    """``make()`` traced and compiled under each rule: ``runtime.cond_cost``'s ``knob``
+    """``make()`` traced and compiled under each rule: ``runtime.cond.select_or_cond``'s ``knob``
     set to each value of ``rules`` (each its own function, so that no trace is
     shared through JAX's caches)."""
     out = {}
-    default = getattr(cond_cost, knob)
+    default = getattr(select_or_cond, knob)
     for name, budget in (rules or RULES).items():
-        setattr(cond_cost, knob, budget)
+        setattr(select_or_cond, knob, budget)
         try:
             f = make()
             jax.block_until_ready(f(*args))  # traced now, under this rule
         finally:
-            setattr(cond_cost, knob, default)
+            setattr(select_or_cond, knob, default)
         out[name] = f
     return out
 

@@ -1,4 +1,4 @@
-"""Where a select stops being cheaper than ``lax.cond`` (sets cond_cost.SELECT_BUDGET).
+"""Where a select stops being cheaper than ``lax.cond`` (sets cond.select_or_cond.SELECT_BUDGET).
 
 A loop of 200 steps whose body is an ``if`` with elementwise branches on a
 vector of n elements: the ``lax.cond`` form against the select form, timed

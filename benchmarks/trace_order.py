@@ -3,7 +3,7 @@
 ``PYTHONPATH=. python benchmarks/trace_order.py [NAME ...]``
 
 A loop whose body binds a variable (the value of a ``return`` in it) remembers
-that for its next trace (``loop_staging._DEFINED``). Before the loops that add such a
+that for its next trace (``loops.staging._DEFINED``). Before the loops that add such a
 variable as they are traced stopped looking that up, a loop traced a second time
 (``jax.vmap(f)`` after ``f`` itself) carried the variable in another place, a
 program that XLA orders differently: on a 2-core CPU the batched BFGS of

@@ -35,11 +35,11 @@ def pytest_sessionstart(session):
     this process, tests/test_jax_internals.py in fresh processes."""
     import warnings
 
-    from autoflow.runtime import jax_internals
+    from autoflow.runtime import jax as jx
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        jax_internals.primitives()
+        jx.primitives()
 
 
 # Test tiers. `pytest -q` (the README's command) runs the fast tier: every construct

@@ -1085,9 +1085,9 @@ def roundtrip_ok(text):
 
 
 def _recording():
-    """``autoflow.runtime.events.recording()`` (what each statement lowered to)."""
+    """``autoflow.runtime.common.events.recording()`` (what each statement lowered to)."""
     try:
-        from autoflow.runtime import events
+        from autoflow.runtime.common import events
         return events.recording()
     except (ImportError, AttributeError):  # pragma: no cover
         import contextlib

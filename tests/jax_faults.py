@@ -130,9 +130,9 @@ def frame_exclusion_missing():
 
 def custom_derivatives_moved():
     # JAX's custom_jvp/custom_vjp machinery in a file of another name
-    from autoflow.runtime import jax_internals
+    from autoflow.runtime import jax as jx
 
-    jax_internals._CUSTOM_DERIVATIVES = "jax/_src/custom_derivatives_impl.py"
+    jx.traces._CUSTOM_DERIVATIVES = "jax/_src/custom_derivatives_impl.py"
 
 
 FAULTS = {f.__name__: f for f in (hijax_classes_deleted, lowering_helper_deleted,

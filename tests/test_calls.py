@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import autoflow
-import autoflow.api as af_api
+import autoflow._conversion as af_conversion
 import autoflow.runtime as af_runtime
 import autoflow.core.libraries as af_libraries
 
@@ -604,18 +604,18 @@ def test_jnp_functions_are_not_wrapped():
 @pytest.fixture
 def fresh_caches(monkeypatch):
     """Empty conversion caches, and a record of the code objects converted."""
-    monkeypatch.setattr(af_api, "_by_code", {})
-    monkeypatch.setattr(af_api, "_by_function", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(af_conversion, "_by_code", {})
+    monkeypatch.setattr(af_conversion, "_by_function", weakref.WeakKeyDictionary())
     converted = Counter()
     lock = threading.Lock()
-    original = af_api._transform_uncached
+    original = af_conversion._transform_uncached
 
     def counting(fn, options, kinds):
         with lock:
             converted[fn.__code__] += 1
         return original(fn, options, kinds)
 
-    monkeypatch.setattr(af_api, "_transform_uncached", counting)
+    monkeypatch.setattr(af_conversion, "_transform_uncached", counting)
     return converted
 
 
@@ -807,7 +807,7 @@ def test_threads_convert_each_function_once(fresh_caches):
     codes = {fn.__code__ for fn in (shared, other, top_a, top_b, top_c)}
     assert set(fresh_caches) == codes
     assert all(n == 1 for n in fresh_caches.values()), fresh_caches
-    assert len(af_api._by_code) == len(codes)
+    assert len(af_conversion._by_code) == len(codes)
 
 
 def test_equal_code_in_two_modules_converts_each_with_its_own_globals(tmp_path, monkeypatch):

@@ -327,7 +327,7 @@ def test_effects_happen_once_per_lane_and_checks_call_the_host_once(capfd):
     assert sorted(out) == sorted(capfd.readouterr().out.splitlines())
     # a failing check under vmap: the user's exception, for the first failing lane, from
     # one call of the host
-    from autoflow.runtime import effects
+    from autoflow.runtime.effects import statements as effects
     original = effects._assertion_failed
 
     def counting(*args):
@@ -428,10 +428,10 @@ def test_a_jitted_helper_in_a_batched_branch_runs_only_for_its_lanes():
 def test_a_program_that_fails_to_lower_is_autoflows_error_not_a_jax_version_warning():
     out = _subprocess("""
         import warnings, jax, jax.numpy as jnp, autoflow
-        from autoflow.runtime import cond_prim
-        from autoflow.runtime import jax_internals as jx
+        from autoflow.runtime import jax as jx
+        from autoflow.runtime.cond import primitive as cond_primitive
 
-        original = cond_prim._Cond.low_form
+        original = cond_primitive._Cond.low_form
 
         def broken(self, platforms=()):  # a program autoflow lowers wrongly
             form = original(self, platforms)
@@ -439,7 +439,7 @@ def test_a_program_that_fails_to_lower_is_autoflows_error_not_a_jax_version_warn
                          for e in self.t.jaxpr.eqns for v in e.invars)
             return ("select", None, None, 0, frozenset()) if form and marked else form
 
-        cond_prim._Cond.low_form = broken
+        cond_primitive._Cond.low_form = broken
 
         def bad(x):
             if x > 0:
@@ -475,12 +475,12 @@ def test_where_the_probe_fails_too_the_path_goes_with_one_warning():
     # the program compiles through the public path.
     out = _subprocess("""
         import warnings, jax, jax.numpy as jnp, autoflow
-        from autoflow.runtime import jax_internals as jx
+        from autoflow.runtime import jax as jx
 
         def changed(ctx, args, form):
             raise TypeError("a private lowering API changed")
 
-        jx._direct = changed
+        jx.hijax._direct = changed
 
         def good(x):
             if x > 0:

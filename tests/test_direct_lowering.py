@@ -1,4 +1,4 @@
-"""autoflow's primitives lowered to MLIR directly (``runtime.jax_internals``: a
+"""autoflow's primitives lowered to MLIR directly (``runtime.jax``: a
 ``while``, a ``cond`` or a select of the branch jaxprs, by JAX's own rules)
 compile to the same program as tracing their ``expand`` first, and lowering
 them traces nothing (issue 19: first calls)."""
@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import cond_prim, jax_internals, loop_staging, while_prim
+from autoflow.runtime.cond import primitive as cond_primitive
+from autoflow.runtime import jax as jx
+from autoflow.runtime.loops import staging, while_primitive
 
 
 def small_if(x, y):
@@ -83,16 +85,16 @@ def _canonical(text):
 
 
 def _compiled(fn, args, direct):
-    old = jax_internals.DIRECT
-    jax_internals.use_direct_lowering(direct)
+    old = jx.DIRECT
+    jx.use_direct_lowering(direct)
     try:
         jax.clear_caches()
         # (traced from scratch each time: a loop that learned on its first trace what
         # its body binds starts from that on the next, with its carries in another order)
-        loop_staging._DEFINED.clear()
+        staging._DEFINED.clear()
         return _canonical(jax.jit(fn).lower(*args).compile().as_text())
     finally:
-        jax_internals.use_direct_lowering(old)
+        jx.use_direct_lowering(old)
 
 
 def _variants(fn, args):
@@ -111,7 +113,7 @@ def _variants(fn, args):
     return out
 
 
-@pytest.mark.skipif(not jax_internals.install_low_staging(), reason="a JAX without hijax internals")
+@pytest.mark.skipif(not jx.install_low_staging(), reason="a JAX without hijax internals")
 @pytest.mark.parametrize("index", range(4))
 def test_direct_lowering_compiles_to_the_same_program(index):
     fn, args = _programs()[index]
@@ -121,13 +123,13 @@ def test_direct_lowering_compiles_to_the_same_program(index):
         assert direct == traced, fn.__name__
 
 
-@pytest.mark.skipif(not jax_internals.install_low_staging(), reason="a JAX without hijax internals")
+@pytest.mark.skipif(not jx.install_low_staging(), reason="a JAX without hijax internals")
 @pytest.mark.parametrize("index", range(4))
 def test_direct_lowering_traces_no_expand(index, monkeypatch):
     fn, args = _programs()[index]
     conv = autoflow.convert(fn)
     calls = []
-    for cls in (cond_prim._Cond, while_prim._WhileLoop):
+    for cls in (cond_primitive._Cond, while_primitive._WhileLoop):
         orig = cls.expand
 
         def counted(self, *a, _orig=orig):
@@ -166,7 +168,7 @@ def _ops(fn, args, platform):
     return text.count("stablehlo.case"), text.count("stablehlo.select")
 
 
-@pytest.mark.skipif(not jax_internals.install_low_staging(), reason="a JAX without hijax internals")
+@pytest.mark.skipif(not jx.install_low_staging(), reason="a JAX without hijax internals")
 def test_scalar_branches_differing_in_several_outputs_are_a_select_on_a_gpu():
     conv = autoflow.convert(bisect)
     args = _bisect_args()
@@ -181,13 +183,13 @@ def test_scalar_branches_differing_in_several_outputs_are_a_select_on_a_gpu():
     assert text.count("stablehlo.case") >= 1
 
 
-@pytest.mark.skipif(not jax_internals.install_low_staging(), reason="a JAX without hijax internals")
+@pytest.mark.skipif(not jx.install_low_staging(), reason="a JAX without hijax internals")
 def test_the_gpu_select_computes_what_python_does(monkeypatch):
     """The select form run here: the CPU counted among the platforms that take it."""
     jax.clear_caches()
     conv = autoflow.convert(bisect)
     plain = _ops(conv, _bisect_args(), "cpu")
-    monkeypatch.setattr(cond_prim, "GPU_PLATFORMS", ("cpu", "cuda", "rocm"))
+    monkeypatch.setattr(cond_primitive, "GPU_PLATFORMS", ("cpu", "cuda", "rocm"))
     jax.clear_caches()
     conv = autoflow.convert(bisect)
     for f_lo, lo, hi, n in [_bisect_args(), (jnp.float32(3.0), jnp.float32(0.0),
@@ -208,7 +210,7 @@ def test_the_gpu_select_computes_what_python_does(monkeypatch):
         return jnp.sum(jnp.stack(fn(jnp.float32(-9.0), lo, jnp.float32(4.0), jnp.int32(5))))
 
     with_select = jax.grad(loss)(jnp.float32(0.0), conv)
-    monkeypatch.setattr(cond_prim, "GPU_PLATFORMS", ("cuda", "rocm"))
+    monkeypatch.setattr(cond_primitive, "GPU_PLATFORMS", ("cuda", "rocm"))
     jax.clear_caches()
     assert jax.grad(loss)(jnp.float32(0.0), autoflow.convert(bisect)) == with_select
 
@@ -228,7 +230,7 @@ def _barriers(fn, *args):
     return str(jax.make_jaxpr(fn)(*args)).count("optimization_barrier")
 
 
-@pytest.mark.skipif(not jax_internals.install_low_staging(), reason="a JAX without hijax internals")
+@pytest.mark.skipif(not jx.install_low_staging(), reason="a JAX without hijax internals")
 def test_constant_operands_stay_constants_where_the_primitives_stage_low(monkeypatch):
     # Where autoflow's primitives stage as low equations, their constant operands
     # are literals XLA can fold (an optimization barrier in front of them, needed
@@ -247,7 +249,7 @@ def test_constant_operands_stay_constants_where_the_primitives_stage_low(monkeyp
     # gives the same results, with no autoflow primitive in the program
     try:
         with monkeypatch.context() as m:
-            m.setitem(jax_internals.lost, "primitives", "a test")
+            m.setitem(jx.lost, "primitives", "a test")
             jax.clear_caches()
             text = str(jax.make_jaxpr(conv)(x))
             assert "while_loop[" not in text and "call_hi_primitive" not in text
@@ -267,10 +269,10 @@ def nested_search(x, limit):
     return -x, -1
 
 
-@pytest.mark.skipif(not jax_internals.install_low_staging(), reason="a JAX without hijax internals")
+@pytest.mark.skipif(not jx.install_low_staging(), reason="a JAX without hijax internals")
 @pytest.mark.parametrize("fn", [search, nested_search])
 def test_a_loop_compiles_to_the_same_program_whatever_was_traced_before(fn):
-    # A loop remembers what its body binds for its next trace (loop_staging._DEFINED);
+    # A loop remembers what its body binds for its next trace (staging._DEFINED);
     # a loop that adds such a variable as it is traced must not start from that,
     # or it carries the variable in another place: `jax.vmap(f)` traced after `f`
     # was another program than traced first (the batched BFGS of
@@ -286,10 +288,10 @@ def test_a_loop_compiles_to_the_same_program_whatever_was_traced_before(fn):
         return sorted(_canonical(jax.jit(jax.vmap(autoflow.convert(fn))).lower(*batch)
                                  .compile().as_text()).splitlines())
     jax.clear_caches()
-    loop_staging._DEFINED.clear()
+    staging._DEFINED.clear()
     first = batched_program()
     jax.clear_caches()
-    loop_staging._DEFINED.clear()
+    staging._DEFINED.clear()
     jax.jit(autoflow.convert(fn)).lower(*args)  # the unbatched version first
     assert batched_program() == first
     got = jax.tree_util.tree_leaves(jax.vmap(autoflow.jit(fn))(*batch))

@@ -494,7 +494,7 @@ def test_conversion_error_through_vmap_has_no_internal_frames():
 @pytest.mark.xfail(strict=True, reason=(
     "reading a variable unassigned on a concrete path (no JAX transformation, so no JAX "
     "traceback filtering) raises a ConversionError whose traceback ends in "
-    "autoflow/runtime/values.py (Undefined._fail)"))
+    "autoflow/runtime/common/values.py (Undefined._fail)"))
 def test_unassigned_read_on_concrete_path_has_no_internal_frames():
     with pytest.raises(AutoflowError) as info:
         autoflow.convert(one_branch.read_unassigned)(1.0, False)

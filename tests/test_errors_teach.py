@@ -114,7 +114,7 @@ def test_the_jax_error_stays_available_and_python_runs_unchanged():
 
 
 def test_reissued_errors_are_not_reissued_twice_and_other_errors_pass():
-    from autoflow.runtime.teach import handles, reissue
+    from autoflow.runtime.common.teach import handles, reissue
 
     exc = reissued(teach.mask_index, X3)
     assert not handles(exc)
@@ -256,15 +256,15 @@ def test_debug_loops_reports_the_loop_and_its_iterations(capfd):
                                        ({"AUTOFLOW_DEBUG_LOOPS": "yes"}, (10000, "nested")),
                                        ({"AUTOFLOW_LANES": "flat"}, (None, "flat"))])
 def test_the_environment_gives_the_defaults_of_the_options(env, want):
-    # (read once, when autoflow is imported: `api._environment` is that one place)
-    from autoflow import api
+    # (read once, when autoflow is imported: `_conversion._environment` is that one place)
+    from autoflow import _conversion
 
-    defaults = api._environment(env)
+    defaults = _conversion._environment(env)
     assert (defaults["debug_loops"], defaults["lanes"]) == want
-    assert api._debug_loops(False) is None and api._debug_loops(True) == 10000
-    assert api._debug_loops(7) == 7 and api._lanes("nested") == "nested"
+    assert _conversion._debug_loops(False) is None and _conversion._debug_loops(True) == 10000
+    assert _conversion._debug_loops(7) == 7 and _conversion._lanes("nested") == "nested"
     with pytest.raises(ValueError, match="debug_loops="):
-        api._debug_loops(-3)
+        _conversion._debug_loops(-3)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
@@ -341,10 +341,10 @@ def test_convert_under_plain_jax_jit_reissues_errors_in_staged_code():
 def test_grad_of_jit_through_a_traced_while():
     """Where JAX has user-defined primitives the loop is checkpointed and
     differentiates (issue 18); on an older JAX it is autoflow's error naming the loop."""
-    from autoflow.runtime import jax_internals
+    from autoflow.runtime import jax as jx
 
     want = float(jax.grad(teach.doubling)(1.5))
-    if jax_internals.primitives():
+    if jx.primitives():
         assert float(jax.grad(autoflow.jit(teach.doubling))(1.5)) == want
     else:
         with pytest.raises(ConversionError) as info:

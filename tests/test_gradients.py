@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals
+from autoflow.runtime import jax as jx
 
 pytestmark = pytest.mark.skipif(
-    not jax_internals.primitives(), reason="this JAX has no jax.experimental.hijax: data-dependent "
+    not jx.primitives(), reason="this JAX has no jax.experimental.hijax: data-dependent "
     "loops are plain lax.while_loops, which jax.grad cannot reverse-differentiate")
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""autoflow on a JAX whose private API changed (``runtime/jax_internals.py``, ``selfcheck.py``).
+"""autoflow on a JAX whose private API changed (``runtime/jax/``, ``selfcheck.py``).
 
 Each fault of ``tests/jax_faults.py`` is what a JAX release does to a private name
 autoflow uses (deletes it, adds a keyword, makes a rule raise). In a fresh process
@@ -6,7 +6,7 @@ with the fault applied before autoflow is imported, every converted program must
 still give Python's results, autoflow must say so in exactly one warning naming what
 is lost, and nothing of JAX's internals may reach the user's program. (Slow: a
 process each. ``tests/test_jax_paths.py``, in the fast tier, injects a fault into
-every row of ``jax_internals.PATHS`` in one process.)
+every row of ``jx.PATHS`` in one process.)
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals, selfcheck
+from autoflow.runtime import jax as jx
+from autoflow.runtime.jax import selfcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -52,7 +53,7 @@ def _run(fault):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-needs_primitives = pytest.mark.skipif(not jax_internals.primitives(),
+needs_primitives = pytest.mark.skipif(not jx.primitives(),
                                       reason="this JAX lacks the private API to begin with")
 
 
@@ -66,7 +67,7 @@ def test_a_changed_private_api_keeps_results_and_warns_once(fault):
     assert len(got["warnings"]) == 1, got["warnings"]
     warning = got["warnings"][0]
     assert f"({LOST[fault]}: " in warning and "Results are the same" in warning
-    assert f"pip install 'jax{jax_internals.FULL_RANGE}'" in warning
+    assert f"pip install 'jax{jx.FULL_RANGE}'" in warning
     assert "call_hi_primitive" not in got["jaxpr"]
     if LOST[fault] == "primitives":  # the public path: JAX's own while loop
         assert "while[" in got["jaxpr"] and "while_loop[" not in got["jaxpr"]
@@ -76,19 +77,19 @@ def test_a_changed_private_api_keeps_results_and_warns_once(fault):
 def test_without_a_fault_nothing_is_lost_and_nothing_is_said():
     got = _run("none")
     # (on a JAX that lacks some private path to begin with, one warning says so)
-    assert all(got["ok"]) and len(got["warnings"]) == (1 if jax_internals.lost else 0)
+    assert all(got["ok"]) and len(got["warnings"]) == (1 if jx.lost else 0)
     assert "while_loop[" in got["jaxpr"]
     assert "call_hi_primitive" not in " ".join(got["hlo_names"])
 
 
-@pytest.mark.skipif(jax_internals.version() < (0, 10, 2),
+@pytest.mark.skipif(jx.version() < (0, 10, 2),
                     reason="this JAX lacks some private paths (benchmarks/JAX_MATRIX.md)")
 def test_the_full_self_check_passes_on_this_jax():
     """The private paths compile to the operations of the public path and compute
     its values, under jit, vmap, grad and jvp."""
     assert selfcheck._problem(full=True) is None
-    assert jax_internals.trace_thunk_problem() is None
-    assert jax_internals.lost == {}
+    assert jx.trace_thunk_problem() is None
+    assert jx.lost == {}
 
 
 def halve_until_small(x):
@@ -115,7 +116,7 @@ def test_programs_name_their_constructs_as_hand_written_lax_does():
     # (not `jit(f)/while_loop/jit(f)/while/body/...`); the `if`, a select here, is
     # `select_n`, as `jnp.where` is
     assert "halve_until_small)/while_loop" not in hlo
-    if "direct lowering" not in jax_internals.lost:
+    if "direct lowering" not in jx.lost:
         assert "halve_until_small)/while/body/select_n" in hlo, hlo
     compiled = jax.jit(conv).lower(jnp.float32(300.0)).compile().as_text()
     names = set(re.findall(r'op_name="([^"]*)"', compiled))
@@ -129,7 +130,7 @@ def test_programs_name_their_constructs_as_hand_written_lax_does():
 def test_the_jax_under_test_is_within_what_autoflow_says_it_was_tested_on():
     """When the test environment gets a newer JAX, this fails until NEWEST_TESTED is
     raised (after the suite and benchmarks/jax_matrix.sh pass on it)."""
-    assert jax_internals.MIN_JAX <= jax_internals.version() <= jax_internals.NEWEST_TESTED
+    assert jx.MIN_JAX <= jx.version() <= jx.NEWEST_TESTED
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         selfcheck.warn_lost()  # nothing lost here: nothing said

@@ -1,9 +1,9 @@
-"""Every row of ``jax_internals.PATHS`` under a fault, in this process (fast tier).
+"""Every row of ``runtime.jax.PATHS`` under a fault, in this process (fast tier).
 
 For each private path autoflow takes through JAX, a fault does to JAX what a release
 could (a name deleted, a signature changed, a text reworded) or, where JAX cannot be
 changed from Python, makes the row's probe fail. The row's check then runs again
-(``jax_internals.recheck``): the path must be lost, a small converted program that
+(``runtime.jax.recheck``): the path must be lost, a small converted program that
 uses it must still give Python's results (which the private path gives too: the rest
 of the suite asserts it) through the public path, and one warning must name the row.
 ``tests/test_jax_internals.py`` (slow) applies faults before autoflow is imported, in
@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals as jx
-from autoflow.runtime import selfcheck
+from autoflow.runtime import jax as jx
+from autoflow.runtime.jax import selfcheck
 
 # -- the programs (plain Python, converted by autoflow) ---------------------------------
 
@@ -285,8 +285,8 @@ def _hide(m, name, *attrs):
 
 
 def _hijax_without(m, *attrs):
-    proxy = types.SimpleNamespace(**{k: v for k, v in vars(jx._hi).items() if k not in attrs})
-    m.setattr(jx, "_hi", proxy)
+    proxy = types.SimpleNamespace(**{k: v for k, v in vars(jx.hijax._hi).items() if k not in attrs})
+    m.setattr(jx.hijax, "_hi", proxy)
 
 
 def _pass_through(original, drop=None):
@@ -305,7 +305,7 @@ def _exclusion_fails(m):
     original = traceback_util.register_exclusion
 
     def register_exclusion(path):
-        if sys._getframe(1).f_code.co_filename == jx.__file__:
+        if sys._getframe(1).f_code.co_filename == jx.traces.__file__:
             raise AttributeError("register_exclusion moved")
         return original(path)
     m.setattr(traceback_util, "register_exclusion", register_exclusion)
@@ -325,7 +325,7 @@ def _thunk_tracer_fails(m):
     def trace_to_jaxpr(fun, *args, **kwargs):
         import sys
 
-        if sys._getframe(1).f_code.co_filename == jx.__file__:
+        if sys._getframe(1).f_code.co_filename == jx.traces.__file__:
             raise TypeError("trace_to_jaxpr() missing 1 required keyword-only argument: 'flat'")
         return original(fun, *args, **kwargs)
     m.setattr(pe, "trace_to_jaxpr", trace_to_jaxpr)
@@ -365,7 +365,7 @@ FAULTS = {
     "trace state": Fault(lambda m: m.delattr(_module("jax._src.core"), "trace_ctx"), None,
                          "JAX's trace state moved"),
     "frames": Fault(_exclusion_fails, _run_loops, "traceback_util.register_exclusion moved"),
-    "reverse mode": Fault(lambda m: m.setattr(jx, "_reverse_mode_problem", lambda: "a fault"),
+    "reverse mode": Fault(lambda m: m.setattr(jx.traces, "_reverse_mode_problem", lambda: "a fault"),
                           _run_grad, "jax.grad traces with another trace than LinearizeTrace"),
     "primitives": Fault(_delete_hijax_classes, _run_primitives, "hijax's classes deleted"),
     "named": Fault(lambda m: _hijax_without(m, "tree_leaves_checked"),
@@ -392,18 +392,18 @@ FAULTS = {
     "body inputs": Fault(_new_arg_changed, _run_bound, "DynamicJaxprTrace.new_arg changed"),
     "remat": Fault(lambda m: m.delattr(_module("jax._src.interpreters.partial_eval"), "ensure_enum"),
                    _run_grad, "partial_eval.ensure_enum deleted"),
-    "custom rules": Fault(lambda m: m.setattr(jx, "_CUSTOM_DERIVATIVES",
+    "custom rules": Fault(lambda m: m.setattr(jx.traces, "_CUSTOM_DERIVATIVES",
                                               "jax/_src/custom_derivatives_impl.py"),
                           _run_custom, "JAX's custom derivatives in a file of another name"),
-    "jit wrapper": Fault(lambda m: m.setattr(jx, "_JIT_INFO", "_jit_info_renamed"),
+    "jit wrapper": Fault(lambda m: m.setattr(jx.jit, "_JIT_INFO", "_jit_info_renamed"),
                          _run_jit_wrapper, "jax.jit's private _jit_info renamed"),
     "explain dce": Fault(_dce_changed, _run_explain, "partial_eval.dce_jaxpr changed"),
-    "cost model": Fault(lambda m: m.setattr(jx, "_DOT_DIMS", "dimension_numbers_renamed"),
+    "cost model": Fault(lambda m: m.setattr(jx.jaxprs, "_DOT_DIMS", "dimension_numbers_renamed"),
                         _run_matrix, "dot_general's dimension_numbers renamed"),
     "error texts": Fault(lambda m: m.setitem(jx.JAX_TEXTS, "traced shape",
                                              re.compile("Shapes must be concrete")),
                          _run_shape_error, "JAX rewords its traced-shape error"),
-    "run-time errors": Fault(lambda m: (m.setattr(jx, "_RUNTIME_ERRORS", ()),
+    "run-time errors": Fault(lambda m: (m.setattr(jx.callbacks, "_RUNTIME_ERRORS", ()),
                                         m.setitem(jx.JAX_TEXTS, "internal", re.compile("FAILED"))),
                              _run_checks_any_type, "a failed callback reported as another error"),
 }
@@ -421,11 +421,16 @@ def test_the_table_is_data_with_every_field():
         assert jx.path(row.key) is row
 
 
+# The boundary's modules (the package, each module of it that holds what a check
+# rebinds) and the self-check.
+BOUNDARY = (jx, jx.paths, jx.traces, jx.jaxprs, jx.hijax, jx.texts, jx.callbacks, jx.jit, selfcheck)
+
+
 @pytest.fixture
 def boundary(monkeypatch):
     """Whatever a fault and a check change in the boundary and the self-check, put back
     (JAX's own names too, with the row checked again where it installs rules in JAX)."""
-    saved = {m: dict(vars(m)) for m in (jx, selfcheck)}
+    saved = {m: dict(vars(m)) for m in BOUNDARY}
     contents = [(v, type(v)(v)) for m in saved for v in vars(m).values()
                 if type(v) in (dict, set)]
     rows = []
@@ -503,10 +508,10 @@ def test_the_doctor_prints_every_row_on_or_off_and_why(boundary, capsys):
 
 
 def test_primitives_are_asked_one_way():
-    """``jax_internals.primitives()`` is the one question; nothing else answers it."""
-    from autoflow.runtime import while_prim
+    """``runtime.jax.primitives()`` is the one question; nothing else answers it."""
+    from autoflow.runtime.loops import while_primitive
 
-    assert not hasattr(selfcheck, "ready") and not hasattr(while_prim, "available")
+    assert not hasattr(selfcheck, "ready") and not hasattr(while_primitive, "available")
     assert not hasattr(jx, "PRIMITIVES")
     assert jx.primitives() == ("primitives" not in jx.lost)
 
@@ -523,8 +528,9 @@ def test_private_jax_knowledge_is_in_the_boundary_only():
     from pathlib import Path
 
     package = Path(autoflow.__file__).parent
+    boundary = {Path(m.__file__) for m in BOUNDARY if m is not selfcheck}
     found = [f"{path.relative_to(package)}:{n}: {line.strip()}"
-             for path in sorted(package.rglob("*.py")) if path.name != "jax_internals.py"
+             for path in sorted(package.rglob("*.py")) if path not in boundary
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if _PRIVATE.search(line)]
     assert not found, "\n".join(found)

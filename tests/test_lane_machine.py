@@ -1,4 +1,4 @@
-"""Nested data-dependent loops under ``vmap`` as one flat loop (``runtime/lane_machine``,
+"""Nested data-dependent loops under ``vmap`` as one flat loop (``runtime/loops/flat_lanes.py``,
 the option ``lanes="flat"``): every lane's results are those of the eager program."""
 
 from __future__ import annotations
@@ -9,25 +9,26 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals, lane_machine
+from autoflow.runtime import jax as jx
+from autoflow.runtime.loops import flat_lanes
 
 # (the flat form is a batching rule of autoflow's loop primitive, which a JAX without
 # the private API it builds on does not have: loops are then lax.while_loop's own)
-pytestmark = pytest.mark.skipif(not jax_internals.primitives(),
+pytestmark = pytest.mark.skipif(not jx.primitives(),
                                 reason="autoflow's loop primitive is unavailable on this JAX")
 
 
 @pytest.fixture
 def flat(monkeypatch):
-    """The nests flattened (``lane_machine.machine`` calls) while a test runs."""
+    """The nests flattened (``flat_lanes.machine`` calls) while a test runs."""
     calls = []
-    machine = lane_machine.machine
+    machine = flat_lanes.machine
 
     def counted(*a, **k):
         calls.append(1)
         return machine(*a, **k)
 
-    monkeypatch.setattr(lane_machine, "machine", counted)
+    monkeypatch.setattr(flat_lanes, "machine", counted)
     return calls
 
 

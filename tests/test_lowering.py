@@ -1,5 +1,5 @@
 """How traced control flow is lowered: select or cond, one copy of each loop
-body, and no silent unrolling (runtime/cond_cost.py, loops.py).
+body, and no silent unrolling (runtime/cond/select_or_cond.py, runtime/loops/).
 
 Values are checked against eager Python; the lowering choice is checked on
 the jaxpr (and the lowered StableHLO for what the compiled program holds).
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import cond_cost
-from autoflow.runtime.events import plain_loops
+from autoflow.runtime.cond import select_or_cond
+from autoflow.runtime.common.events import plain_loops
 
 from .equivalence import assert_same
 
@@ -194,7 +194,7 @@ def nested_loops_in_branches(x, n):
 
 
 def test_a_branch_with_a_loop_is_a_select_whose_loop_runs_only_when_taken():
-    # The loop's condition holds the branch's predicate (cond_cost.loop_gate): in the
+    # The loop's condition holds the branch's predicate (select_or_cond.loop_gate): in the
     # select, the branch not taken runs none of its iterations.
     assert "cond" not in _prims(_jaxpr(autoflow.convert(with_loop), 1.0, 3.0))
     assert "if -> select" in str(autoflow.explain(count_down, "f32"))
@@ -223,27 +223,27 @@ def test_heavy_work_and_effects_keep_a_cond():
 
 def test_cost_rule():
     cheap = _jaxpr(lambda x: x * 2 + 1, jnp.ones(8))
-    big = _jaxpr(lambda x: x * 2 + 1, jnp.ones(cond_cost.SELECT_BUDGET))
+    big = _jaxpr(lambda x: x * 2 + 1, jnp.ones(select_or_cond.SELECT_BUDGET))
     loop = _jaxpr(lambda x: jax.lax.fori_loop(0, 3, lambda i, c: c + 1, x), 1.0)
     dot = _jaxpr(lambda a: a @ a, jnp.ones((32, 32)))
-    assert cond_cost.cost(cheap.jaxpr) == 16
-    assert cond_cost.cost(big.jaxpr) == 2 * cond_cost.SELECT_BUDGET
-    assert cond_cost.cost(loop.jaxpr) == float("inf")
-    assert cond_cost.cost(dot.jaxpr) == 32 ** 3
+    assert select_or_cond.cost(cheap.jaxpr) == 16
+    assert select_or_cond.cost(big.jaxpr) == 2 * select_or_cond.SELECT_BUDGET
+    assert select_or_cond.cost(loop.jaxpr) == float("inf")
+    assert select_or_cond.cost(dot.jaxpr) == 32 ** 3
     scalar = _jaxpr(lambda x: x * 2 + 1, 1.0)
-    assert cond_cost.decide(scalar, scalar, False)[0] == "select"
+    assert select_or_cond.decide(scalar, scalar, False)[0] == "select"
     pair = _jaxpr(lambda x: (x * 2 + 1, x - 1), 1.0)
     # two selected scalars: a cond on a CPU, a select where it is compiled for a GPU
-    assert cond_cost.decide(pair, pair, False)[0] == cond_cost.GPU_SELECT
+    assert select_or_cond.decide(pair, pair, False)[0] == select_or_cond.GPU_SELECT
     five = _jaxpr(lambda x: (x, x, x, x, x), 1.0)  # no operations, five outputs
-    assert cond_cost.decide(five, five, False)[0] == "lax.cond"  # > GPU_SCALAR_SELECT_OUTPUTS
+    assert select_or_cond.decide(five, five, False)[0] == "lax.cond"  # > GPU_SCALAR_SELECT_OUTPUTS
     long = _jaxpr(lambda x: sum(x * k for k in range(20)), 1.0)
-    assert cond_cost.decide(long, scalar, False)[0] == "lax.cond"  # > SCALAR_SELECT_BUDGET operations
-    assert cond_cost.decide(cheap, cheap, False)[0] == "select"
-    assert cond_cost.decide(big, cheap, False)[0] == "lax.cond"
-    assert cond_cost.decide(loop, cheap, False)[0] == "lax.cond"
+    assert select_or_cond.decide(long, scalar, False)[0] == "lax.cond"  # > SCALAR_SELECT_BUDGET operations
+    assert select_or_cond.decide(cheap, cheap, False)[0] == "select"
+    assert select_or_cond.decide(big, cheap, False)[0] == "lax.cond"
+    assert select_or_cond.decide(loop, cheap, False)[0] == "lax.cond"
     # Under vmap with a batched predicate lax.cond would compute both anyway.
-    assert cond_cost.decide(dot, cheap, True)[0] == "select"
+    assert select_or_cond.decide(dot, cheap, True)[0] == "select"
 
 
 def matvec_or_keep(x, a):

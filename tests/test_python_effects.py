@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals, selfcheck
+from autoflow.runtime import jax as jx
+from autoflow.runtime.jax import selfcheck
 
 log = logging.getLogger("autoflow.tests.effects")
 
@@ -380,7 +381,7 @@ def test_while_first_iteration_as_python_prints_once(capsys):
     assert capsys.readouterr().out.splitlines() == [f"loop {k}" for k in range(1, 11)]
 
 
-@pytest.mark.skipif(not (jax_internals.primitives() and selfcheck.effects_ok()),
+@pytest.mark.skipif(not (jx.primitives() and selfcheck.effects_ok()),
                     reason="this JAX cannot differentiate a data-dependent loop that prints in "
                     "reverse mode (autoflow's primitives need hijax and effects inside them)")
 def test_grad_under_jit_prints_each_iteration_once(capsys):

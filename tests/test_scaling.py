@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import pytest
 
 import autoflow
-from autoflow import api as af_api
+from autoflow import _conversion as af_conversion
 from autoflow.core.deep import deep_call
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
@@ -130,12 +130,12 @@ def test_summaries_agree_with_the_plain_analysis():
         for path in sorted((Path(__file__).parent / "fixtures").glob("*.py")):
             if not path.name.endswith(".after.py"):
                 check_conversion(path)
-        options = af_api._transform_options(af_api._options(None, True, (), True, False))
+        options = af_conversion._transform_options(af_conversion._options(None, True, (), True, False))
         for fn in corpus.FUNCTIONS:
-            af_api._by_code.clear()
-            af_api._transformed(fn, options)
+            af_conversion._by_code.clear()
+            af_conversion._transformed(fn, options)
     assert not summaries.checks()
-    af_api._by_code.clear()
+    af_conversion._by_code.clear()
 
 
 def _random_chain(rng, n):

@@ -2,7 +2,7 @@
 vocabulary, against Python's own results.
 
 The characters autoflow computes for a string made from traced integers
-(``runtime.strings``) are checked against Python's ``format``/``str`` methods value by
+(``runtime.python.strings``) are checked against Python's ``format``/``str`` methods value by
 value (mapped over many values at once); the programs below run eagerly, under
 ``autoflow.jit`` and under ``jax.vmap`` (``jax.grad`` for floats) through the oracle
 of ``tests/semantics/oracle.py``. ``tests/test_algorithms.py`` (slow tier) has 160+
@@ -23,7 +23,7 @@ import pytest
 
 import autoflow
 from autoflow import ConversionError
-from autoflow.runtime import strings
+from autoflow.runtime.python import formatting, string_values, strings
 from tests.semantics.oracle import check, check_error
 
 VALUES = [0, 1, -1, 7, -7, 10, 42, -42, 255, -256, 1000, 65535, 123456789, -2147483648,
@@ -38,10 +38,10 @@ def _texts(make, values, dtype=jnp.int32):
 def _many_texts(makers, values, dtype=jnp.int32):
     """``[[make(v) for v in values] for make in makers]``, decoded: one compile for all."""
     def one(n):
-        return [tuple(strings.content(make(n)).args) for make in makers]
+        return [tuple(formatting.content(make(n)).args) for make in makers]
 
     outs = jax.jit(jax.vmap(one))(jnp.asarray(values, dtype))
-    return [[strings._decode(c, n) for c, n in zip(np.asarray(codes), np.asarray(lengths))]
+    return [[string_values._decode(c, n) for c, n in zip(np.asarray(codes), np.asarray(lengths))]
             for codes, lengths in outs]
 
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals, loop_staging, while_prim
+from autoflow.runtime import jax as jx
+from autoflow.runtime.loops import staging, while_primitive
 
 COUNT = collections.Counter()
 
@@ -114,12 +115,12 @@ def test_trace_count_grows_linearly_with_depth(depth, tmp_path):
 # loop. That used to restart the loop's trace once, and each trace of an outer
 # body met the inner loops again: the traces of the innermost body were
 # 2, 4, 8, 16 at depth 1..4, then (remembering what inner loops learned,
-# loop_staging._DEFINED) 2, 3, 4, 5. The return value is now a carry the first trace
+# staging._DEFINED) 2, 3, 4, 5. The return value is now a carry the first trace
 # adds (it is only read when the loop is left through that `return`) where the
 # body holds a loop of its own: every body with one is traced once. The innermost
 # was traced twice (the second time passing the value through where it is not
 # bound, which runs faster than writing zeros); the paths that do not return now
-# pass an input its first trace makes for the carry (carries.Placeholders), so
+# pass an input its first trace makes for the carry (common.carries.Placeholders), so
 # it is traced once too, where JAX can make one.
 
 def search3(x, s):
@@ -160,9 +161,9 @@ def search0(x, s):
 
 def test_nested_loops_with_returns_are_traced_linearly():
 
-    loop_staging._DEFINED.clear()  # what earlier tests taught it
+    staging._DEFINED.clear()  # what earlier tests taught it
     counts = _traces(search0, jnp.float32(0.2), jnp.float32(0.05))
-    places = jax_internals.primitives() and jax_internals.new_input is not None
+    places = jx.primitives() and jx.new_input is not None
     assert counts == {"s0": 1, "s1": 1, "s2": 1, "s3": 1 if places else 2}, counts
     for x in (0.2, 0.6, 2.5, -1.0):
         for s in (0.05, -0.3):
@@ -258,8 +259,8 @@ def test_a_loop_that_prints_traces_its_quiet_body_only_for_a_backward_pass(monke
     # the body without its prints is what the backward pass recomputes: made when
     # first needed, not for every loop that prints
     made = []
-    quiet = while_prim.quiet_closed
-    monkeypatch.setattr(while_prim, "quiet_closed", lambda c: made.append(1) or quiet(c))
+    quiet = while_primitive.quiet_closed
+    monkeypatch.setattr(while_primitive, "quiet_closed", lambda c: made.append(1) or quiet(c))
     got = autoflow.jit(prints_in_a_loop)(jnp.float32(1.0))
     assert made == []
     assert np.allclose(float(got), prints_in_a_loop(1.0), rtol=1e-6)

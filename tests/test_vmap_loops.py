@@ -1,5 +1,5 @@
-"""Loops under ``jax.vmap`` (while_prim._WhileLoop.batch, cond_prim._Cond,
-runtime/lanes.py) and autoflow's primitives as low equations (runtime/jax_internals.py).
+"""Loops under ``jax.vmap`` (loops.while_primitive._WhileLoop.batch, cond.primitive._Cond,
+runtime/loops/lanes.py) and autoflow's primitives as low equations (runtime/jax/).
 
 Every value is checked against Python run lane by lane on concrete values.
 """
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import autoflow
-from autoflow.runtime import jax_internals
+from autoflow.runtime import jax as jx
 
 
 def bisect_count(lo, hi):
@@ -179,7 +179,7 @@ def test_primitives_are_low_equations():
     """A jitted converted function with a staged loop and a staged `if` has a
     low jaxpr (jax.jit keeps its C++ fast path), and the equations are still
     autoflow's primitives (their vmap and grad rules apply)."""
-    if not jax_internals.install_low_staging():  # pragma: no cover - a JAX without hijax internals
+    if not jx.install_low_staging():  # pragma: no cover - a JAX without hijax internals
         return
     conv = autoflow.convert(bisect_count)
     jaxpr = jax.make_jaxpr(conv)(jnp.float32(0.0), jnp.float32(3.0))

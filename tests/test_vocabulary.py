@@ -35,7 +35,7 @@ def both(fn, *args, **jit_kwargs):
 
 
 def _primitives(fn, *args):
-    from autoflow.runtime.events import plain_loops
+    from autoflow.runtime.common.events import plain_loops
 
     with plain_loops():  # autoflow's own primitives shown as the lax operations they are
         jaxpr = jax.make_jaxpr(autoflow.convert(fn))(*args)
@@ -212,7 +212,7 @@ def test_match_unstageable_on_traced_subject_is_reported_at_the_case():
 
 def test_match_traced_subject_switches_on_values():
     # staged per case: each a `lax.cond`, or a select of the one scalar its
-    # cheap branches differ in (runtime/cond_cost.py)
+    # cheap branches differ in (runtime/cond/select_or_cond.py)
     prims = _primitives(match_literals, jnp.int32(2), 3.0)
     assert prims & {"cond", "select_n"}
     for mode in (-1, 0, 1, 2, 5):

@@ -44,12 +44,15 @@ from . import activity
 from .activity import SCOPES, TRY_TYPES, bound_names, expr_reads, target_names, walrus_targets
 from .liveness import _target_reads, suppresses
 from .liveness import defined_block as _defined_block_plain
+from .genkill import _EMPTY, _ID, _apply, _minus, _plus, _then, _union
+
 
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 _FOR = (gast.For, gast.AsyncFor)
 _WITH = (gast.With, gast.AsyncWith)
 _DEFS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
-_EMPTY = frozenset()
+
+
 _SIMPLE: dict = {}  # statement class -> does nothing nested count for its bound names?
 _checks = 0  # how many `checking()` contexts are open (any: check every summary)
 
@@ -69,52 +72,6 @@ def checking():
 def checks() -> bool:
     """Is a ``checking()`` context open?"""
     return _checks > 0
-
-
-# ---- gen/kill functions ----------------------------------------------------
-# (G, K): L -> G | (L - K); K None = kills everything (L -> G).
-_ID = (_EMPTY, _EMPTY)
-
-
-def _apply(f, live):
-    g, k = f
-    if k is None:
-        return set(g)
-    return g | (live - k) if k else g | live
-
-
-def _then(first, second):
-    """``second(first(L))``."""
-    g1, k1 = first
-    g2, k2 = second
-    if k2 is None:
-        return g2, None
-    g = g2 | (g1 - k2) if k2 else g2 | g1
-    return g, (None if k1 is None else k1 | k2)
-
-
-def _union(*fs):
-    g, k = set(), None
-    first = True
-    for gi, ki in fs:
-        g |= gi
-        if first:
-            k, first = ki, False
-        elif k is None:
-            k = ki
-        elif ki is not None:
-            k = k & ki
-    return frozenset(g), (None if k is None else frozenset(k))
-
-
-def _minus(f, names):
-    g, k = f
-    return g - names, (None if k is None else k | names)
-
-
-def _plus(f, names):
-    g, k = f
-    return g | names, k
 
 
 class Summaries:
@@ -612,4 +569,3 @@ class Summaries:
 def _plain_live(stmts, live_out):
     from .liveness import live_block
     return live_block(stmts, live_out)
-

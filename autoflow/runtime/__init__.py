@@ -1,39 +1,44 @@
 """autoflow's runtime: the operators converted code calls.
 
 This is the only part of autoflow that imports JAX. Converted code reaches it
-through one alias (``af`` unless the user's code already uses that name). One
-module per construct (see the layout section of the README):
+through one alias (``af`` unless the user's code already uses that name), and only
+through the names below. One package per construct (see the layout section of the
+README), each package's ``__init__`` its entry points:
 
-* ``cond`` (``if``, ``elif`` chains, ``a if c else b``), ``loops`` (``while``,
-  ``for`` and their iterables), ``logical`` (``and``/``or``/``not``,
-  comparisons), ``vocabulary`` (builtins, tables, list methods and ``match``),
-  ``strings`` (strings made from traced values), ``integers`` (``math.gcd``...),
-  ``floats`` (``math.sqrt``...), ``effects``
-  (``print``, ``assert``, item writes), ``raising`` (``raise``/``try`` when
-  traced), ``state`` (attributes, cells and containers), ``calls``;
-* how they are staged: ``carries``, ``loop_staging``, the primitives
-  ``cond_prim`` (with its cost rule, ``cond_cost``) and ``while_prim`` (with
-  ``checkpointing`` for reverse mode), ``lanes`` (masks under ``vmap``),
-  ``coupling`` (what a traced ``if`` and a staged loop tell each other);
-* ``values`` (traced or concrete, ``Undefined``), ``events`` (for ``explain``),
-  ``teach`` (JAX's errors in the user's terms), ``loopdebug``;
-* ``jax_internals``: every private JAX name, and ``selfcheck``: whether they work.
+* ``cond``: ``if``, ``if``/``elif`` chains, ``a if c else b`` (``statements``); the
+  ``if`` primitive and its rules (``primitive``); the select-or-cond cost rule
+  (``select_or_cond``);
+* ``loops``: ``while`` and ``for`` (``statements``), their iterables and traced
+  ``range`` (``iterables``, ``ranges``), how a loop is staged (``staging``, ``body``,
+  ``flags``), the loop primitive (``while_primitive``) with ``checkpointing`` for
+  reverse mode, lane masks under ``vmap`` (``lanes``, ``flat_lanes``), ``debug``
+  (``debug_loops=``);
+* ``state``: attributes, cells and containers a staged statement changes
+  (``shared``, ``writes``, ``scopes``, ``journal``, ``reach``, ``aliasing``,
+  ``snapshots``, ``nnx``);
+* ``python``: Python's vocabulary on traced values: builtins, comprehensions,
+  tables, ``match``, ``math``, ``and``/``or``/``not``, strings, calls;
+* ``effects``: ``print``, ``assert``, item writes (``statements``), what happens when
+  the compiled code runs (``later``, ``path_condition``, ``primitive``, ``checks``),
+  ``raise`` (``raising``), variables a loop may leave unset (``unset``);
+* ``common``: what the constructs share: ``values``, ``carries``, ``coupling``,
+  ``primitives``, ``events`` (for ``explain``), ``teach`` and ``advice`` (JAX's errors
+  in the user's terms);
+* ``jax``: the one boundary with JAX's private API (``PATHS``) and its self-check.
 """
 
-# (Importing jax_internals hides autoflow's own frames from tracebacks that pass
-# through JAX, as JAX does for its internals.)
-from .calls import bound, call, converted, truth
+# (Importing `jax` hides autoflow's own frames from tracebacks that pass through
+# JAX, as JAX does for its internals.)
+from .python import (all, and_, any, ascii, bin, bit_count, bit_length, bool, bound, call, chr, compare, contains,
+                     converted, count, filtered, float, format, fstring, generated, get, getitem, hex, index, int,
+                     join, len, match_is, match_subject, max, min, not_, oct, or_, ord, percent, python_condition,
+                     python_operand, repr, sort, sorted, str, sum, truth)
 from .cond import if_chain, if_exp, if_stmt
-from .effects import append, assert_, print, setitem, setitem_in  # noqa: A004
-from .later import ld
-from .logical import and_, compare, contains, not_, or_, python_condition, python_operand
+from .effects import append, assert_, exception, ld, print, setitem, setitem_in  # noqa: A004
+from .effects import passthrough as _passthrough
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
-from .raising import exception, passthrough as _passthrough
-from .strings import ascii, bin, chr, format, fstring, hex, join, oct, ord, percent, repr, str  # noqa: A004
 from .state import mutates, mutates_global, rebinds_global, rebinds_nonlocal, state
-from .values import Undefined
-from .vocabulary import (all, any, bit_count, bit_length, bool, count, filtered, float, generated, get, getitem, index, int, len,  # noqa: A004
-                         match_is, match_subject, max, min, sort, sorted, sum)
+from .common.values import Undefined
 
 internal_errors = _passthrough()
 

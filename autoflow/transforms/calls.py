@@ -3,7 +3,7 @@
 * A call of a user-level callable, ``helper(x)``, ``self.step(x)``,
   ``model.step(x)`` or ``mymodule.helper(x)``, becomes ``af.call(helper, x)``:
   at run time the callee is converted too (lazily, once) unless it is
-  library code; see ``runtime.calls``. So does a call of what an object or
+  library code; see ``runtime.python.calls``. So does a call of what an object or
   container holds: ``self.model.step(x)``, ``self.layers[i](x)``,
   ``ops["f"](x)``. Left as written: builtins that the function does not
   rebind, methods of names bound to library code (``jnp.sin(x)``,
@@ -14,8 +14,8 @@
   ``af.converted(step)``, so its own control flow is converted too.
 * ``max``/``min``/``sum``/``any``/``all``/``int``/``float``/``bool``/``len``/
   ``range`` become ``af.max(...)``...: the builtin on concrete arguments,
-  ``jnp`` on traced ones (see ``runtime.vocabulary``; a ``range`` with a
-  traced bound is ``runtime.ranges.TracedRange``).
+  ``jnp`` on traced ones (see ``runtime.python.builtins``; a ``range`` with a
+  traced bound is ``runtime.loops.ranges.TracedRange``).
 * ``print(...)`` becomes ``af.print(...)``, and ``warnings.warn(...)``,
   ``logger.info(...)``, ``logging.warning(...)``, ``sys.stderr.write(...)``
   go through ``af.call``: Python's own on concrete code, and under a trace
@@ -55,19 +55,19 @@ _LOG_METHODS = frozenset({"debug", "info", "warning", "error", "critical", "exce
 _STREAMS = frozenset({"stdout", "stderr"})
 
 
-# Builtins that take traced values through autoflow's versions (runtime.vocabulary):
+# Builtins that take traced values through autoflow's versions (runtime.python.builtins):
 # Python's own for concrete arguments, `jnp` for traced ones.
 STAGED_BUILTINS = frozenset({"max", "min", "sum", "sorted", "any", "all", "int", "float", "bool", "len",
                              "range", "str", "repr", "ascii", "format", "bin", "hex", "oct", "chr",
                              "ord"})
 # (`str`, `repr`, `format`... of traced values: strings whose text is made when the
 # compiled code runs, or computed with `jnp` where code computes with it:
-# `runtime.strings`; so are f-strings, `"...".format(...)`, `"..." % v` and
+# `runtime.python.strings`; so are f-strings, `"...".format(...)`, `"..." % v` and
 # `"...".join(...)` anywhere.)
 
 
 # Methods of values that autoflow's vocabulary answers for traced values
-# (`runtime.vocabulary`): `xs.index(v)` -> `af.index(xs, v)`.
+# (`runtime.python.builtins`): `xs.index(v)` -> `af.index(xs, v)`.
 _VALUE_VOCABULARY = frozenset({"index", "count", "bit_length", "bit_count"})
 
 _CONVERSIONS = {-1: "", 115: "!s", 114: "!r", 97: "!a"}
@@ -324,7 +324,7 @@ class Calls(Transformer):
     def visit_JoinedStr(self, node):
         """``f"n={n}"`` -> ``af.fstring("n={0}", n)``: Python's string for concrete
         values; for traced ones a string made when the compiled code runs, or
-        computed where code computes with it (``runtime.strings``)."""
+        computed where code computes with it (``runtime.python.strings``)."""
         self._visit_fields(node)
         return self._fstring_call(node)
 
@@ -385,7 +385,7 @@ class Calls(Transformer):
         func = node.func
         if self.recursive and isinstance(func, gast.Attribute) and isinstance(
                 func.value, gast.Name) and func.value.id == "math" and "math" not in self.local_defs:
-            # `math.exp(x)`: `jnp.exp` where `x` is traced (`runtime.vocabulary.math_call`)
+            # `math.exp(x)`: `jnp.exp` where `x` is traced (`runtime.python.maths.math_call`)
             node.args = [func] + node.args
             node.func = self._runtime_attr("call", func)
             return node
@@ -458,7 +458,7 @@ class Calls(Transformer):
     def _formatted(self, arg):
         """An effect's string argument made of traced values -> the same string for
         concrete values, made when the compiled code runs for traced ones
-        (``runtime.later``): ``f"..."`` and ``"...".format(...)`` ->
+        (``runtime.effects.later``): ``f"..."`` and ``"...".format(...)`` ->
         ``af.fstring(TEMPLATE, *values)`` (format specs honoured), ``"..." % v``
         -> ``af.percent("...", v)``, ``str(x)``/``repr(x)`` -> ``af.str(x)``/``af.repr(x)``,
         and the parts of a ``+`` of strings."""

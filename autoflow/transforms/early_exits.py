@@ -553,7 +553,7 @@ class EarlyExits:
 
         After a ``break`` the ``if`` is marked ``af_loop_guard`` (the flag's
         name): its false path is the iteration that leaves the loop (see
-        ``cond.if_stmt``'s ``guard``)."""
+        ``cond.statements.if_stmt``'s ``guard``)."""
         rest = self._guard(rest, kind, flag) if rest else []
         if not rest:
             return []

@@ -24,6 +24,7 @@ from ..core.naming import Namer, referenced_names
 from ..core import nodes
 from ..core.nodes import clone, mark_user
 from . import faithful, pipeline
+from .source_text import split_lines
 from .context import Context
 
 
@@ -148,7 +149,7 @@ def indent_code(text, indent):
     except (tokenize.TokenError, SyntaxError):  # pragma: no cover - unparser output parses
         pass
     return "".join(indent + line if line.strip() and k not in inside else line
-                   for k, line in enumerate(faithful.split_lines(text), 1))
+                   for k, line in enumerate(split_lines(text), 1))
 
 
 _MARK = "__autoflow_comment_{}__"
@@ -306,7 +307,7 @@ def _convert_module(source, filename, only, as_written):
         return source, changed
     # Splice the converted functions into the original text, so comments and
     # layout elsewhere stay exactly as they were.
-    lines = faithful.split_lines(source)  # numbered as Python numbers them
+    lines = split_lines(source)  # numbered as Python numbers them
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     for node, new, unparsed in sorted(edits, key=lambda e: -e[0].lineno):

@@ -4,7 +4,7 @@
   ``raise af.exception(lambda: EXC)``: on a concrete path the user's
   exception is raised as written; on a traced path the branch does not fall
   through and the raise becomes a check that runs with the compiled code
-  (see ``runtime.raising``). Inside the body of a ``try`` whose ``except``
+  (see ``runtime.effects.raising``). Inside the body of a ``try`` whose ``except``
   clauses could catch it, the clauses' types come along
   (``lambda: (ZeroDivisionError,)``): Python's meaning cannot be kept for a
   traced one, and that is reported at the ``raise``.

@@ -15,7 +15,7 @@ generator of pairs::
 
 (``True``: a list comprehension, whose items are all made before the
 reduction starts, as Python makes the list.) Several ``if``s are joined with
-``and``, which evaluates them as Python does. ``runtime.vocabulary`` keeps
+``and``, which evaluates them as Python does. ``runtime.python.builtins`` keeps
 an item whose test is concrete as Python does, and masks one whose test is
 traced (``jnp.where``).
 

@@ -11,7 +11,7 @@ running as Python (it used to need a concrete ``i`` for ``list[i]``).
 display bound to ``d`` holds ``"k"``) become
 ``af.getitem(d, "k")`` and ``af.get(d, "k", v)``: the key is unset in Python where
 the loop ran no iteration (``KeyError``, the default), which a staged loop that
-carries it from zeros tracks (``loop_staging._carrying_keys``).
+carries it from zeros tracks (``loops.flags._carrying_keys``).
 
 Only reads whose index mentions such a name, of a table that can be a
 Python table, are rewritten: a global or closure name (``BETA``, a module
@@ -219,7 +219,7 @@ class Tables(Transformer):
         if isinstance(value, gast.Name) and value.id in self.dicts \
                 and _key_of(node.slice) in self.dicts[value.id]:
             # `d["k"]` of a dict a loop sets a key of: Python's KeyError where the loop
-            # ran no iteration (`af.getitem`, `later.read_key`)
+            # ran no iteration (`af.getitem`, `effects.unset.read_key`)
             return replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=value,
                                 INDEX=node.slice, at=node)
         display = isinstance(value, (gast.List, gast.Tuple))  # `[1, 5, 10][i]`

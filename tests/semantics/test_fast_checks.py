@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals, later
+from autoflow.runtime import jax as jx
+from autoflow.runtime.effects import checks
 
 # (a JAX without autoflow's primitives, the oldest supported: checks stay ordered effects,
 # and what is tested here of them is their meaning, not their cost)
-FAST = jax_internals.primitives()
+FAST = jx.primitives()
 needs_fast = pytest.mark.skipif(not FAST, reason="this JAX has no hijax primitives")
 
 
@@ -119,8 +120,8 @@ def test_no_effect_and_pythons_exception(fn, good, bad):
 @pytest.mark.parametrize("fn, good, bad", CASES, ids=IDS)
 def test_vmap_calls_the_host_once(fn, good, bad, monkeypatch):
     calls = []
-    raise_ = later._Check._raise
-    monkeypatch.setattr(later._Check, "_raise", lambda self, *v: (calls.append(v), raise_(self, *v)))
+    raise_ = checks._Check._raise
+    monkeypatch.setattr(checks._Check, "_raise", lambda self, *v: (calls.append(v), raise_(self, *v)))
     g = autoflow.jit(fn)
     xs = np.stack([good[0]] * 4)
     lanes = jax.vmap(g, in_axes=(0, None))(jnp.asarray(xs), good[1])
@@ -280,8 +281,8 @@ def test_traced_raise(fn, good, bad):
 @needs_fast
 def test_a_thousand_lanes_call_the_host_once(monkeypatch):
     calls = []
-    raise_ = later._Check._raise
-    monkeypatch.setattr(later._Check, "_raise", lambda self, *v: (calls.append(v), raise_(self, *v)))
+    raise_ = checks._Check._raise
+    monkeypatch.setattr(checks._Check, "_raise", lambda self, *v: (calls.append(v), raise_(self, *v)))
     g = jax.vmap(autoflow.jit(assert_in_loop), in_axes=(0, None))
     xs = np.ones((1000, 3), np.float32)
     np.testing.assert_allclose(g(jnp.asarray(xs), 3), xs * 8)

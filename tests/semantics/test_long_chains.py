@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import autoflow
-from autoflow import api as af_api
+from autoflow import _conversion as af_conversion
 from autoflow.transforms import chains
 import jax.numpy as jnp
 
@@ -18,9 +18,9 @@ from .oracle import F, I, check
 @pytest.fixture(autouse=True)
 def short_chunks(monkeypatch):
     monkeypatch.setattr(chains, "CHUNK", 2)
-    af_api._by_code.clear()
+    af_conversion._by_code.clear()
     yield
-    af_api._by_code.clear()
+    af_conversion._by_code.clear()
 
 
 def classify(x):

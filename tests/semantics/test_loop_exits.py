@@ -12,20 +12,21 @@ import numpy as np
 
 import autoflow
 
-from autoflow.runtime import jax_internals, loop_staging
+from autoflow.runtime import jax as jx
+from autoflow.runtime.loops import staging
 
 from .oracle import F, I, check, check_cases
 
 COUNT = collections.Counter()
 
-# What an older JAX cannot do (see runtime/jax_internals.py): add a carry to a loop
+# What an older JAX cannot do (see runtime/jax/): add a carry to a loop
 # being traced (without jax.experimental.hijax every loop body that binds a new
 # variable is traced twice), and lower a traced `if` to a select (every one is a
 # lax.cond). The programs are checked against Python all the same.
-ADDS_CARRIES = jax_internals.primitives()
-# a loop body's trace can make inputs for the carries it adds (carries.Placeholders)
-PLACES = ADDS_CARRIES and jax_internals.new_input is not None
-SELECTS = jax_internals.primitives()
+ADDS_CARRIES = jx.primitives()
+# a loop body's trace can make inputs for the carries it adds (common.carries.Placeholders)
+PLACES = ADDS_CARRIES and jx.new_input is not None
+SELECTS = jx.primitives()
 
 
 def _source(fn):
@@ -235,7 +236,7 @@ def test_a_return_value_is_carried_without_tracing_the_body_again():
     # an input the body's trace makes for it (or, where JAX cannot make one, the
     # body is traced a second time with the carry).
 
-    loop_staging._DEFINED.clear()
+    staging._DEFINED.clear()
     assert _traces(first_over_with_inner_loop, F(1.0), F(50.0)) == (1 if ADDS_CARRIES else 2)
     assert _traces(first_over, F(1.0), F(5.0)) == (1 if PLACES else 2)
     check_cases(first_over_with_inner_loop, [(F(1.0), F(50.0)), (F(1.0), F(1e9)), (F(-3.0), F(0.0))],
@@ -247,7 +248,7 @@ def test_a_return_value_is_carried_without_tracing_the_body_again():
 
 def test_a_variable_bound_on_every_path_is_carried_without_tracing_again():
 
-    loop_staging._DEFINED.clear()
+    staging._DEFINED.clear()
     assert _traces(bound_every_iteration, F(1.5), I(4)) == (1 if ADDS_CARRIES else 2)
     check_cases(bound_every_iteration, [(F(1.5), I(4)), (F(-2.0), I(1))])
 
@@ -257,7 +258,7 @@ def test_a_variable_bound_on_one_path_keeps_its_last_value():
     # does not bind it passes the carry through (an input the body's trace makes, or
     # a second trace with it carried).
 
-    loop_staging._DEFINED.clear()
+    staging._DEFINED.clear()
     # (a variable first bound on one path carries a flag "bound yet", for the read after
     # the loop: the body is traced once more with it)
     assert _traces(bound_on_one_path, F(3.0), I(6)) == 2
@@ -320,7 +321,7 @@ def test_return_values_in_loops_match_python():
     # iteration; a return value bound on one path of two nested ifs.
 
     xs = jnp.asarray([-2.0, -1.0, 0.5, 3.0, -4.0], jnp.float32)
-    loop_staging._DEFINED.clear()
+    staging._DEFINED.clear()
     check_cases(first_root, [(xs, F(0.0)), (xs, F(1.0)), (xs, F(9.0))],
                 vmap=[(xs * 2.0, F(0.2)), (xs - 1.0, F(-5.0))], grad=True)
     check_cases(two_exits, [(F(1.0), F(5.0)), (F(0.5), F(1.2)), (F(-0.2), F(1e9)),
@@ -438,7 +439,7 @@ def test_a_one_path_binding_in_an_inner_loop_keeps_its_last_value():
 
 # ---- a variable first bound in a loop, on some paths: one trace of the body --------------
 # The paths that leave it unbound pass an input of the body's jaxpr through (the value
-# the carry has when the iteration starts): carries.Placeholders.
+# the carry has when the iteration starts): common.carries.Placeholders.
 
 def two_bound_late_first(x, n):
     lates = earlies = 0.0 * x
@@ -493,7 +494,7 @@ def rebound_to_another_type(x, n):
 
 
 class _Forgetful(dict):
-    """A ``loop_staging._DEFINED`` that learns nothing: every trace of a loop starts with
+    """A ``staging._DEFINED`` that learns nothing: every trace of a loop starts with
     its variables unbound, so the checks below run the placeholders' path, not
     the path of a loop that remembers what its body binds."""
 
@@ -503,7 +504,7 @@ class _Forgetful(dict):
 
 def test_variables_bound_on_some_paths_are_carried_from_one_trace(monkeypatch):
 
-    monkeypatch.setattr(loop_staging, "_DEFINED", _Forgetful())
+    monkeypatch.setattr(staging, "_DEFINED", _Forgetful())
     for fn, cases, batch in (
             (two_bound_late_first, [(F(3.0), I(6)), (F(2.5), I(2)), (F(1.5), I(4))],
              [(F(4.0), I(7)), (F(2.1), I(3))]),
@@ -517,7 +518,7 @@ def test_variables_bound_on_some_paths_are_carried_from_one_trace(monkeypatch):
 
 def test_an_input_made_for_a_variable_the_body_binds_otherwise_is_given_up(monkeypatch):
 
-    monkeypatch.setattr(loop_staging, "_DEFINED", _Forgetful())
+    monkeypatch.setattr(staging, "_DEFINED", _Forgetful())
     assert _traces(rebound_to_another_type, F(3.0), I(5)) >= 2  # traced again without it
     check_cases(rebound_to_another_type, [(F(3.0), I(5)), (F(0.5), I(3))],
                 vmap=[(F(2.0), I(5)), (F(1.5), I(5))])

@@ -31,11 +31,11 @@ import numpy as np
 import pytest
 
 import autoflow
-from autoflow.runtime import jax_internals
+from autoflow.runtime import jax as jx
 
 # (the oldest supported JAX has no hijax primitives: no `check` equation to look for, no
 # reverse mode through a `while`, and every function with a loop keeps the wrapper)
-needs_primitives = pytest.mark.skipif(not jax_internals.primitives(),
+needs_primitives = pytest.mark.skipif(not jx.primitives(),
                                       reason="this JAX has no hijax primitives")
 
 INF, NAN = float("inf"), float("nan")
@@ -285,7 +285,7 @@ def test_more_math_functions(fn, good, bad):
 
 def test_an_integer_too_large_for_its_dtype_is_an_overflow_error():
     # Python's `math.floor(3e9)` is the int 3000000000, which no int32 holds: as for
-    # `math.factorial(13)` (runtime.integers), an OverflowError that names Python's value
+    # `math.factorial(13)` (runtime.python.integers), an OverflowError that names Python's value
     for x in (3.0e9, -3.0e9):
         with pytest.raises(OverflowError, match=f"is {math.floor(np.float32(x))}, which "
                            "does not fit in int32"):

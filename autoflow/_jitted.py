@@ -1,0 +1,352 @@
+"""What ``autoflow.jit`` returns, and when it wraps ``jax.jit``'s function.
+
+``_Jitted`` wraps it where a staged check can fire (``_may_raise``: a ``raise``, an
+``assert``, a ``warn(...)`` or a call checked when the compiled code runs, in the
+function or the helpers of its file it names), and re-raises the user's exception
+from a run-time check as itself; ``_teaching`` re-issues JAX's tracing errors in the
+user's terms; ``autoflow.jit`` of a generator function is refused
+(``_generator_error``).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import sys
+import types
+import weakref
+from typing import Any
+
+from .core.caches import Bounded
+from .core.origin import PACKAGE_DIR
+from .errors import ConversionError
+
+
+def _generator_error(fn):
+    """What ``autoflow.jit`` of a generator function gives: calling it raises
+    autoflow's error at the ``def`` (a generator is no value ``jax.jit`` can return)."""
+    from .core.origin import Site, message
+
+    code = inspect.unwrap(fn).__code__
+    name = getattr(fn, "__qualname__", code.co_name)
+
+    @functools.wraps(fn)
+    def refuse(*args, **kwargs):
+        raise ConversionError(message(
+            Site(code.co_filename, code.co_firstlineno, None),
+            f"`{name}` is a generator function (it has `yield`): calling it makes a "
+            "generator, which a jitted function cannot return",
+            f"Jit the code that consumes it instead (`autoflow.jit` of a function that runs "
+            f"`for v in {code.co_name}(...)` or `list({code.co_name}(...))`), or make "
+            f"`{name}` return an array (`jnp.stack([...])`)."))
+
+    return refuse
+
+
+# id(converted function) -> its `common.teach.teaching` wrapper, held weakly: the wrapper
+# holds the function, so the id cannot be reused while the entry exists.
+_teachers: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
+
+
+def _teaching(fn, fast=False):
+    """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.common.teach``),
+    with ``fast``, its run-time checks tied to its results (``effects.checks.fast_checks``); one
+    wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+    from .runtime.effects.checks import fast_checks
+    from .runtime.common.teach import teaching
+
+    hit = _teachers.get((id(fn), fast))
+    if hit is None or inspect.unwrap(hit) is not fn:
+        hit = teaching(fast_checks(fn) if fast else fn)
+        _teachers[(id(fn), fast)] = hit
+    return hit
+
+
+def _may_raise(fn) -> bool:
+    """Can a staged check fire in ``fn`` or the helpers it calls in its file (a
+    ``raise``, ``assert`` or ``warn(...)`` in ``fn``, a read after a loop of a
+    variable only the loop binds, or in a function or class of the same file
+    that ``fn`` names, directly or through others it names; a ``range`` with a
+    step anywhere in the file), or, on a JAX without
+    checkpointed loops, does the file have a ``while`` or ``for ... range(`` loop
+    (which ``jax.grad`` may then fail to differentiate)? When in doubt, yes."""
+    import linecache
+
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None),
+                                                    "__code__", None)
+    if code is None:
+        return True
+    lines = linecache.getlines(code.co_filename)
+    if not lines:
+        return True
+    if not _checkpointed_loops():
+        if any(line.lstrip().startswith("while ") or line.lstrip().startswith("for ")
+               and "range(" in line for line in lines):
+            return True
+    if any("range(" in line and line.count(",", line.index("range(")) >= 2 for line in lines):
+        return True  # a `range` with a step: a traced step of 0 raises ValueError at run time
+    if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ", "if ")) or "warn(" in line
+               or any(word in line for word in _CHECKED_CALLS) for line in lines):
+        return False
+    try:
+        return _reaches_a_raise(code, lines)
+    except Exception:  # noqa: BLE001 - unreadable: keep the wrapper
+        return True
+
+
+# filename -> (its ast, {name: [(top-level def or class, raises?)]})
+_RAISES: dict[str, Any] = Bounded(256)
+
+
+def _reaches_a_raise(code, lines) -> bool:
+    import ast
+
+    from .core.parsing import _find, module_ast
+
+    tree = module_ast(code.co_filename, lines)
+    if tree is None:
+        return True
+    hit = _RAISES.get(code.co_filename)
+    if hit is None or hit[0] is not tree:
+        tops: dict[str, list[Any]] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stringy = _makes_strings(stmt)
+                raises = any(_raises(n, stringy) for n in ast.walk(stmt))
+                tops.setdefault(stmt.name, []).append((stmt, raises))
+                if isinstance(stmt, ast.ClassDef):  # its methods, by their names too
+                    for m in stmt.body:
+                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            tops.setdefault(m.name, []).append((stmt, raises))
+        hit = _RAISES[code.co_filename] = (tree, tops)
+    tops = hit[1]
+    node = _find(tree.body, code.co_firstlineno, code.co_name)
+    if node is None or isinstance(node, list):  # a lambda, or not found: every name it could
+        return True                             # reach is unknown
+    todo, seen = [node], set()
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if _zero_trip_read(n) or _table_read(n) or _loop_dict_key(n):
+            return True
+        stringy = _makes_strings(n)
+        for sub in ast.walk(n):
+            if _raises(sub, stringy):
+                return True
+            name = sub.id if isinstance(sub, ast.Name) else \
+                sub.attr if isinstance(sub, ast.Attribute) else None
+            for other, raises in tops.get(name or "", ()):
+                if raises:
+                    return True
+                todo.append(other)
+    return False
+
+
+def _zero_trip_read(fn) -> bool:
+    """Does a loop in ``fn`` bind a variable that code after the loop reads (or the
+    body reads above where it binds it: the value of an earlier iteration), or an
+    ``if`` on one of its paths only, and that nothing binds before it? (Such a read
+    raises Python's ``UnboundLocalError`` when the compiled code runs and nothing
+    bound it.)"""
+    def names(node, ctx):
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.While, ast.For, ast.If))]
+    if not loops:
+        return False
+    args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    for loop in loops:
+        inside = set().union(set(), *(names(s, ast.Store) for s in loop.body))
+        if isinstance(loop, ast.For):
+            inside |= names(loop.target, ast.Store)
+        elif isinstance(loop, ast.If):  # bound on one path only (an `if` can leave it unbound)
+            inside ^= set().union(set(), *(names(s, ast.Store) for s in loop.orelse))
+        before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                         and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
+        end = loop.end_lineno or loop.lineno
+        loads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        for name in inside - before:
+            first = min((n.lineno for s in loop.body for n in ast.walk(s)
+                         if isinstance(n, ast.Name) and n.id == name
+                         and isinstance(n.ctx, ast.Store)), default=end)
+            # read after the loop, or in the body above its first binding (an
+            # earlier iteration's value)
+            if any(n.id == name and (n.lineno > end or loop.lineno < n.lineno < first)
+                   for n in loads):
+                return True
+    return False
+
+
+def _table_read(fn) -> bool:
+    """Does ``fn`` read or write a Python table at an index that may be traced (``T[i]``,
+    ``T`` a global, a closure variable or a local only ever bound to a list or tuple
+    display, a comprehension or a ``list``/``tuple``/``np.`` call; ``i`` not a constant):
+    Python's ``IndexError`` when the compiled code runs with ``i`` out of range."""
+    args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    other = set(args)  # names bound to something else than a table
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            table = isinstance(n.value, (ast.List, ast.Tuple, ast.ListComp, ast.BinOp)) or (
+                isinstance(n.value, ast.Call) and (
+                    getattr(n.value.func, "id", None) in ("list", "tuple")
+                    or isinstance(n.value.func, ast.Attribute)))
+            if not table:
+                other.update(t.id for t in n.targets if isinstance(t, ast.Name))
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
+            other.update(t.id for t in ast.walk(n.target) if isinstance(t, ast.Name))
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, (ast.Name, ast.Subscript)) \
+                and not any(isinstance(k, ast.Slice) for k in ast.walk(n.slice)) \
+                and any(isinstance(k, ast.Name) for k in ast.walk(n.slice)):
+            root: ast.expr = n.value
+            while isinstance(root, ast.Subscript):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id not in other:
+                return True
+    return False
+
+
+def _loop_dict_key(fn) -> bool:
+    """Does a loop in ``fn`` set a string key of a dict (``d["k"] = v``)? A read of it
+    after a loop that ran no iteration is Python's ``KeyError`` at run time."""
+    for loop in ast.walk(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            for n in ast.walk(loop):
+                if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                        and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
+                    return True
+    return False
+
+
+# Calls whose traced forms check their arguments when the compiled code runs (Python's
+# ValueError from `math.comb(-1, 2)`, `xs.index(v)`, `int("12-")`, `math.sqrt(-1.0)`...).
+_MATH_CHECKED = ("sqrt", "log", "log2", "log10", "log1p", "exp", "expm1", "exp2", "sin", "cos",
+                 "tan", "sinh", "cosh", "asin", "acos", "acosh", "atanh", "fmod", "pow",
+                 "gamma", "lgamma", "floor", "ceil", "trunc")
+_CHECKED_CALLS = ("isqrt(", "comb(", "perm(", "factorial(", "lcm(", ".index(", "int(", "math.",
+                  "[") + tuple(f"{n}(" for n in _MATH_CHECKED)
+_CHECKED_NAMES = frozenset({"isqrt", "comb", "perm", "factorial", "lcm", "index",
+                            *_MATH_CHECKED})
+
+
+_STRING_MAKERS = frozenset({"str", "repr", "format", "bin", "hex", "oct", "chr", "join"})
+
+
+def _makes_strings(node) -> bool:
+    """Does ``node`` make strings from values (an f-string, ``str(...)``, ``bin(...)``...),
+    which an ``int(...)`` in it may parse?"""
+    for n in ast.walk(node):
+        if isinstance(n, ast.JoinedStr) or isinstance(n, ast.Call) and (
+                getattr(n.func, "id", None) or getattr(n.func, "attr", None)) in _STRING_MAKERS:
+            return True
+    return False
+
+
+def _raises(node, stringy=True) -> bool:
+    """A ``raise``, an ``assert``, a ``warn(...)`` (an error where the filters say so), or a
+    call whose traced form checks its arguments at run time (``_CHECKED_CALLS``; ``int``
+    of a string, where the code around makes strings: ``stringy``)."""
+    if isinstance(node, (ast.Raise, ast.Assert)):
+        return True
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = getattr(f, "attr", None) or getattr(f, "id", None)
+        if name == "int" and isinstance(f, ast.Name):
+            return stringy and bool(node.args) and not isinstance(node.args[0], ast.Constant)
+        if name in _MATH_CHECKED and isinstance(f, ast.Attribute):  # `math.sqrt`, not `jnp.sqrt`
+            return isinstance(f.value, ast.Name) and f.value.id == "math"
+        return name == "warn" or name in _CHECKED_NAMES
+    return False
+
+
+def _checkpointed_loops() -> bool:
+    """Can ``jax.grad`` differentiate a staged data-dependent loop (``runtime.loops.while_primitive``)?
+    (As far as is known now: the self-check runs when a loop is first staged.)"""
+    from .runtime import jax as jx
+
+    return jx.primitives(check=False)
+
+
+class _Jitted:
+    """What ``autoflow.jit`` returns: ``jax.jit``'s function, whose attributes
+    (``lower``, ``trace``, ``eval_shape``...) it passes through, and which
+    re-raises a user's exception from a traced ``raise`` as itself.
+
+    JAX reports an exception raised by a run-time check as ``JaxRuntimeError``
+    with the user's exception at the end of its message; the user's own
+    ``except ValueError`` expects the ``ValueError``.
+    """
+
+    __slots__ = ("_jitted", "_converted", "_inline", "__dict__", "__weakref__")
+
+    def __init__(self, jitted, converted=None):
+        self._jitted, self._converted = jitted, converted
+        # (decided once: a call only pays for what this JAX can need)
+        self._inline = converted is not None and not _checkpointed_loops()
+        functools.update_wrapper(self, jitted)
+
+    def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
+        if self._inline and _linearizing():
+            # jax.grad around it, on a JAX without checkpointed loops: trace the
+            # function inline, so that its loops are staged knowing they are
+            # differentiated (a scan where one can be, autoflow's error otherwise).
+            return self._converted(*args, **kwargs)
+        try:
+            return self._jitted(*args, **kwargs)
+        except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
+            from .runtime.jax import interrupted_in_callback, raised_in_callback
+            from .runtime.effects.raising import at_user_line
+            from .runtime.effects.checks import last_user_exception
+
+            user = last_user_exception()
+            if user is None and interrupted_in_callback(e):
+                # Ctrl-C, delivered inside a callback (`debug_loops` reports)
+                raise KeyboardInterrupt("interrupted while the compiled code ran") from None
+            try:
+                if user is None or not raised_in_callback(e, user):
+                    raise
+                raise at_user_line(user) from None
+            finally:  # (the exception in flight has this frame's entry by now)
+                err = sys.exc_info()[1]
+                if err is not None:
+                    err.__traceback__ = without_own_frames(err.__traceback__)
+
+    def __getattr__(self, name):
+        if name == "_jitted":  # not set yet (unpickling)
+            raise AttributeError(name)
+        return getattr(self._jitted, name)
+
+    def __reduce__(self):
+        return (_Jitted, (self._jitted, self._converted))
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"autoflow.jit({self._jitted!r})"
+
+
+def without_own_frames(tb):
+    """Traceback ``tb`` without the entries of autoflow's own files (as JAX leaves
+    its own out): what the user sees of a run-time failure is their own code."""
+    entries = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            entries.append(tb)
+        tb = tb.tb_next
+    out = None
+    for entry in reversed(entries):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
+
+
+def _linearizing() -> bool:
+    """Is ``jax.grad``/``jax.vjp`` linearizing the caller?"""
+    from .runtime.jax import is_linearizing
+
+    return is_linearizing()

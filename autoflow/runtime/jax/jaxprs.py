@@ -1,0 +1,359 @@
+"""Jaxprs and avals: the ground autoflow's primitives stand on.
+
+JAX's jaxpr classes and helpers (``ClosedJaxpr``, ``Var``, ``typeof``, ``eval_jaxpr``,
+``eval_inlined``...), the params of JAX's own equations the cost model reads
+(``dot_contracting_dims``, ``while_cond_jaxpr``: ``cost model``), a weakly typed
+conversion (``weak types``), JAX's ``while_p``/``cond_p`` (``bind while/cond``), the
+jaxpr ``autoflow explain`` prints without dead code (``explain dce``), and the inputs
+made while a loop body is traced (``body inputs``).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import numpy as np
+
+from .paths import _check, _lose, _lose_late, _why, lost
+from .traces import _core
+
+
+# -- jaxprs and avals (the primitives' ground) -------------------------------------------
+
+Missing = type("Missing", (), {})
+ShapedArray = typeof = _pe = _ad_util = _batching = None
+ClosedJaxpr = Jaxpr = Literal = Var = Zero = BatchTracer = Missing
+DropVar: type | tuple = ()
+batch_jaxpr = convert_constvars_jaxpr = dce_jaxpr = None
+JAXPRS = False
+
+
+def _find_jaxprs():
+    global ShapedArray, typeof, _pe, _ad_util, _batching, ClosedJaxpr, Jaxpr, Literal, Var
+    global Zero, BatchTracer, DropVar, batch_jaxpr, convert_constvars_jaxpr, dce_jaxpr, JAXPRS
+    _pe = _ad_util = _batching = None
+    try:
+        from jax._src import ad_util
+        from jax._src.interpreters import batching
+        from jax._src.interpreters import partial_eval as pe
+
+        _pe, _ad_util, _batching = pe, ad_util, batching
+        found = (_core.ClosedJaxpr, _core.Jaxpr, _core.Literal, _core.Var, _core.ShapedArray,
+                 _core.typeof, ad_util.Zero, batching.BatchTracer, batching.batch_jaxpr,
+                 pe.convert_constvars_jaxpr, pe.dce_jaxpr)
+    except (ImportError, AttributeError) as e:  # a JAX that moved them
+        JAXPRS = False
+        ShapedArray = getattr(jax.core, "ShapedArray", None)
+        typeof = getattr(_core, "typeof", getattr(_core, "get_aval", None))
+        ClosedJaxpr = Jaxpr = Literal = Var = Zero = BatchTracer = Missing
+        return _lose("primitives", f"jaxpr internals: {e}")
+    (ClosedJaxpr, Jaxpr, Literal, Var, ShapedArray, typeof, Zero, BatchTracer, batch_jaxpr,
+     convert_constvars_jaxpr, dce_jaxpr) = found
+    DropVar = getattr(_core, "DropVar", ())
+    JAXPRS = True
+    return None
+
+
+def eval_jaxpr(jaxpr, consts, *args):
+    """Run ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``) on ``consts`` and ``args``."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        return _core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *args)
+    return _core.eval_jaxpr(jaxpr, (), *consts, *args)
+
+
+# Equations that only call a jaxpr (a `jax.jit` inside the traced code, JAX's own
+# jitted helpers): ``eval_inlined`` runs their jaxpr in place.
+_CALLS = frozenset({"pjit", "jit", "closed_call", "core_call"})
+
+
+def eval_inlined(jaxpr, consts, *args):
+    """``eval_jaxpr``, with the jaxpr of each ``jit`` in it run in place (recursively).
+
+    autoflow's batching rules run a loop body or a branch under ``vmap`` with the mask
+    of the lanes still needed (``lanes``); JAX's batching rule of a ``jit`` batches
+    its jaxpr in a trace of its own, where the mask cannot reach the loops inside it
+    (a user's ``autoflow.jit`` helper in a loop body). Run in place, they are batched
+    by autoflow's rules, with the mask."""
+    closed_consts = ()
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr, closed_consts = jaxpr.jaxpr, jaxpr.consts
+    if not any(e.primitive.name in _CALLS for e in jaxpr.eqns):
+        return _core.eval_jaxpr(jaxpr, closed_consts, *consts, *args)
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, closed_consts))
+    env.update(zip(jaxpr.invars, [*consts, *args]))
+    for e in jaxpr.eqns:
+        inner = e.params.get("jaxpr", e.params.get("call_jaxpr"))
+        if e.primitive.name in _CALLS and isinstance(inner, (ClosedJaxpr, Jaxpr)):
+            outs = eval_inlined(inner, (), *map(read, e.invars))
+        else:
+            params = e.primitive.get_bind_params(dict(e.params))
+            subfuns = ()
+            if isinstance(params, tuple):  # up to JAX 0.9: (subfuns, params)
+                subfuns, params = params
+            with e.ctx.manager:
+                outs = e.primitive.bind(*subfuns, *map(read, e.invars), **params)
+            if not e.primitive.multiple_results:
+                outs = [outs]
+        env.update(zip(e.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def closed(jaxpr):
+    return jaxpr if isinstance(jaxpr, ClosedJaxpr) else ClosedJaxpr(jaxpr, ())
+
+
+def consts_as_inputs(closed_jaxpr):
+    """``(jaxpr taking its consts as its first inputs, consts)``."""
+    return convert_constvars_jaxpr(closed_jaxpr.jaxpr), list(closed_jaxpr.consts)
+
+
+def trace_fn(fn, avals):
+    """``fn(*args)`` for args of ``avals``, as ``(jaxpr taking (*consts, *args), consts)``."""
+    closed_jaxpr = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(
+        a.shape, a.dtype, weak_type=getattr(a, "weak_type", False)) for a in avals])
+    jaxpr, consts = consts_as_inputs(closed_jaxpr)
+    return jaxpr, tuple(consts)
+
+
+def with_inputs(jaxpr, invars):
+    """``jaxpr`` with the inputs ``invars`` (Vars or avals for inputs it does not read);
+    None where a jaxpr cannot be given other inputs."""
+    try:
+        return jaxpr.replace(invars=[v if isinstance(v, Var) else Var(v) for v in invars])
+    except (AttributeError, TypeError, AssertionError):  # pragma: no cover - another JAX
+        return None
+
+
+def is_drop_var(v) -> bool:
+    """Is ``v``, an output of an equation, one nothing reads (JAX's ``DropVar``)?"""
+    return isinstance(v, DropVar)
+
+
+def subjaxprs(eqn):
+    """The jaxprs among ``eqn``'s params (a ``pjit``'s, a ``cond``'s branches...)."""
+    for v in eqn.params.values():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, ClosedJaxpr):
+                yield x.jaxpr
+            elif isinstance(x, Jaxpr):
+                yield x
+
+
+def is_batched(pred) -> bool:
+    """Is ``pred`` batched by a ``jax.vmap`` visible from here (through JVPs)?"""
+    for _ in range(8):
+        if isinstance(pred, BatchTracer):
+            return pred.batch_dim is not None
+        pred = getattr(pred, "primal", None)
+        if pred is None:
+            return False
+    return False
+
+
+def has_effects(effects) -> bool:
+    """Effects other than JAX's bookkeeping ones (named axes, internal mutation)."""
+    quiet = tuple(getattr(_core, n) for n in ("NamedAxisEffect", "InternalMutableArrayEffect")
+                  if hasattr(_core, n))
+    return any(not isinstance(e, quiet) for e in effects)
+
+
+# -- the params of JAX's own equations that autoflow's cost model reads --------------------
+
+_DOT_DIMS = "dimension_numbers"  # dot_general's ((lhs contracting, rhs contracting), batch)
+_WHILE_COND = "cond_jaxpr"
+
+
+def dot_contracting_dims(eqn) -> tuple:
+    """The contracting dimensions of the left operand of a ``dot_general`` equation
+    (``()`` where this JAX's params differ: ``cost model``)."""
+    try:
+        (lc, _), _ = eqn.params[_DOT_DIMS]
+        return tuple(lc)
+    except (KeyError, TypeError, ValueError) as e:
+        _lose_late("cost model", _why(e))
+        return ()
+
+
+def while_cond_jaxpr(eqn):
+    """The ``Jaxpr`` of a ``while`` equation's condition (None where this JAX's params
+    differ: ``cost model``)."""
+    cond = eqn.params.get(_WHILE_COND)
+    jaxpr = getattr(cond, "jaxpr", None)
+    if jaxpr is None:
+        _lose_late("cost model", f"a while equation has no {_WHILE_COND}")
+    return jaxpr
+
+
+@_check("cost model")
+def _check_cost_model():
+    from jax import lax
+
+    a = np.ones((2, 3), np.float32)
+    try:
+        dot = jax.make_jaxpr(lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ()))))(
+            a, a.T).jaxpr.eqns[-1]
+        loop = jax.make_jaxpr(lambda x: lax.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, x))(
+            np.float32(0.0)).jaxpr.eqns[-1]
+    except Exception as e:  # noqa: BLE001
+        return _lose("cost model", _why(e))
+    if dot.primitive.name != "dot_general" or dot_contracting_dims(dot) != (1,):
+        return _lose("cost model", f"dot_general's {_DOT_DIMS} differ")
+    if loop.primitive.name != "while" or not hasattr(while_cond_jaxpr(loop), "eqns"):
+        return _lose("cost model", f"while's {_WHILE_COND} differs")
+    return None
+
+
+# -- weak types --------------------------------------------------------------------
+
+_convert_weak = None
+
+
+@_check("weak types")
+def _find_weak_converter():
+    global _convert_weak
+    _convert_weak = None
+    try:
+        from jax._src.lax.lax import _convert_element_type as convert
+        if "weak_type" not in inspect.signature(convert).parameters:
+            return _lose("weak types", "lax._convert_element_type has no weak_type")
+    except (ImportError, AttributeError, TypeError, ValueError) as e:
+        return _lose("weak types", str(e))
+    _convert_weak = convert
+    return None
+
+
+
+
+def convert_weak(x, dtype):
+    """``x`` as ``dtype``, weakly typed (as a Python scalar is: a loop carry that started
+    as one keeps combining with a float16 array as float16). Without the private
+    converter, strongly typed (``lax.convert_element_type``: the dtype of what it
+    combines with may then be wider than Python's)."""
+    if _convert_weak is None:
+        return jax.lax.convert_element_type(x, dtype)
+    return _convert_weak(x, dtype, weak_type=True)
+
+
+# -- JAX's own loop and conditional primitives, bound with jaxprs already traced ------
+
+while_p = cond_p = None
+
+
+@_check("bind while/cond")
+def _find_bind():
+    global while_p, cond_p
+    try:
+        from jax._src.lax.control_flow.conditionals import cond_p
+        from jax._src.lax.control_flow.loops import while_p
+    except ImportError as e:
+        while_p = cond_p = _lose("bind while/cond", str(e))
+
+
+
+
+# -- dead code left out of a jaxpr shown to people (`autoflow explain`) ---------------
+
+def _while_dce_rule(used_outs, eqn):
+    """Dead-code elimination of a ``while`` equation's carries: a carry stays when its
+    result is used, the condition reads it, or the body reads it to compute one that
+    stays (JAX keeps every carry of a ``while``). Its constants are kept."""
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+    carry_in = eqn.invars[nc + nb:]
+    need = [bool(u) for u in used_outs]
+    _, cond_reads = _pe.dce_jaxpr(cond.jaxpr, [True])
+    need = [a or b for a, b in zip(need, cond_reads[nc:])]
+    while True:
+        _, body_reads = _pe.dce_jaxpr(body.jaxpr, need)
+        more = [a or b for a, b in zip(need, body_reads[nb:])]
+        if more == need:
+            break
+        need = more
+    if not any(need) and not _pe.has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    kept = [i for i, k in enumerate(need) if k]
+    new_body, _ = _pe.dce_jaxpr(body.jaxpr, need, instantiate=True)
+    new_body = new_body.replace(invars=body.jaxpr.invars[:nb]
+                                + [body.jaxpr.invars[nb + i] for i in kept])
+    new_cond, _ = _pe.dce_jaxpr(cond.jaxpr, [True], instantiate=True)
+    new_cond = new_cond.replace(invars=cond.jaxpr.invars[:nc]
+                                + [cond.jaxpr.invars[nc + i] for i in kept])
+    params = dict(p, cond_jaxpr=ClosedJaxpr(new_cond, cond.consts),
+                  body_jaxpr=ClosedJaxpr(new_body, body.consts))
+    new_eqn = eqn.replace(invars=eqn.invars[:nc + nb] + [carry_in[i] for i in kept],
+                          outvars=[eqn.outvars[i] for i in kept], params=params)
+    return [True] * (nc + nb) + need, new_eqn
+
+
+@_check("explain dce")
+def _find_dce():
+    try:
+        _pe.dce_rules, _pe.has_effects  # noqa: B018
+        if "instantiate" not in inspect.signature(_pe.dce_jaxpr).parameters:
+            raise TypeError("partial_eval.dce_jaxpr takes no instantiate")
+    except (AttributeError, TypeError, ValueError) as e:
+        return _lose("explain dce", _why(e))
+    if while_p is None:
+        return _lose("explain dce", "no while_p (bind while/cond)")
+    return None
+
+
+def dce_for_display(closed_jaxpr):
+    """``closed_jaxpr`` without the equations (and loop carries) whose results nothing
+    uses, its inputs as they were: what ``autoflow explain`` prints (a traced function
+    computes values it then drops, such as a loop test tried before the loop is
+    staged; XLA drops them too). The jaxpr as it is where JAX's internals differ."""
+    if "explain dce" in lost:
+        return closed_jaxpr
+    try:
+        jaxpr = closed_jaxpr.jaxpr
+        rules = _pe.dce_rules
+        previous = rules.get(while_p, None)
+        rules[while_p] = _while_dce_rule
+        try:
+            new, _ = _pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
+        finally:
+            if previous is None:
+                rules.pop(while_p, None)
+            else:
+                rules[while_p] = previous
+            # (DCE results are cached per jaxpr: none made with this rule stays behind)
+            getattr(getattr(_pe, "_dce_jaxpr", None), "cache_clear", lambda: None)()
+        return ClosedJaxpr(new, closed_jaxpr.consts)
+    except Exception as e:  # noqa: BLE001 - only what is shown: show it all
+        _lose_late("explain dce", _why(e))
+        return closed_jaxpr
+
+
+# -- inputs made while a loop body is traced ------------------------------------------
+
+new_input = None
+
+
+@_check("body inputs")
+def _find_body_inputs():
+    global new_input
+    new_input = None
+    try:
+        from jax._src import source_info_util
+        trace_type = _pe.DynamicJaxprTrace
+        params = list(inspect.signature(trace_type.new_arg).parameters)
+        if params != ["self", "aval", "source_info"]:
+            return _lose("body inputs", f"DynamicJaxprTrace.new_arg{tuple(params[1:])}")
+        source_info_util.current  # noqa: B018
+    except (ImportError, AttributeError, TypeError, ValueError) as e:
+        return _lose("body inputs", str(e))
+
+    def make_input(trace, shape, dtype):
+        if type(trace) is not trace_type:
+            return None
+        return trace.new_arg(ShapedArray(tuple(shape), dtype), source_info_util.current())
+    new_input = make_input
+    return None
