@@ -30,51 +30,9 @@ import autoflow
 from autoflow.runtime import jax as jx
 from autoflow.runtime.jax import selfcheck
 
-# -- the programs (plain Python, converted by autoflow) ---------------------------------
-
-
-def halvings(x):
-    n = 0
-    while x > 1.0:
-        x = x / 2.0
-        n += 1
-    return x, n
-
-
-def clamp_then_branch(x):
-    if x < 0.5:
-        x = x + 1.0
-    if x > 3.0:
-        y = x * x
-    else:
-        y = x - 1.0
-    return y
-
-
-def first_bound_in_loop(x):
-    for i in range(5):
-        if x > 3.0:
-            last = x
-            break
-        x = x * 1.5
-    else:
-        last = x
-    return last
-
-
-def polynomial(x):
-    acc = 0.0
-    for k in range(4):
-        acc = acc * x + k
-    return acc
-
-
-def leaky(x):
-    if x > 0.0:
-        y = x
-    else:
-        y = 0.1 * x
-    return y
+# -- the programs (plain Python, converted by autoflow; the first five are those the
+# fresh-process faults run, tests/jax_faults.py) ------------------------------------
+from tests.jax_faults import clamp_then_branch, first_bound_in_loop, halvings, leaky, polynomial  # noqa: E402,F401
 
 
 def printing_loop(x):
