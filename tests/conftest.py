@@ -485,12 +485,13 @@ def pytest_collection_modifyitems(config, items):
 def pytest_xdist_auto_num_workers(config):
     """Workers for ``-n auto`` (pyproject.toml's addopts): the whole fast tier (``pytest
     -q``, the README's command) in two processes, or ``PYTEST_XDIST_AUTO_NUM_WORKERS``
-    of them (measured on 2 cores with one busy: 289 s against 410 s in one process,
+    of them (measured on 2 cores with one busy: 267-289 s against 410 s in one process,
     CPU time 425 s against 362 s); a file, a test or another tier in one (``0``: no
     workers; starting them costs more than it saves)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
-    whole = config.args_source == pytest.Config.ArgsSource.TESTPATHS or \
+    source = getattr(pytest.Config, "ArgsSource", None)  # (pytest 7.4 on)
+    whole = (source is not None and config.args_source == source.TESTPATHS) or \
         [str(a) for a in config.args] in ([], ["tests"], [str(config.rootpath / "tests")])
     if config.getoption("--tier") != "fast" or not whole or config.option.keyword \
             or config.option.markexpr:
