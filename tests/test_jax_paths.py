@@ -381,7 +381,8 @@ def test_the_table_is_data_with_every_field():
 
 # The boundary's modules (the package, each module of it that holds what a check
 # rebinds) and the self-check.
-BOUNDARY = (jx, jx.paths, jx.traces, jx.jaxprs, jx.hijax, jx.texts, jx.callbacks, jx.jit, selfcheck)
+BOUNDARY = (jx, jx.paths, jx.traces, jx.jaxprs, jx.hijax, jx.texts, jx.callbacks, jx.jit,
+            jx.private, selfcheck)
 
 
 @pytest.fixture
@@ -492,3 +493,7 @@ def test_private_jax_knowledge_is_in_the_boundary_only():
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if _PRIVATE.search(line)]
     assert not found, "\n".join(found)
+    # JAX's private modules are named in one file of the boundary
+    named = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                   if re.search(r"jax\._src|[\"']_src[\"']", path.read_text(encoding="utf-8")))
+    assert named == [str(Path("runtime/jax/private.py"))], named

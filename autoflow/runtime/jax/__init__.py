@@ -2,7 +2,7 @@
 
 Everything autoflow takes from JAX below its documented API (``jax``, ``jax.lax``,
 ``jax.numpy``, ``jax.tree_util``, ``jax.errors``) is in this package and nowhere else:
-``jax._src``, ``jax.experimental.hijax``, lowering and partial-evaluation rules,
+JAX's private modules, ``jax.experimental.hijax``, lowering and partial-evaluation rules,
 jaxpr objects and the params of their equations, the classes of JAX's traces, the
 texts of JAX's error messages. The rest of autoflow imports this package (as ``jx``)
 and asks it small named questions (``is_linearizing()``, ``hijax_prim_of(eqn)``,
@@ -18,6 +18,8 @@ and asks it small named questions (``is_linearizing()``, ``hijax_prim_of(eqn)``,
 * ``texts``: JAX's error messages as autoflow reads them; ``callbacks``: the ordered
   effect, the loggers and the run-time error of a failed callback; ``jit``: what
   ``jax.jit(f)`` returns;
+* ``private``: the one file that names JAX's private modules, each import a function
+  the others call where they import it;
 * ``selfcheck``: whether the paths work on this JAX (``autoflow doctor``), imported
   by the primitives that stand on them.
 

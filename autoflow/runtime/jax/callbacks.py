@@ -12,6 +12,7 @@ import importlib
 import jax
 import numpy as np
 
+from . import private
 from .paths import _check, _lose, _why
 from .texts import matches_jax_error
 
@@ -25,14 +26,14 @@ ORDERED_DEBUG = None  # the effect of `jax.debug.callback(..., ordered=True)` (e
 def _find_ordered_effect():
     global ORDERED_DEBUG
     try:
-        from jax._src.debugging import ordered_debug_effect as ORDERED_DEBUG
+        ORDERED_DEBUG = private.debugging_ordered_debug_effect()
     except ImportError as e:  # another JAX: later stages plain callbacks
         ORDERED_DEBUG = _lose("ordered effect", str(e))
 
 
 
-DEBUGGING_LOGGER = "jax._src.debugging"  # the logger failed debug callbacks report to
-CALLBACK_LOGGER = "jax._src.callback"  # ... and failed pure callbacks (effects.checks._Check's)
+DEBUGGING_LOGGER = private.DEBUGGING_LOGGER  # the logger failed debug callbacks report to
+CALLBACK_LOGGER = private.CALLBACK_LOGGER  # ... and failed pure callbacks (effects.checks._Check's)
 
 
 @_check("callback loggers")

@@ -17,6 +17,7 @@ import sys
 import jax
 import numpy as np
 
+from . import private
 from .paths import _check, _lose, _lose_late, _why, lost, primitives
 from .traces import _core, _user_line
 from . import jaxprs
@@ -62,7 +63,7 @@ def _hijax():
         except ImportError:
             return object, _lose("primitives", "no jax.experimental.hijax.HiPrim")
     try:
-        from jax._src import hijax
+        hijax = private.hijax()
         hijax.call_hi_primitive_p, hijax._call_hi_primitive_to_lojax  # noqa: B018
         jaxprs._pe.custom_staging_rules[hijax.call_hi_primitive_p]  # noqa: B018
         # the protocol autoflow's primitives implement (0.9+; 0.8 had `vjp_fwd(*args)`
@@ -122,7 +123,7 @@ def _rule_tables():
     if _tables is None:
         p, tables = _hi.call_hi_primitive_p, []
         for name, module in list(sys.modules.items()):
-            if not name.startswith("jax._src") or module is None:
+            if not name.startswith(private.PREFIX) or module is None:
                 continue
             for value in list(vars(module).values()):
                 if type(value) is dict or type(value).__name__ == "defaultdict":
@@ -203,7 +204,7 @@ _rules = {}
 
 def _low_rules():
     try:
-        from jax._src.interpreters import mlir
+        mlir = private.interpreters_mlir()
 
         p = _hi.call_hi_primitive_p
         expand = _hi._call_hi_primitive_to_lojax
@@ -281,7 +282,7 @@ def _find_op_names():
     global _located
     _located = _no_location
     try:
-        from jax._src.interpreters import mlir
+        mlir = private.interpreters_mlir()
 
         to_location = mlir.source_info_to_location
         if list(inspect.signature(to_location).parameters)[:4] != [
@@ -359,8 +360,8 @@ def _find_direct_lowering():
     global _direct
     _direct = None
     try:
-        from jax._src.interpreters import mlir
-        from jax._src.lib.mlir.dialects import hlo
+        mlir = private.interpreters_mlir()
+        hlo = private.lib_mlir_dialects_hlo()
 
         mlir.convert_hlo  # noqa: B018
         rules_of, subcomp = mlir._get_lowering_rules, mlir.jaxpr_subcomp

@@ -15,6 +15,7 @@ import inspect
 import jax
 import numpy as np
 
+from . import private
 from .paths import _check, _lose, _lose_late, _why, lost
 from .traces import _core
 
@@ -34,9 +35,9 @@ def _find_jaxprs():
     global Zero, BatchTracer, DropVar, batch_jaxpr, convert_constvars_jaxpr, dce_jaxpr, JAXPRS
     _pe = _ad_util = _batching = None
     try:
-        from jax._src import ad_util
-        from jax._src.interpreters import batching
-        from jax._src.interpreters import partial_eval as pe
+        ad_util = private.ad_util()
+        batching = private.interpreters_batching()
+        pe = private.interpreters_partial_eval()
 
         _pe, _ad_util, _batching = pe, ad_util, batching
         found = (_core.ClosedJaxpr, _core.Jaxpr, _core.Literal, _core.Var, _core.ShapedArray,
@@ -219,7 +220,7 @@ def _find_weak_converter():
     global _convert_weak
     _convert_weak = None
     try:
-        from jax._src.lax.lax import _convert_element_type as convert
+        convert = private.lax_lax_convert_element_type()
         if "weak_type" not in inspect.signature(convert).parameters:
             return _lose("weak types", "lax._convert_element_type has no weak_type")
     except (ImportError, AttributeError, TypeError, ValueError) as e:
@@ -249,8 +250,8 @@ while_p = cond_p = None
 def _find_bind():
     global while_p, cond_p
     try:
-        from jax._src.lax.control_flow.conditionals import cond_p
-        from jax._src.lax.control_flow.loops import while_p
+        cond_p = private.lax_control_flow_conditionals_cond_p()
+        while_p = private.lax_control_flow_loops_while_p()
     except ImportError as e:
         while_p = cond_p = _lose("bind while/cond", str(e))
 
@@ -342,7 +343,7 @@ def _find_body_inputs():
     global new_input
     new_input = None
     try:
-        from jax._src import source_info_util
+        source_info_util = private.source_info_util()
         trace_type = _pe.DynamicJaxprTrace
         params = list(inspect.signature(trace_type.new_arg).parameters)
         if params != ["self", "aval", "source_info"]:

@@ -125,7 +125,7 @@ PATHS = (
          "the program is dispatched the slow way",
          "import, doctor", primitives_only=True),
     Path("callback loggers",
-         "the loggers `jax._src.debugging` and `jax._src.callback` (JAX logs a failed "
+         "JAX's private loggers of debug callbacks and callbacks (JAX logs a failed "
          "callback's exception there)",
          "0.4.38-0.11", "none needed",
          "JAX also logs the exception of a failed traced assert or raise, as an error",
@@ -154,7 +154,7 @@ PATHS = (
          "jax.checkpoint around a converted data-dependent loop fails under jax.grad",
          "import", primitives_only=True),
     Path("custom rules",
-         "the file `jax/_src/custom_derivatives.py` in the stack of a rule, "
+         "JAX's private custom-derivatives module in the stack of a rule, "
          "`partial_eval.JaxprTrace`",
          "0.4.38-0.11", "every traced `if` is a `lax.cond`",
          "every traced `if` is a lax.cond (JAX's custom-derivative rules can no longer be "

@@ -17,6 +17,7 @@ import sys
 import jax
 import numpy as np
 
+from . import private
 from .paths import FULL_RANGE, _check, _lose, _lose_late, _why, lost
 
 
@@ -31,7 +32,7 @@ def _find_trace_state():
     row where it is missing."""
     global _core
     try:
-        from jax._src import core
+        core = private.core()
         core.trace_ctx.is_top_level, core.trace_ctx.trace, core.is_concrete  # noqa: B018
         core.Literal  # noqa: B018
     except (ImportError, AttributeError) as e:
@@ -102,7 +103,8 @@ def _find_frames():
     JAX, as JAX hides its own (a guarded call: where it fails, they show)."""
     global _traceback_util, _source_info_util
     try:
-        from jax._src import source_info_util, traceback_util
+        source_info_util = private.source_info_util()
+        traceback_util = private.traceback_util()
         for f in (traceback_util.register_exclusion, source_info_util.register_exclusion,
                   source_info_util.current, source_info_util.user_frame):
             if not callable(f):
@@ -160,7 +162,7 @@ _LINEARIZE = None  # (JAX's LinearizeTrace, LinearizeTracer)
 def _find_reverse_mode():
     global _LINEARIZE
     try:
-        from jax._src.interpreters import ad
+        ad = private.interpreters_ad()
         _LINEARIZE = (ad.LinearizeTrace, ad.LinearizeTracer)
     except (ImportError, AttributeError) as e:
         _LINEARIZE = None
@@ -222,12 +224,12 @@ def _find_trace_thunk():
     global private_trace_thunk, trace_thunk
     private_trace_thunk, trace_thunk = None, _public_trace_thunk
     try:
-        from jax._src import api_util
-        from jax._src.interpreters import partial_eval as pe
+        api_util = private.api_util()
+        pe = private.interpreters_partial_eval()
         try:  # 0.11+: a module; up to 0.10: a class in tree_util
-            from jax._src import flattree as flat_tree
+            flat_tree = private.flattree()
         except ImportError:
-            from jax._src.tree_util import FlatTree as flat_tree
+            flat_tree = private.tree_util_FlatTree()
         flat_tree.flatten  # noqa: B018
         empty = flat_tree.flatten(((), {})).map(_core.typeof)
     except (ImportError, AttributeError) as e:
@@ -286,7 +288,7 @@ _PARENT_TRACE = False  # do JAX's staging traces say what they were started from
 def _check_parent_trace(probe=True):
     global _PARENT_TRACE
     try:
-        from jax._src.interpreters import partial_eval as pe
+        pe = private.interpreters_partial_eval()
         _PARENT_TRACE = "parent_trace" in inspect.signature(pe.DynamicJaxprTrace).parameters
     except (ImportError, AttributeError, TypeError, ValueError) as e:
         _PARENT_TRACE = False
@@ -324,7 +326,7 @@ def parent_trace(trace):
 
 # -- an `if` staged inside a custom_jvp / custom_vjp rule --------------------------------
 
-_CUSTOM_DERIVATIVES = os.path.join("jax", "_src", "custom_derivatives.py")
+_CUSTOM_DERIVATIVES = private.CUSTOM_DERIVATIVES
 _JAXPR_TRACE = None  # JAX's JaxprTrace (partial evaluation with unknowns)
 
 
@@ -355,7 +357,7 @@ in_custom_rule = _in_custom_rule
 def _find_jaxpr_trace():
     global _JAXPR_TRACE, in_custom_rule
     try:
-        from jax._src.interpreters import partial_eval as pe
+        pe = private.interpreters_partial_eval()
         _JAXPR_TRACE = pe.JaxprTrace
     except (ImportError, AttributeError) as e:  # then every `if` is taken as inside one
         _JAXPR_TRACE, in_custom_rule = None, _always
