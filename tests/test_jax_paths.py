@@ -30,9 +30,10 @@ import autoflow
 from autoflow.runtime import jax as jx
 from autoflow.runtime.jax import selfcheck
 
-# -- the programs (plain Python, converted by autoflow; the first five are those the
+# -- the programs (plain Python, converted by autoflow; the first six are those the
 # fresh-process faults run, tests/jax_faults.py) ------------------------------------
-from tests.jax_faults import clamp_then_branch, first_bound_in_loop, halvings, leaky, polynomial  # noqa: E402,F401
+from tests.jax_faults import (_custom_leaky, clamp_then_branch, first_bound_in_loop,  # noqa: E402,F401
+                              halvings, leaky, polynomial)
 
 
 def printing_loop(x):
@@ -87,22 +88,6 @@ def through_module_jit(x):
     if x > 1.0:
         x = _double(x)
     return x
-
-
-def _custom_leaky():
-    @jax.custom_jvp
-    def f(x):
-        return leaky(x)
-
-    @f.defjvp
-    def f_jvp(primals, tangents):
-        (x,), (t,) = primals, tangents
-        if x > 0.0:
-            slope = 1.0
-        else:
-            slope = 0.1
-        return f(x), slope * t
-    return f
 
 
 def _close(got, want):
