@@ -9,6 +9,17 @@ import numpy as np
 from .. import jax as jx
 
 
+class RunsForItsEffects:
+    """The dead-code rule of autoflow's ``if`` and loop primitives (a base before
+    ``jx.HiPrimitive``): one whose branches or body print or check runs even when no
+    result is used."""
+
+    def dce(self, used_outs):
+        if self.effects:
+            return True, True, self
+        return super().dce(used_outs)
+
+
 def inexact(aval) -> bool:
     """Is a value of ``aval`` differentiable (a float or complex)?"""
     return jnp.issubdtype(aval.dtype, jnp.inexact)

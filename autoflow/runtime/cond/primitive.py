@@ -27,7 +27,7 @@ from ..jax import selfcheck
 from .select_or_cond import GPU_PLATFORMS, GPU_SELECT, decide, gating, in_lanes, under_lanes
 from ..common.coupling import now
 from ..common.events import plain_now
-from ..common.primitives import inexact, instantiate, quiet_closed
+from ..common.primitives import RunsForItsEffects, inexact, instantiate, quiet_closed
 
 
 def _select(pred, a, b):
@@ -65,7 +65,7 @@ def _vjp(closed, args, ct):
     return list(pull([ct[j] for j in fo]))
 
 
-class _Cond(jx.HiPrimitive):
+class _Cond(RunsForItsEffects, jx.HiPrimitive):
     """A traced ``if`` of two branches (jaxprs taking their operands, no consts),
     as one primitive with a rule per transformation, so that where ``jit``,
     ``vmap`` and ``grad`` sit around it does not matter:
@@ -116,12 +116,6 @@ class _Cond(jx.HiPrimitive):
         super().__init__()
 
     # -- meaning --------------------------------------------------------------
-
-    def dce(self, used_outs):
-        # An `if` whose branches print or check runs even when no result is used.
-        if self.effects:
-            return True, True, self
-        return super().dce(used_outs)
 
     def quiet(self):
         """This ``if`` without debug callbacks (what a backward pass recomputes)."""

@@ -57,7 +57,7 @@ from .. import jax as jx
 from ..jax import selfcheck
 from ..common.coupling import now
 from ..common.events import plain_now
-from ..common.primitives import inexact, instantiate, quiet_closed, specs
+from ..common.primitives import RunsForItsEffects, inexact, instantiate, quiet_closed, specs
 
 
 DEFAULT_CHECKPOINTS = 64
@@ -106,7 +106,7 @@ def _tangents_of(in_avals):
             tuple(x_av[i].to_tangent_aval() for i in fi))
 
 
-class _WhileLoop(jx.HiPrimitive):
+class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
     """``while cond(carry): carry = body(carry)`` over flat tuples of arrays."""
 
     stage_low = True  # staged as a low equation (see runtime.jax)
@@ -154,12 +154,6 @@ class _WhileLoop(jx.HiPrimitive):
     def _recompute(self, bc, x):
         """The body as the backward pass recomputes it (no callbacks)."""
         return tuple(jx.eval_jaxpr(self.quiet_body, bc, *x))
-
-    def dce(self, used_outs):
-        # A loop whose body prints or checks runs even when no result is used.
-        if self.effects:
-            return True, True, self
-        return super().dce(used_outs)
 
     def quiet(self):
         """This loop without debug callbacks."""
