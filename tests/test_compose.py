@@ -554,3 +554,40 @@ def test_a_print_in_a_static_loop_runs_each_iteration_under_grad(capfd, how):
     assert sorted(out) == sorted(capfd.readouterr().out.splitlines())
     assert len(out) == 6
     assert np.allclose(got, jnp.stack(want), rtol=1e-6)
+
+
+def appends_and_prints_in_a_static_loop(x, c):
+    ys = []
+    for i in range(3):
+        ys.append(x * i)  # a stacked output: the loop stays a scan
+        print("at", 0)  # depends on nothing the loop carries
+        if c > 0:
+            print("positive", c)
+        m = c
+        while m > 0:
+            print("m", m)
+            m = m // 2
+    return jnp.stack(ys).sum() * x
+
+
+@pytest.mark.parametrize("how", ["grad", "jit_grad", "vmap_grad", "grad_vmap"])
+def test_prints_in_a_scan_with_stacked_outputs_run_each_iteration_under_grad(capfd, how):
+    # A loop that appends once per iteration is a scan (the appends are its stacked
+    # outputs), which JAX partially evaluates under grad: an effect reading no carry
+    # (here a print of constants, in the body, in an `if` on an argument and in a loop
+    # inside) would run once. Each effect reads the scan's counter (later.each_iteration).
+    cf = autoflow.convert(appends_and_prints_in_a_static_loop)
+    x, c = jnp.array([0.5, 1.5]), jnp.array([3, 0])
+    if how == "vmap_grad":
+        got = jax.vmap(jax.grad(cf))(x, c)
+    elif how == "grad_vmap":
+        got = jax.grad(lambda x: jax.vmap(cf)(x, c).sum())(x)
+    else:
+        g = jax.grad(cf) if how == "grad" else jax.jit(jax.grad(cf))
+        got = jnp.stack([g(x[k], c[k]) for k in range(2)])
+    jax.effects_barrier()
+    out = capfd.readouterr().out.splitlines()
+    want = [jax.grad(appends_and_prints_in_a_static_loop)(x[k], c[k]) for k in range(2)]
+    assert sorted(out) == sorted(capfd.readouterr().out.splitlines())
+    assert len(out) == 3 * (1 + 1 + 2) + 3 * 1  # lane c=3: at, positive, m 3, m 1; c=0: at
+    np.testing.assert_allclose(got, jnp.stack(want), rtol=1e-6)

@@ -270,12 +270,41 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=Fa
     return stage(call, operands, when, check)
 
 
+class each_iteration:
+    """Context: the effects staged inside (a ``lax.scan``'s body) read ``counter``, the
+    scan's iteration counter, so that they depend on a carry. Under ``jax.grad`` JAX's
+    scan partially evaluates its body and hoists what depends on no carry out of the
+    loop, computed once: a ``print`` of constants in the body of a static ``for``
+    would then run once, not once per iteration. Reading the counter (a host callback
+    that ignores it) keeps each effect in the loop."""
+
+    def __init__(self, counter):
+        self.counter = counter
+
+    def __enter__(self):
+        _local.__dict__.setdefault("iterations", []).append(self.counter)
+        return self
+
+    def __exit__(self, *exc):
+        _local.iterations.pop()
+
+
+def _ignoring_last(call):
+    def run(*values):
+        return call(*values[:-1])
+    return run
+
+
 def stage(call, operands, when=None, check=False):
     """Stage ``call(*operands)`` (the run-time values of the traced ``operands``) as
     ``later`` does (see there). A check (``when``) staged directly in the body of a
     staged loop that carries its checks out (``deferring``) is recorded there instead:
     the loop stops where it fails, as after any check, and one check after the loop
-    raises with the values it failed with (``stage`` again, out there)."""
+    raises with the values it failed with (``stage`` again, out there). An effect in
+    a scan's body also reads its iteration counter (``each_iteration``)."""
+    iterations = getattr(_local, "iterations", None)
+    if iterations and when is None:
+        operands, call = (*operands, iterations[-1]), _ignoring_last(call)
     pred = path_condition()
     if when is not None:
         pred = as_pred(when) if pred is True else jnp.logical_and(pred, as_pred(when))

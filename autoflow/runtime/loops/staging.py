@@ -33,7 +33,7 @@ from ...core.caches import Bounded
 from ...core.origin import message
 from ...errors import ConversionError
 from .. import jax as jx
-from ..effects import path_condition, raising, unset
+from ..effects import later, path_condition, raising, unset
 from . import debug, while_primitive
 from ..common.carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_labels, log_fills, logging_fills,
                               parts_of, spec_of, zeros_of)
@@ -388,7 +388,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                     # lax.fori_loop with a static trip count, written as the scan it is,
                     # so that appended values can be its stacked outputs.
                     def scan_fn(c, _):
-                        new, outs = full_body(c[0], c[1])
+                        with later.each_iteration(c[0]):
+                            new, outs = full_body(c[0], c[1])
                         return (c[0] + 1, new), outs
                     def run_scan():
                         return lax.scan(scan_fn, (jnp.asarray(start, jnp.int32), init),
