@@ -359,7 +359,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             # (under vmap a while loop runs its body for finished elements too).
             # The test is evaluated only if an effect needs it, in the middle of the
             # body: the cells it assigns (a converted test sets the variables closures
-            # read, `nonlocal v; v = v_2`) are given back what the body had put there.
+            # read, `nonlocal v; v = v_2`) are given back what the body had put there
+            # (so are the attributes and containers a loop carries: `Shared.keeping`).
             # (`carries_ok`: all of the body is in the block of `_stopped_by_raises`)
             with path_condition.on_path(_keeping_cells(running, cond_fn) if callable(running)
                                else running, carries_ok=True):

@@ -130,6 +130,7 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
             shared.assign(s[n:])
             return pack(checked(k, unpack(s[:n])), n) + shared.values()
 
+        @shared.keeping  # (the test may run in the middle of the body: see `keeping`)
         def cond2(s):
             shared.assign(s[n:])
             return cond_fn(unpack(s[:n]))

@@ -107,10 +107,34 @@ class Shared:
 
     def snapshot(self):
         """Record the state as it is now (``reset`` puts it back)."""
+        self._snap = self._record()
+        return self
+
+    def _record(self):
         memo = {}
         attrs = [_get(o, n) for o, n in self.attrs]
-        self._snap = ([_snap(v, memo) for v in attrs], [_snap(o, memo) for o in self.objects])
-        return self
+        return [_snap(v, memo) for v in attrs], [_snap(o, memo) for o in self.objects]
+
+    def _put_back(self, snap):
+        done = set()
+        attrs, objects = snap
+        for (o, n), v in zip(self.attrs, attrs):
+            _set(o, n, _restore(v, done))
+        for s in objects:
+            _restore(s, done)
+
+    def keeping(self, fn):
+        """``fn``, run so that the state is as before it when it returns (or raises):
+        a loop's test, which sets the state to an iteration's values to read them,
+        evaluated again in the middle of the body (``effects.path_condition``: where the
+        element's loop still runs), must not undo what the body has written so far."""
+        def run(*args):
+            snap = self._record()
+            try:
+                return fn(*args)
+            finally:
+                self._put_back(snap)
+        return run
 
     def check_escapes(self, values, site, fns=(), frame=None):
         """State that outlives the function must not be left holding a traced value:
@@ -143,12 +167,7 @@ class Shared:
 
     def reset(self):
         """Put every attribute and container back as it was at ``snapshot``."""
-        done = set()
-        attrs, objects = self._snap
-        for (o, n), v in zip(self.attrs, attrs):
-            _set(o, n, _restore(v, done))
-        for s in objects:
-            _restore(s, done)
+        self._put_back(self._snap)
 
     def values(self):
         """The current values: attribute values, then container contents."""
