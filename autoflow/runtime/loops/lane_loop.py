@@ -313,7 +313,26 @@ def _merge_shared(batched, xs):
     return tuple(None if b else next(it) for b in batched)
 
 
+def describe(loop):
+    """How the lanes of ``loop`` (a ``_WhileLoop``) may run under ``vmap``, for
+    ``autoflow explain`` (its condition may or may not be batched: "may")."""
+    if loop.lanes == "lockstep":
+        return "lockstep (lanes=\"lockstep\")"
+    if loop.effects:
+        return "lockstep (it prints, checks or calls back: the lanes keep their order)"
+    body = jx.closed(loop.body_jaxpr).jaxpr
+    loops = [e for e in body.eqns if e.primitive is jx.while_p
+             or isinstance(jx.hijax_prim_of(e), while_primitive._WhileLoop)]
+    compact = f"compacted from {COMPACT_MIN} lanes (nested vmaps together)"
+    if len(loops) == 1:  # (a nest, where flat_lanes.split and its cost rule allow)
+        if loop.lanes == "flat":
+            return "may run flat (a loop holding a loop, lanes=\"flat\")"
+        return f"a loop holding a loop: lockstep, flat once lanes wait; {compact}"
+    return "lockstep" if loop.lanes == "flat" else f"lockstep; {compact}"
+
+
 while_primitive.lane_loops = build  # (while_primitive cannot import this module)
+while_primitive.lane_note = describe
 
 if jx.install_low_staging():
     jx.name_primitives([_LaneLoop])

@@ -56,6 +56,7 @@ from . import checkpointing, lanes
 from .. import jax as jx
 from ..jax import selfcheck
 from ..common.coupling import now
+from ..common import events
 from ..common.events import plain_now
 from ..common.primitives import RunsForItsEffects, inexact, instantiate, quiet_closed, specs
 
@@ -64,6 +65,7 @@ DEFAULT_CHECKPOINTS = 64
 # loops.lane_loop.build, set where it is imported (it subclasses this module's loop): a
 # loop under vmap with a batched condition, its lanes scheduled when it is compiled
 lane_loops = None
+lane_note = None  # loops.lane_loop.describe: what `autoflow explain` says of the lanes
 
 
 def _unread_inputs(jaxpr, avals):
@@ -530,6 +532,8 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     in_avals = (tuple(jx.typeof(x) for x in cc), tuple(jx.typeof(x) for x in bc), avals)
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
                       gated, lanes)
+    if lane_note is not None:
+        events.note_lanes(lane_note(prim))
     if plain or effects and not selfcheck.effects_ok():
         # the `lax.while_loop` it compiles to (explain mode; a loop with effects where
         # JAX cannot lower them in autoflow's primitive)
