@@ -169,12 +169,14 @@ def test_vmap_of_vmap_of_a_nest_mixing_axes(compact_small):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("lanes", ["auto", "lockstep"])
-def test_grad_of_a_float_nest_per_lane(lanes, compact_small):
+@pytest.mark.parametrize("how", ["auto", "compacted"])
+def test_grad_of_a_float_nest_per_lane(how, request):
+    if how == "compacted":
+        request.getfixturevalue("compact_small")
     xs = jnp.linspace(1.0, 3.0, 8)
     cs = jnp.linspace(2.0, 9.0, 8)
     ns = jnp.array([1, 3, 2, 4, 1, 2, 3, 2])
-    f = autoflow.convert(scaled, lanes=lanes)
+    f = autoflow.convert(scaled)
     want = np.array([jax.grad(scaled)(float(x), float(c), int(n))
                      for x, c, n in zip(xs, cs, ns)])
     got = jax.jit(jax.vmap(jax.grad(f), (0, 0, 0)))(xs, cs, ns)
