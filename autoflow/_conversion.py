@@ -50,14 +50,17 @@ def _strict(strict):
     return os.environ.get("AUTOFLOW_STRICT", "") not in ("", "0")
 
 
-_LANES = ("nested", "flat")
+_LANES = ("auto", "lockstep", "flat")
+_LANE_ALIASES = {"nested": "lockstep"}  # (the name "lockstep" had before issue 47)
 _REPORT_EVERY = 10000  # iterations between loop reports when `debug_loops=True`
 
 
 def _lanes(lanes):
-    """The ``lanes=`` option: ``"nested"`` or ``"flat"`` (None: the environment's)."""
+    """The ``lanes=`` option: ``"auto"``, ``"lockstep"`` (also spelled ``"nested"``) or
+    ``"flat"`` (None: ``"auto"``, or the deprecated ``AUTOFLOW_LANES``'s)."""
     if lanes is None:
         return _ENVIRONMENT["lanes"]
+    lanes = _LANE_ALIASES.get(lanes, lanes)
     if lanes not in _LANES:
         raise ValueError(f"lanes={lanes!r}: expected one of {', '.join(map(repr, _LANES))}")
     return lanes
@@ -78,15 +81,21 @@ def _debug_loops(debug_loops):
 
 def _environment(environ=os.environ) -> dict[str, Any]:
     """The defaults that environment variables give ``convert``'s and ``jit``'s
-    options, read once, here, when autoflow is imported: ``AUTOFLOW_LANES=flat``
-    (``lanes="flat"``) and ``AUTOFLOW_DEBUG_LOOPS=1`` (``debug_loops=True``; a
-    number larger than 1: the iterations between reports)."""
+    options, read once, here, when autoflow is imported: ``AUTOFLOW_DEBUG_LOOPS=1`` (``debug_loops=True``; a
+    number larger than 1: the iterations between reports). ``AUTOFLOW_LANES`` (one of
+    the values of ``lanes=``) is deprecated: the option is per program now; where it is
+    set it still gives the default, with a ``DeprecationWarning``."""
     every = environ.get("AUTOFLOW_DEBUG_LOOPS", "").strip()
     try:
         n = int(every or "0")
     except ValueError:  # (any other text turns the reports on)
         n = _REPORT_EVERY
-    return {"lanes": "flat" if environ.get("AUTOFLOW_LANES", "") == "flat" else "nested",
+    lanes = environ.get("AUTOFLOW_LANES", "").strip()
+    if lanes:
+        warnings.warn("AUTOFLOW_LANES is deprecated: pass lanes=... to autoflow.jit/convert "
+                      "(default \"auto\")", DeprecationWarning, stacklevel=2)
+        lanes = _LANE_ALIASES.get(lanes, lanes)
+    return {"lanes": lanes if lanes in _LANES else "auto",
             "debug_loops": None if every in ("", "0") else n if n > 1 else _REPORT_EVERY}
 
 

@@ -32,7 +32,7 @@ _DEFAULT = "plain"
 def _tag(options) -> str:
     """The module-name part that gives back ``options`` (``api._options``'s tuple)."""
     defaults = (("asserts", True), ("checkpoints", None), ("debug", False), ("debug_loops", None),
-                ("include", ()), ("lanes", "nested"), ("max_loop_iterations", None),
+                ("include", ()), ("lanes", "auto"), ("max_loop_iterations", None),
                 ("recursive", True), ("strict", False))
     if tuple(options) == defaults:
         return _DEFAULT

@@ -95,13 +95,17 @@ def convert(fn: Any = None, *, strict: bool | None = None, recursive: bool = Tru
       ``jax.grad`` may keep when it differentiates a loop with a
       data-dependent trip count (the backward pass recomputes the rest from
       them: memory grows with ``K``, not with the trip count).
-    * ``lanes="flat"`` (default ``"nested"``, or ``"flat"`` where the environment
-      has ``AUTOFLOW_LANES=flat``): under ``jax.vmap``, a loop with a
-      data-dependent trip count whose body holds one such loop runs as one flat
-      loop in which each lane advances through its own inner loop, instead of
-      every lane waiting for the slowest lane's inner loop at each outer
-      iteration (faster where inner loops are long and of very different lengths
-      per lane; slower where lanes hardly wait: see ``runtime/loops/flat_lanes.py``).
+    * ``lanes="auto"`` (the default), ``"lockstep"`` or ``"flat"``: how the lanes of a
+      ``jax.vmap`` run a loop with a data-dependent trip count. ``"lockstep"`` (also
+      spelled ``"nested"``): every lane steps until the slowest is done, the others
+      masked. ``"flat"``: a loop whose body holds one such loop runs as one flat loop
+      in which each lane advances through its own inner loop. ``"auto"``: a nest
+      starts in lockstep and moves on in the flat form, in the compiled program,
+      once its lanes are seen to wait for each other; a batch of at least
+      ``runtime.loops.lane_loop.COMPACT_MIN`` lanes (nested ``vmap``s count
+      together) runs each step on the lanes still running only, moved to the front
+      (see ``runtime/loops/flat_lanes.py`` and ``lane_loop.py``). A loop that prints
+      or checks stays in lockstep.
     * ``debug_loops=True`` (default: off, or on where the environment has
       ``AUTOFLOW_DEBUG_LOOPS=1``): each staged loop with a data-dependent trip
       count prints, every 10000 iterations while the compiled code runs, where it

@@ -113,6 +113,7 @@ class Lowering:
     function: str = ""         # the function it is in
     helper: bool = False       # in a function the explained one called (converted on the way)
     converted: bool = True     # False: the rewriter left it as a Python statement
+    lanes: tuple = ()          # how its lanes may run under jax.vmap (lanes=), if staged
 
     def format(self) -> str:
         where = f"{_display(self.filename)}:{self.line}" + (
@@ -158,6 +159,12 @@ class Explanation:
         if self.hlo is not None:
             lines.append("stablehlo:")
             lines += ["  " + ln for ln in self.hlo.rstrip("\n").splitlines()]
+        staged = [low for low in self.lowerings if low.lanes]
+        if staged:
+            lines.append("under jax.vmap, where a loop's condition differs by lane:")
+            for low in staged:
+                where = low.format().split(": " + low.kind + " -> ")[0]
+                lines.append(f"  {where}: {low.kind} -> {'; or '.join(low.lanes)}")
         return "\n".join(lines) + "\n"
 
     __repr__ = __str__
@@ -273,9 +280,13 @@ def _lowerings(findings, log, filename, first, last):
             rows.append(low)
             index.add(f, low)
     cache, indexed, extra = {}, set(), {}
+    lanes = []
     for e in log:
         site = e.site
         if site is None:
+            continue
+        if e.statement == "lanes":  # (the loop statement's event came first)
+            lanes.append(e)
             continue
         matches = index.find(site, e.statement)
         if not matches and site.filename not in indexed:
@@ -299,6 +310,10 @@ def _lowerings(findings, log, filename, first, last):
         for low in matches:
             if e.lowered not in low.lowered:
                 low.lowered += (e.lowered,)
+    for e in lanes:
+        for low in index.find(e.site, "while") + index.find(e.site, "for"):
+            if e.lowered not in low.lanes:
+                low.lanes += (e.lowered,)
     others = sorted((low for low in extra.values() if low.lowered),
                     key=lambda r: (r.filename != filename, r.filename, r.line, r.col or 0))
     for low in others:

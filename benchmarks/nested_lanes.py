@@ -1,11 +1,13 @@
-"""A loop holding a loop under ``jax.vmap``: lockstep (nested) against flat lanes.
+"""A loop holding a loop under ``jax.vmap``: lockstep against flat lanes and the default.
 
-Nested, every lane waits at each inner loop for that iteration's slowest lane;
-flattened (``autoflow/runtime/loops/flat_lanes.py``, ``lanes="flat"``) each
-lane runs its own steps. For each program this prints the steps each form needs
-(counted eagerly, per lane: the lockstep's inner iterations, the busiest lane's
-own inner plus outer iterations) and the time per batched call of both forms,
-compiled in the same run, interleaved, as the median of per-round ratios.
+In lockstep (``lanes="lockstep"``) every lane waits at each inner loop for that
+iteration's slowest lane; flattened (``autoflow/runtime/loops/flat_lanes.py``,
+``lanes="flat"``) each lane runs its own steps; with no option (``lanes="auto"``)
+the compiled program starts in lockstep and goes on flat once its lanes wait.
+For each program this prints the time per batched call of each form against the
+lockstep, compiled in the same run, interleaved, as the median of per-round
+ratios (CPU time of the process, and wall time: on a shared machine the CPU
+time is the steadier figure).
 
     PYTHONPATH=. python benchmarks/nested_lanes.py            # writes NESTED_LANES.md
     PYTHONPATH=. python benchmarks/nested_lanes.py --quick
@@ -17,6 +19,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -79,8 +82,9 @@ def programs():
     }
 
 
-def compiled(fn, flat):
-    """The batched program, compiled; and how many nests it flattened."""
+def compiled(fn, lanes):
+    """The batched program, compiled; and how many nests it flattened (the flat
+    machine compiled into it: for ``"auto"``, after its lockstep part)."""
     machine, made = flat_lanes.machine, []
 
     def counted(*a, **k):
@@ -89,7 +93,8 @@ def compiled(fn, flat):
 
     flat_lanes.machine = counted
     try:
-        f = jax.jit(jax.vmap(autoflow.convert(fn, lanes="flat" if flat else "nested")))
+        options = {} if lanes == "auto" else {"lanes": lanes}  # (auto: no option set)
+        f = jax.jit(jax.vmap(autoflow.convert(fn, **options)))
         f.lower(*ARGS[fn]).compile()
         return f, len(made)
     finally:
@@ -97,6 +102,16 @@ def compiled(fn, flat):
 
 
 ARGS = {}
+FORMS = ("lockstep", "auto", "flat")
+
+
+def _time(fn, args, reps):
+    """(CPU seconds of this process, wall seconds) per call."""
+    jax.block_until_ready(fn(*args))
+    c, w = time.process_time(), time.perf_counter()
+    for _ in range(reps):
+        jax.block_until_ready(fn(*args))
+    return (time.process_time() - c) / reps, (time.perf_counter() - w) / reps
 
 
 def main(argv=None):
@@ -104,41 +119,54 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "NESTED_LANES.md"))
     args = ap.parse_args(argv)
-    rounds = 5 if args.quick else 11
+    rounds = 5 if args.quick else 15
+    load_start = os.getloadavg()[0]
     rows = []
     for name, (fn, xs) in programs().items():
         ARGS[fn] = xs
-        (flat, flattened), (nested, _) = compiled(fn, True), compiled(fn, False)
-        same = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(flat(*xs)),
-                                                       jax.tree.leaves(nested(*xs))))
-        reps = max(1, min(100, int(0.05 / max(ra._time(nested, xs, 1), 1e-6))))
-        ratios = []
+        built = {form: compiled(fn, form) for form in FORMS}
+        fs = {form: f for form, (f, _) in built.items()}
+        want = jax.tree.leaves(fs["lockstep"](*xs))
+        same = all(np.array_equal(a, b) for form in FORMS
+                   for a, b in zip(jax.tree.leaves(fs[form](*xs)), want))
+        reps = max(1, min(100, int(0.05 / max(_time(fs["lockstep"], xs, 1)[1], 1e-6))))
+        ratios = {form: ([], []) for form in FORMS[1:]}
         for r in range(rounds):
-            pair = [(flat, 0), (nested, 1)] if r % 2 == 0 else [(nested, 1), (flat, 0)]
-            t = [0.0, 0.0]
-            for f, i in pair:
-                t[i] = ra._time(f, xs, reps)
-            ratios.append(t[0] / t[1])
-        rows.append((name, flattened, same, statistics.median(ratios), t[0], t[1]))
-        print(rows[-1], flush=True)
-    lines = ["| program (batch) | nests flattened | same results | flat / nested: median ratio "
-             "| last round (us) |", "|---|---|---|---|---|"]
-    for name, flattened, same, r, a, b in rows:
-        ratio = f"{r:.2f}x" if flattened else "(the same program)"
-        lines.append(f"| {name} | {flattened} | {'yes' if same else 'NO'} | {ratio} | "
-                     f"{a * 1e6:.0f} / {b * 1e6:.0f} |")
+            order = FORMS if r % 2 == 0 else FORMS[::-1]
+            t = {form: _time(fs[form], xs, reps) for form in order}
+            for form in FORMS[1:]:
+                for k in (0, 1):
+                    ratios[form][k].append(t[form][k] / t["lockstep"][k])
+        med = {form: tuple(statistics.median(v) for v in ratios[form]) for form in FORMS[1:]}
+        rows.append((name, built["flat"][1], same, med, t))
+        print(name, built["flat"][1], same, med, flush=True)
+    lines = ["| program (batch) | nests | same results | auto (default) / lockstep: CPU, wall "
+             "| flat / lockstep: CPU, wall | last round, wall (us): lockstep, auto, flat |",
+             "|---|---|---|---|---|---|"]
+    for name, nests, same, med, t in rows:
+        if nests:
+            a = f"{med['auto'][0]:.2f}x, {med['auto'][1]:.2f}x"
+            f = f"{med['flat'][0]:.2f}x, {med['flat'][1]:.2f}x"
+        else:
+            a = f = "(the same program)"
+        lines.append(f"| {name} | {nests} | {'yes' if same else 'NO'} | {a} | {f} | "
+                     + ", ".join(f"{t[form][1] * 1e6:.0f}" for form in FORMS) + " |")
     table = "\n".join(lines)
     print(table)
     if not args.quick:
         with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write("# Nested loops under vmap: flat lanes against lockstep\n\n"
+            fh.write("# Nested loops under vmap: lockstep, auto (the default) and flat lanes\n\n"
                      f"Generated by `benchmarks/nested_lanes.py` (jax {jax.__version__}, "
-                     f"{jax.default_backend()}, {os.cpu_count()} CPU cores). Ratios under 1 "
-                     "mean the flat form (`lanes=\"flat\"`) is faster; medians of "
-                     f"{rounds} interleaved rounds. Where no nest was flattened (the BFGS: its "
+                     f"{jax.default_backend()}, {os.cpu_count()} CPU cores; load average "
+                     f"{load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end). "
+                     "Ratios under 1 mean faster than lockstep (`lanes=\"lockstep\"`); auto is "
+                     "the program with no option set, flat `lanes=\"flat\"`; medians of "
+                     f"{rounds} interleaved rounds of the process's CPU time and of wall time "
+                     "per call. Where no nest qualifies (the BFGS: its "
                      "line search's loop sits in a branch of the iteration's body, the "
                      "`if not broke:` its `break` makes) "
-                     "both sides are the same program, and no ratio is given.\n\n{table}\n")
+                     "all forms are the same program, and no ratio is given.\n\n"
+                     f"{table}\n")
     return 0
 
 

@@ -328,6 +328,8 @@ SLOW = {
         "test_the_backward_pass_does_not_print_again is fast",
     "tests/test_lane_machine.py::test_flat_lanes_give_each_lane_its_eager_result[0.5]":
         "test_flat_lanes_are_the_nested_programs_values is fast",
+    "tests/semantics/test_lanes_auto.py::test_grad_of_a_float_nest_per_lane[compacted]":
+        "[auto] is fast; test_a_compacted_nest_per_lane compacts in the fast tier",
     "tests/test_library_wrappers.py::test_converted_functions_under_other_names_pickle_into_a_fresh_process":
         "plain pickle in this process is fast",
     "tests/test_lowering.py::test_gradient_of_a_vmapped_if[scalar_if_in_loop]": "[scalar_if] is fast",

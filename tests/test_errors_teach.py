@@ -249,20 +249,27 @@ def test_debug_loops_reports_the_loop_and_its_iterations(capfd):
                 if ln.startswith("autoflow: loop at")]) == 3
 
 
-@pytest.mark.parametrize("env, want", [({}, (None, "nested")),
-                                       ({"AUTOFLOW_DEBUG_LOOPS": "1"}, (10000, "nested")),
-                                       ({"AUTOFLOW_DEBUG_LOOPS": "0"}, (None, "nested")),
-                                       ({"AUTOFLOW_DEBUG_LOOPS": "500"}, (500, "nested")),
-                                       ({"AUTOFLOW_DEBUG_LOOPS": "yes"}, (10000, "nested")),
-                                       ({"AUTOFLOW_LANES": "flat"}, (None, "flat"))])
+@pytest.mark.parametrize("env, want", [({}, (None, "auto")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "1"}, (10000, "auto")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "0"}, (None, "auto")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "500"}, (500, "auto")),
+                                       ({"AUTOFLOW_DEBUG_LOOPS": "yes"}, (10000, "auto")),
+                                       ({"AUTOFLOW_LANES": "flat"}, (None, "flat")),
+                                       ({"AUTOFLOW_LANES": "nested"}, (None, "lockstep"))])
 def test_the_environment_gives_the_defaults_of_the_options(env, want):
-    # (read once, when autoflow is imported: `_conversion._environment` is that one place)
+    # (read once, when autoflow is imported: `_conversion._environment` is that one place;
+    # AUTOFLOW_LANES is deprecated: lanes= is per program)
+    import contextlib
+
     from autoflow import _conversion
 
-    defaults = _conversion._environment(env)
+    deprecated = "AUTOFLOW_LANES" in env
+    with pytest.warns(DeprecationWarning, match="AUTOFLOW_LANES") if deprecated \
+            else contextlib.nullcontext():
+        defaults = _conversion._environment(env)
     assert (defaults["debug_loops"], defaults["lanes"]) == want
     assert _conversion._debug_loops(False) is None and _conversion._debug_loops(True) == 10000
-    assert _conversion._debug_loops(7) == 7 and _conversion._lanes("nested") == "nested"
+    assert _conversion._debug_loops(7) == 7 and _conversion._lanes("nested") == "lockstep"
     with pytest.raises(ValueError, match="debug_loops="):
         _conversion._debug_loops(-3)
 

@@ -25,7 +25,7 @@ def flat(monkeypatch):
     machine = flat_lanes.machine
 
     def counted(*a, **k):
-        calls.append(1)
+        calls.append("auto" if k.get("auto") else "flat")
         return machine(*a, **k)
 
     monkeypatch.setattr(flat_lanes, "machine", counted)
@@ -128,14 +128,20 @@ def test_a_body_with_effects_stays_nested(flat, capsys):
     assert not flat
 
 
-def test_nested_lanes_are_the_default(flat):
-    # (without the option, the loops stay nested: each lane waits for the slowest)
+def test_auto_lanes_are_the_default_and_lockstep_never_flattens(flat):
+    # (without the option, a nest starts in lockstep and may go on flat when compiled;
+    # lanes="lockstep", or its old name "nested", keeps every lane waiting for the slowest)
     cs = jnp.asarray(np.random.default_rng(0).uniform(0.5, 50.0, size=(4, 3)), jnp.float32)
     xs = jnp.linspace(1.0, 9.0, 4)
     ns = jnp.array([1, 2, 3, 3])
     want = [newton_roots(np.asarray(c), float(x), int(n)) for c, x, n in zip(cs, xs, ns)]
     got = jax.vmap(autoflow.convert(newton_roots))(cs, xs, ns)
     assert np.allclose(got, want, rtol=1e-5)
+    assert flat == ["auto"]
+    flat.clear()
+    for name in ("lockstep", "nested"):
+        got = jax.vmap(autoflow.convert(newton_roots, lanes=name))(cs, xs, ns)
+        assert np.allclose(got, want, rtol=1e-5)
     assert not flat
     with pytest.raises(ValueError, match="lanes="):
         autoflow.convert(newton_roots, lanes="diagonal")

@@ -9,11 +9,13 @@
   besides the user's variables;
 * ``while_primitive``: the loop primitive, a ``lax.while_loop`` that ``jax.grad`` can
   differentiate, with ``checkpointing`` for reverse mode through unbounded loops;
-* ``lanes``: masks of the lanes still running under ``vmap``; ``flat_lanes``: a loop
-  holding a loop under ``vmap`` as one flat loop (``lanes="flat"``);
+* ``lanes``: masks of the lanes still running under ``vmap``; ``lane_loop``: how the
+  lanes of a loop under ``vmap`` run (``lanes=``: lockstep, flat, compacted), with
+  ``flat_lanes``: a loop holding a loop under ``vmap`` as one flat loop;
 * ``debug``: ``debug_loops=True``, staged loops that say where they are.
 """
 
+from . import lane_loop  # noqa: F401 - (installs the lanes' scheduling in while_primitive)
 from .iterables import enumerate, reversed, roll, unroll, zip  # noqa: A004
 from .ranges import range  # noqa: A004
 from .statements import for_stmt, while_stmt

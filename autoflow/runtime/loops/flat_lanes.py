@@ -31,20 +31,23 @@ counts), or when no lane is left in its inner loop (the lockstep's moment): a
 ski-rental rule, so that lanes neither wait long for a straggler nor move on
 one at a time. A step where no lane moves costs about one inner iteration.
 
-Measured, it is not the default (``benchmarks/nested_lanes.py``, CPU, batches
-of 32-64): where inner loops are long and of very different lengths per lane
-(sums of geometric draws) the flat form takes 0.35-0.40x the nested form's
-time; where they are short and lanes hardly wait (a tail sampler with
-half-normal proposals, the gamma sampler of ``real_algorithms.py``) it takes
-1.15x: a flat step holds more operations than an inner iteration (the masks,
-the reductions that decide a move, the ``cond``). No static rule found tells
-these apart (trip counts are run-time values), so the option ``lanes="flat"``
-of ``autoflow.jit``/``convert`` (default from ``AUTOFLOW_LANES=flat``) turns
-it on, for a program known to have badly balanced inner loops. It then
-applies where the outer body holds exactly one data-dependent loop at its top
-level whose results are used, and no effect (a print's order across lanes
-would change), and the rest of the outer body costs at most ``OUTER_BUDGET``
-times the inner body (``select_or_cond.cost``).
+Measured (``benchmarks/nested_lanes.py``, CPU, batches of 32-64): where inner
+loops are long and of very different lengths per lane (sums of geometric draws)
+the flat form takes 0.3-0.55x the lockstep's time; where they are short and lanes
+hardly wait (a tail sampler with half-normal proposals, the gamma sampler of
+``real_algorithms.py``) it takes 1.15-1.2x: a flat step holds more operations than
+an inner iteration (the masks, the reductions that decide a move, the ``cond``).
+Trip counts are run-time values, so ``lanes="auto"`` (the default) decides in the
+compiled program (``machine(auto=True)``, ``_lockstep``): the nest runs in
+lockstep, counting how long the running lanes wait at the end of their inner
+loops, and goes on flat from the outer iteration in which they have waited
+``SWITCH_AT`` moves' worth (the flat machine starts that outer iteration again:
+each lane's inner loop gives the same values again). ``lanes="flat"`` flattens
+from the start; ``lanes="lockstep"`` never. A nest qualifies where the outer body
+holds exactly one data-dependent loop at its top level whose results are used,
+and no effect (a print's order across lanes would change), and the rest of the
+outer body costs at most ``OUTER_BUDGET`` times the inner body
+(``select_or_cond.cost``). ``loops.lane_loop`` calls it when the loop is compiled.
 """
 
 from __future__ import annotations
@@ -155,8 +158,9 @@ def split(outer):
 
 
 def choose(outer):
-    """The ``Nest`` to flatten ``outer``'s body into, under a batched condition, or None."""
-    if outer.lanes != "flat":  # (the option, see the module's docstring)
+    """The ``Nest`` to flatten ``outer``'s body into, under a batched condition, or None
+    (``lanes="lockstep"``, or no nest that pays: see the module)."""
+    if outer.lanes not in ("flat", "auto"):
         return None
     nest = outer.__dict__.get("_nest", False)
     if nest is False:
@@ -169,10 +173,21 @@ def choose(outer):
     return nest
 
 
-def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, while_loop):
+# lanes="auto": a nest runs in lockstep until, within one outer iteration, the running
+# lanes have waited (each inner step counted as the share of them that waited in it) this
+# many times what moving lanes on costs (Nest.move_cost), in inner iterations; then it
+# goes on flat. A flat step costs more than a lockstep one (masks, reductions, the `cond`
+# that moves lanes on), so short waits stay in lockstep (benchmarks/nested_lanes.py).
+SWITCH_AT = 3.0
+SWITCH_MIN = 4.0  # (and at least this many inner iterations waited)
+
+
+def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, while_loop,
+            auto=False):
     """``outer`` under ``vmap`` (its condition batched) as one flat loop; every
     result batched. ``cc``/``bc`` have their batch axes first where ``in_cc``/
-    ``bc_axes`` say; ``carry`` where ``batched`` says (others are unbatched)."""
+    ``bc_axes`` say; ``carry`` where ``batched`` says (others are unbatched).
+    ``auto``: run in lockstep first, flat from the moment lanes wait (``SWITCH_AT``)."""
     x0 = tuple(x if b else jnp.broadcast_to(x, (size,) + jnp.shape(x))
                for x, b in zip(carry, batched))
     cc_axes = tuple(0 if f else None for f in in_cc)
@@ -190,11 +205,25 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
         return tuple(jnp.where(mask.reshape((size,) + (1,) * (jnp.ndim(n) - 1)), n, o)
                      for n, o in zip(new, old))
 
+    def move(done, go, x, live, y):
+        """The lanes ``done`` (at the end of their inner loop) moved on: the rest of the
+        outer body, the outer test, the outer body up to the inner loop."""
+        xn = lanes.vmap(nest.leave, (0, 0), 0, size, done)(live, y)
+        x = pick(done, xn, x)
+        go = jnp.where(done, test(cc, x), go)
+        again = done & go
+        live = pick(again, enter(again, x), live)
+        _, _, yn = inner_of(live)
+        return go, x, live, pick(again, yn, y)
+
     go0 = jnp.broadcast_to(test(cc, x0), (size,))
     if needed is not None:
         go0 = go0 & needed
-    live0 = enter(go0, x0)
-    _, _, y0 = inner_of(live0)
+    move_cost = nest.move_cost()
+    if auto:
+        go0, x0 = _lockstep(nest, size, go0, x0, test, enter, inner_of, inner_test, pick, cc,
+                            max(SWITCH_MIN, SWITCH_AT * move_cost), while_loop,
+                            outer.checkpoints)
 
     def step(state):
         go, x, live, y, idle = state
@@ -204,27 +233,60 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
         y1 = lanes.vmap(nest.inner._body, (0, 0), 0, size, stay)(ibc, y)
         y = pick(stay, y1, y)
 
-        def move(args):
-            go, x, live, y = args
-            xn = lanes.vmap(nest.leave, (0, 0), 0, size, done)(live, y)
-            x = pick(done, xn, x)
-            go = jnp.where(done, test(cc, x), go)
-            again = done & go
-            live = pick(again, enter(again, x), live)
-            _, _, yn = inner_of(live)
-            return go, x, live, pick(again, yn, y)
-
         # Lanes that wait are moved on once the steps they waited, as a share of the
         # lanes running, add up to what a move costs (a ski-rental rule), or when no
         # lane is left in its inner loop (the lockstep's moment).
         waiting = jnp.sum(done.astype(jnp.float32))
         idle = idle + waiting / jnp.maximum(jnp.sum(go.astype(jnp.float32)), 1.0)
         now = (waiting > 0) & ((idle >= move_cost) | jnp.logical_not(jnp.any(stay)))
-        go, x, live, y = lax.cond(now, move, lambda a: a, (go, x, live, y))
+        go, x, live, y = lax.cond(now, lambda a: move(done, *a), lambda a: a, (go, x, live, y))
         return go, x, live, y, jnp.where(now, 0.0, idle)
 
-    move_cost = nest.move_cost()
-    _, x, _, _, _ = while_loop(lambda s: jnp.any(s[0]), step,
-                               (go0, x0, live0, y0, jnp.float32(0.0)),
-                               checkpoints=outer.checkpoints)
+    def flat(go0, x0):
+        live0 = enter(go0, x0)
+        _, _, y0 = inner_of(live0)
+        _, x, _, _, _ = while_loop(lambda s: jnp.any(s[0]), step,
+                                   (go0, x0, live0, y0, jnp.float32(0.0)),
+                                   checkpoints=outer.checkpoints)
+        return tuple(x)
+
+    if auto:
+        # (the lockstep may have run the nest to its end: then the flat loop is skipped)
+        x = lax.cond(jnp.any(go0), flat, lambda go, x: tuple(x), go0, x0)
+    else:
+        x = flat(go0, x0)
     return tuple(x), tuple(0 for _ in x)
+
+
+def _lockstep(nest, size, go, x, test, enter, inner_of, inner_test, pick, cc, switch_at,
+              while_loop, checkpoints):
+    """The nest in lockstep (every lane waits at its inner loop's end for the others)
+    from ``(go, x)``, until its running lanes have waited ``switch_at`` inner iterations
+    in one outer iteration: ``(go, x)`` at the start of that outer iteration (the flat
+    machine runs it again: each lane's inner loop gives the same values again; what is
+    redone is less than what was waited)."""
+
+    def outer_step(s):
+        go, x, _ = s
+        live = enter(go, x)
+        icc, ibc, y = inner_of(live)
+        running = jnp.maximum(jnp.sum(go.astype(jnp.float32)), 1.0)
+
+        def inner_step(t):
+            stay, y, idle = t
+            # (the running lanes not in their inner loop wait through this step)
+            idle = idle + (running - jnp.sum(stay.astype(jnp.float32))) / running
+            y = pick(stay, lanes.vmap(nest.inner._body, (0, 0), 0, size, stay)(ibc, y), y)
+            return stay & inner_test(icc, y), y, idle
+
+        stay, y, _ = while_loop(lambda t: jnp.any(t[0]) & (t[2] < switch_at), inner_step,
+                                (go & inner_test(icc, y), y, jnp.float32(0.0)),
+                                checkpoints=checkpoints)
+        switched = jnp.any(stay)
+        on = go & jnp.logical_not(switched)
+        x = pick(on, lanes.vmap(nest.leave, (0, 0), 0, size, on)(live, y), x)
+        return jnp.where(on, test(cc, x), go), x, switched
+
+    go, x, _ = while_loop(lambda s: jnp.any(s[0]) & jnp.logical_not(s[2]), outer_step,
+                          (go, x, jnp.bool_(False)), checkpoints=checkpoints)
+    return go, x

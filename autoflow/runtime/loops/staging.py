@@ -223,7 +223,7 @@ def _entry_types(state, body):
 
 def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
          max_iterations=None, checkpoints=None, memo=None, runs=False, scan=True,
-         lanes="nested", debug_loops=None):
+         lanes="auto", debug_loops=None):
     """Stage a loop over the carried ``state`` (a tuple of the user's variables).
 
     ``step(k, state) -> state`` runs one iteration (``k`` is the iteration
@@ -239,7 +239,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
     before an iteration Python ran), so it binds what its body binds. ``scan=False``:
     a static trip count is a while form too (a body with effects under reverse mode:
     JAX's scan runs an effect of its body once, not once per iteration, there).
-    ``lanes`` (``"nested"`` or ``"flat"``, see ``loops.flat_lanes``) and ``debug_loops``
+    ``lanes`` (``"auto"``, ``"lockstep"`` or ``"flat"``, see ``loops.lane_loop``) and ``debug_loops``
     (the iterations between two reports, or None, see ``loops.debug``): the options
     of ``autoflow.convert`` of that name.
     """

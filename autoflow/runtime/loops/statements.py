@@ -224,7 +224,7 @@ def _ran_no_iteration(site, what):
 
 
 def while_stmt(test, body, init, names, *, max_iterations=None, state=None, checkpoints=None,
-               lanes="nested", debug_loops=None):
+               lanes="auto", debug_loops=None):
     """Python's ``while`` over explicit carries.
 
     Plain Python::
@@ -329,7 +329,7 @@ def _rerunnable(state, shared, ran, fns):
 
 
 def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, state=None,
-             checkpoints=None, lanes="nested", debug_loops=None):
+             checkpoints=None, lanes="auto", debug_loops=None):
     """Python's ``for`` over explicit carries.
 
     Plain Python::

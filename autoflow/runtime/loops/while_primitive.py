@@ -52,15 +52,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import checkpointing, flat_lanes, lanes
+from . import checkpointing, lanes
 from .. import jax as jx
 from ..jax import selfcheck
 from ..common.coupling import now
+from ..common import events
 from ..common.events import plain_now
 from ..common.primitives import RunsForItsEffects, inexact, instantiate, quiet_closed, specs
 
 
 DEFAULT_CHECKPOINTS = 64
+# loops.lane_loop.build, set where it is imported (it subclasses this module's loop): a
+# loop under vmap with a batched condition, its lanes scheduled when it is compiled
+lane_loops = None
+lane_note = None  # loops.lane_loop.describe: what `autoflow explain` says of the lanes
 
 
 def _unread_inputs(jaxpr, avals):
@@ -116,7 +121,7 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         return jx.bind(self, args)
 
     def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects, gated=False,
-                 lanes="nested"):
+                 lanes="auto"):
         self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals
         self.out_aval = in_avals[2]
         self.params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
@@ -125,7 +130,7 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         # gated: its condition holds the branch's predicate (cond.select_or_cond.loop_gate), so
         # in the branch a select does not take it runs no iteration
         self.gated = gated
-        # "flat": under vmap, a loop holding one loop is one flat loop (flat_lanes);
+        # "auto", "lockstep" or "flat": how its lanes run under vmap (loops.lane_loop);
         # every loop made from this one (its JVP, its backward pass) keeps it
         self.lanes = lanes
         self.source_info = jx.source_here()  # (for an internal error's line)
@@ -279,11 +284,11 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
                                checkpoints=self.checkpoints)
             return tuple(out), ax(batched)
         needed = lanes.mask_for(axis_data)  # lanes whose results are read (None: all)
-        nest = flat_lanes.choose(self)
-        if nest is not None:
-            # a loop holding a loop: one loop whose lanes do not wait (flat_lanes)
-            return flat_lanes.machine(self, nest, size, cc, bc, carry, batched, needed,
-                                        in_cc, ax(in_bc), self.loops())
+        if lane_loops is not None and self.lanes != "lockstep" and not self.effects:
+            # the lanes scheduled when compiled: lockstep, flat, compacted (lane_loop)
+            go0 = jnp.broadcast_to(vcond(cc, carry), (size,))
+            return lane_loops(self, size, cc, bc, go0 if needed is None else go0 & needed,
+                              carry, batched, in_cc, in_bc)
         return self._batch_masked(size, cc, bc, carry, batched, vcond, needed,
                                   ax(in_bc), ax(batched))
 
@@ -450,7 +455,7 @@ class _LoopTangent(jx.HiPrimitive):
 
 
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None,
-               gated=False, added_inputs=None, lanes="nested"):
+               gated=False, added_inputs=None, lanes="auto"):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
@@ -464,8 +469,8 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     it while the body was traced (a tracer of the body's trace, which the body
     does read: the value the carry has when an iteration starts), or None.
     ``gated``: ``cond_fun`` holds the predicate of the branch the loop is in
-    (see ``cond.select_or_cond.loop_gate``). ``lanes``: ``"flat"`` lets the loop run under
-    ``vmap`` as one flat loop with the loop its body holds (``loops.flat_lanes``).
+    (see ``cond.select_or_cond.loop_gate``). ``lanes``: how the loop's lanes run under
+    ``vmap`` (``"auto"``, ``"lockstep"``, ``"flat"``: ``loops.lane_loop``).
     """
     if not jx.primitives():
         if added is not None:
@@ -527,6 +532,8 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     in_avals = (tuple(jx.typeof(x) for x in cc), tuple(jx.typeof(x) for x in bc), avals)
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
                       gated, lanes)
+    if lane_note is not None:
+        events.note_lanes(lane_note(prim))
     if plain or effects and not selfcheck.effects_ok():
         # the `lax.while_loop` it compiles to (explain mode; a loop with effects where
         # JAX cannot lower them in autoflow's primitive)
