@@ -194,3 +194,71 @@ def test_no_stored_steps_where_a_step_keeps_too_much(plans):
     f = autoflow.convert(outer, checkpoints=K)
     _close(jax.jit(jax.grad(f))(0.7, 3), jax.grad(outer)(0.7, 3), tol=1e-3)
     assert [p.slots for p in plans] == [K, 0]
+
+
+def matrix(A, b, n):
+    i = 0
+    x = b
+    while i < n:
+        x = jnp.tanh(A @ x) + 0.5 * b
+        i += 1
+    return jnp.sum(x * x)
+
+
+def matrix_ref(A, b, n):
+    return jnp.sum(lax.fori_loop(0, n, lambda i, x: jnp.tanh(A @ x) + 0.5 * b, b) ** 2)
+
+
+def branching(A, b, n):
+    i = 0
+    x = b
+    while i < n:
+        y = jnp.tanh(A @ x)
+        if jnp.sum(y) > 0:
+            x = y + 0.5 * b
+        else:
+            x = 0.9 * y - 0.1 * b
+        i += 1
+    return jnp.sum(x * x)
+
+
+A = jnp.array(np.random.default_rng(0).normal(size=(6, 6)) / 2.5, jnp.float32)
+B = jnp.linspace(-1.0, 1.0, 6)
+
+
+def test_a_matrix_constant_summed_after_the_loop(plans):
+    """A matrix the body reads: its cotangent, a sum of outer products over the steps,
+    is one product of matrices after the loop (``stored._summed``)."""
+    g = jax.jit(jax.grad(autoflow.convert(matrix, checkpoints=K), argnums=(0, 1)))
+    for n in TRIPS:
+        _close(g(A, B, n), jax.grad(matrix_ref, argnums=(0, 1))(A, B, n))
+    assert plans[0].transposable is True
+    ns = jnp.array([0, 5, K + 4])
+    bs = jnp.stack([B, -B, 0.5 * B])
+    got = jax.jit(jax.vmap(jax.grad(autoflow.convert(matrix, checkpoints=K), argnums=(0, 1)),
+                           (None, 0, 0)))(A, bs, ns)
+    for k, n in enumerate(ns):
+        _close((got[0][k], got[1][k]), jax.grad(matrix_ref, argnums=(0, 1))(A, bs[k], int(n)))
+
+
+def test_a_body_whose_pullback_cannot_be_transposed(plans):
+    """A branch in the body (a ``cond`` in its pullback): the constants' cotangents are
+    summed step by step instead."""
+    g = jax.jit(jax.grad(autoflow.convert(branching, checkpoints=K), argnums=(0, 1)))
+    for n in (0, 4, K + 3):
+        _close(g(A, B, n), jax.grad(branching, argnums=(0, 1))(A, B, n))
+    assert [p.transposable for p in plans if p.slots] == [False]
+
+
+def test_grad_of_grad_with_a_matrix_constant():
+    f = autoflow.convert(matrix, checkpoints=K)
+    for n in (3, K + 2):
+        _close(jax.jit(jax.grad(lambda b: jnp.sum(jax.grad(f)(A, b, n) ** 2)))(B),
+               jax.grad(lambda b: jnp.sum(jax.grad(matrix_ref)(A, b, n) ** 2))(B), tol=1e-3)
+
+
+def test_checkpoint_around_a_loop_with_a_matrix_constant():
+    f = jax.checkpoint(autoflow.convert(matrix, checkpoints=K))
+    for n in (3, K + 2):
+        _close(jax.jit(jax.grad(f, argnums=(0, 1)))(A, B, n),
+               jax.grad(matrix_ref, argnums=(0, 1))(A, B, n))

@@ -53,6 +53,21 @@ class Plan:
     def __init__(self, jaxpr, tree, kinds, avals, slots):
         self.jaxpr, self.tree, self.kinds, self.avals, self.slots = \
             jaxpr, tree, kinds, avals, slots
+        self.transposable = None  # (see summed)
+
+    def summed(self, fn, bufs, consts, bc, ct_avals):
+        """Can ``fn(bufs, consts, bc, cts)`` (``_summed``) be traced: are the steps'
+        pullbacks linear maps JAX can transpose (not so where the body holds a loop of
+        autoflow's)? Found once, on abstract values."""
+        if self.transposable is None:
+            cts = tuple(jax.ShapeDtypeStruct((self.slots, sum(size for _, size, _ in g)), dtype)
+                        for dtype, g in _groups(ct_avals).items())
+            try:
+                jax.eval_shape(fn, bufs, consts, bc, cts)
+                self.transposable = True
+            except Exception:  # noqa: BLE001 - whatever fails: the per-step sums instead
+                self.transposable = False
+        return self.transposable
 
     def of_kind(self, kind):
         return tuple(a for a, (k, _) in zip(self.avals, self.kinds) if k == kind)
@@ -151,13 +166,45 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
 
     groups = _groups(plan.of_kind("step"))
     go = jnp.asarray(cond(cc, carry), bool).reshape(())
-    bufs = tuple(jnp.zeros((plan.slots, sum(size for _, size, _ in g)), dtype)
+    # (ones: rows past the last step stay finite through a transposed division, _summed)
+    bufs = tuple(jnp.ones((plan.slots, sum(size for _, size, _ in g)), dtype)
                  for dtype, g in groups.items())
     s = (go, jnp.int32(0), tuple(carry), bufs, _zeros(plan.of_kind("const")))
     go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
                                   checkpoints=checkpoints)
     out, saved = checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
     return out, (saved, n, bufs, consts)
+
+
+def _pullback(plan, rows, consts, bc):
+    """Step ``t``'s pullback, from its row of each stored buffer."""
+    step_avals = plan.of_kind("step")
+    steps = iter(_unpack(_groups(step_avals), rows, len(step_avals)))
+    fixed = iter(consts)
+    leaves = [bc[at] if k == "input" else next(fixed) if k == "const" else next(steps)
+              for k, at in plan.kinds]
+    return jax.tree_util.tree_unflatten(plan.tree, leaves)
+
+
+def _summed(plan, bufs, consts, bc, cts, ct_avals, fb):
+    """``sum over t`` of the constants' part of step ``t``'s pullback at ``cts[t]`` (the
+    cotangents fed to it), as one transposition of the steps' linear maps batched
+    over ``t`` (a cotangent that is a sum of outer products becomes one product of
+    matrices). Rows of ``bufs`` past the last step hold ones, and their ``cts`` zeros."""
+    ct_groups = _groups(ct_avals)
+    ct_specs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in ct_avals)
+
+    def tangents_of_steps(dbc):
+        def one(rows):
+            def of_step(ct):
+                return _pullback(plan, rows, consts, bc)(ct)[0]
+            ct, = jax.linear_transpose(of_step, ct_specs)(dbc)
+            return _pack(ct_groups, ct)
+        return jax.vmap(one)(bufs)
+
+    bc_specs = tuple(jax.ShapeDtypeStruct(jnp.shape(bc[i]), jnp.result_type(bc[i])) for i in fb)
+    dbc, = jax.linear_transpose(tangents_of_steps, bc_specs)(cts)
+    return dbc
 
 
 def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
@@ -181,20 +228,30 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
 
     # (a cond: the checkpointed pass costs its setup even when it reverses no step)
     ct_bc, ct_x = lax.cond(saved[0][2] > 0, checkpointed, none_after, tuple(out_ct))
-
-    step_avals = plan.of_kind("step")
-    groups = _groups(step_avals)
+    ct_avals = tuple(carry_avals[i] for i in fi)
+    # (summed after the loop where a constant is a matrix: its per-step cotangents are
+    # outer products; vectors and scalars are summed step by step, as cheaply)
+    summed = any(len(bc_avals[i].shape) >= 2 for i in fb) and plan.summed(lambda *a: _summed(plan, *a, ct_avals, fb),
+                                      bufs, consts, bc, ct_avals)
 
     def back(j, c):
         ct, acc = c
         t = n - 1 - j
-        rows = [lax.dynamic_index_in_dim(b, t, 0, keepdims=False) for b in bufs]
-        steps, fixed = iter(_unpack(groups, rows, len(step_avals))), iter(consts)
-        leaves = [bc[at] if k == "input" else next(fixed) if k == "const" else next(steps)
-                  for k, at in plan.kinds]
-        g_bc, g_x = jax.tree_util.tree_unflatten(plan.tree, leaves)(ct)
+        pull = _pullback(plan, [lax.dynamic_index_in_dim(b, t, 0, keepdims=False)
+                                for b in bufs], consts, bc)
+        g_bc, g_x = pull(ct)
+        if summed:  # (the constants' part, for all steps after the loop: _summed)
+            return tuple(g_x), tuple(lax.dynamic_update_index_in_dim(b, v, t, 0) for b, v in
+                                     zip(acc, _pack(_groups(ct_avals), ct)))
         return tuple(g_x), tuple(a + g for a, g in zip(acc, g_bc))
 
-    ct_x, ct_bc = checkpointing.fori(n, back, (ct_x, ct_bc), checkpoints, loop)
+    if summed:
+        cts = tuple(jnp.zeros((plan.slots, sum(size for _, size, _ in g)), dtype)
+                    for dtype, g in _groups(ct_avals).items())
+        ct_x, cts = checkpointing.fori(n, back, (ct_x, cts), checkpoints, loop)
+        ct_bc = tuple(a + g for a, g in zip(ct_bc, _summed(plan, bufs, consts, bc, cts,
+                                                          ct_avals, fb)))
+    else:
+        ct_x, ct_bc = checkpointing.fori(n, back, (ct_x, ct_bc), checkpoints, loop)
     return (_merge((jx.Zero(a.to_ct_aval()) for a in bc_avals), fb, ct_bc),
             _merge((jx.Zero(a.to_ct_aval()) for a in carry_avals), fi, ct_x))
