@@ -19,10 +19,20 @@ iteration, an ODE integrator) can instead keep what the backward pass needs, as
 
 Residuals that are constants of the loop (the matrix of a conjugate gradient)
 are read from them, not stored; those computed from constants only are kept
-once (the last step's). ``R`` (``plan``): the most steps whose residuals fit in
+once (the last step's). The stored residuals are packed, one buffer row per step
+and dtype. ``R`` (``plan``): the most steps whose residuals fit in
 ``STORED * checkpoints`` carries' worth of memory, at most ``MOST * checkpoints``
 steps; none (the checkpointed passes alone, as before) when fewer than ``FEWEST``
-fit, as for a loop whose body holds a long loop.
+fit, as for a loop whose body holds a loop with a large carry. Memory, with the
+default 64: the stored rows, the cotangents of the stored steps (below) and the
+checkpointed passes' 64 carries.
+
+The cotangent of a matrix the body reads (``A`` in ``A @ p``) is a sum over the
+steps of outer products; accumulated step by step it costs as much as the step
+itself. The backward loop keeps instead the cotangent each step was given, and
+after it one transposition of all the steps' pullbacks, batched over the steps,
+gives the sum (``_summed``: one product of matrices). Where JAX cannot transpose
+the pullbacks (a ``lax.cond`` or a loop in them), the sums are taken step by step.
 
 Both passes are loops of ``loops.while_primitive`` (``loop``), so ``jax.grad`` of
 ``jax.grad`` works; under ``vmap`` each lane stores its own steps.

@@ -16,8 +16,12 @@ does not matter where ``jit`` or ``vmap`` sit around it:
 * forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``): the
   ``lax.while_loop`` JVP (a loop over primal and tangent, itself one of these
   loops, so that ``jax.grad`` of a ``jax.jvp`` works);
-* reverse mode (``jax.grad``, ``jax.vjp``): online checkpointing with a budget
-  of ``checkpoints`` carries. The forward pass runs the loop and saves the
+* reverse mode (``jax.grad``, ``jax.vjp``): the first steps' residuals stored
+  (``loops.stored``: the forward pass runs up to ``R`` steps linearized, ``R`` at most
+  ``checkpoints`` and bounded by ``8 * checkpoints`` carries' worth of residuals, and
+  the backward pass transposes the body over them), then, for the steps beyond,
+  online checkpointing with a budget of ``checkpoints`` carries. The forward pass
+  runs the loop and saves the
   carry every ``stride`` steps in at most ``checkpoints // 2`` slots (the trip
   count is not known in advance: when the slots are full, every other save is
   dropped and the stride doubles). The backward pass reverses the steps from
