@@ -114,7 +114,11 @@ def plan(body, bc_avals, x_avals, checkpoints):
         leaves, made["tree"] = jax.tree_util.tree_flatten(pull)
         return (*out, *leaves)
 
-    closed = jax.make_jaxpr(linearized)(*specs(bc_avals + x_avals))
+    try:
+        closed = jax.make_jaxpr(linearized)(*specs(bc_avals + x_avals))
+    except Exception:  # noqa: BLE001 - a body JAX cannot linearize with its callbacks
+        # (the checkpointed backward pass differentiates the body without them)
+        return Plan(None, None, (), (), 0)
     kinds = tuple(("input", k) if k is not None and k < nbc else
                   ("step" if depends else "const", None)
                   for k, depends in jx.output_sources(closed, range(nbc, nbc + nx))[nx:])
