@@ -8,7 +8,7 @@ The program is an explicit Euler integrator written in plain Python: it steps
 ``N = T / h`` steps). For ``N`` in 100, 1,000, 10,000 steps, ``jax.jit(jax.grad(...))``
 is compiled and timed for:
 
-* ``checkpointed``: ``autoflow.jit(integrate)`` with the default checkpoint
+* ``autoflow``: ``autoflow.jit(integrate)`` with the default checkpoint
   budget (the loop is a ``loops.while_primitive.while_loop``, no bound given);
 * ``max_loop_iterations``: ``autoflow.jit(integrate, max_loop_iterations=N + 2)``,
   the masked scan sized to fit;
@@ -158,7 +158,7 @@ def gradients(sizes, repeats):
     for n in sizes:
         args = _args(n)
         sides = {
-            "checkpointed": jax.jit(jax.grad(autoflow.jit(integrate), argnums=(0, 1))),
+            "autoflow": jax.jit(jax.grad(autoflow.jit(integrate), argnums=(0, 1))),
             "max_loop_iterations": jax.jit(jax.grad(
                 autoflow.jit(integrate, max_loop_iterations=n + 2), argnums=(0, 1))),
             "lax.scan": jax.jit(jax.grad(integrate_scan(n), argnums=(0, 1))),
@@ -275,7 +275,8 @@ def markdown(grad_rows, fwd_rows, conv_rows=()):
         out.append(f"| {n:,} | {k} | {t * 1e3:.2f} ms | {tr:.2f}x | {_fmt_mem(m)} | {mr:.2f}x |")
     by = {(n, k): (t, m) for n, k, t, _, m, _ in grad_rows}
     if any(k == "equinox" for _, k, *_ in grad_rows):
-        out += ["", "autoflow's checkpointed loop against Equinox's "
+        out += ["", "autoflow's loop (its first steps stored, the rest checkpointed) against "
+                "Equinox's "
                 "(`eqx.internal.while_loop(kind=\"checkpointed\")`, same budget of "
                 f"{DEFAULT_CHECKPOINTS} carries, no `max_steps`), "
                 "same run:", "",
@@ -283,7 +284,7 @@ def markdown(grad_rows, fwd_rows, conv_rows=()):
                 "| equinox memory | autoflow / equinox |",
                 "|---:|---:|---:|---:|---:|---:|---:|"]
         for n in dict.fromkeys(n for n, *_ in grad_rows):
-            (ta, ma), (te, me) = by[(n, "checkpointed")], by[(n, "equinox")]
+            (ta, ma), (te, me) = by[(n, "autoflow")], by[(n, "equinox")]
             out.append(f"| {n:,} | {ta * 1e3:.2f} ms | {te * 1e3:.2f} ms | {ta / te:.2f}x | "
                        f"{ma:,.0f} B | {me:,.0f} B | {ma / me:.3f}x |")
     if conv_rows:
