@@ -36,16 +36,6 @@ def note(statement, lowered, site=None):
         log.append(Event(site() if site is not None else user_site(2), statement, lowered))
 
 
-def note_lanes(text, site=None):
-    """Record how the lanes of the loop being staged run under ``vmap`` (``lanes=``),
-    at the loop statement's user line (an event of statement ``"lanes"``)."""
-    if not _recording:
-        return
-    log = getattr(_state, "log", None)
-    if log is not None:
-        log.append(Event(site() if site is not None else user_site(2), "lanes", text))
-
-
 @contextlib.contextmanager
 def recording():
     global _recording

@@ -177,18 +177,11 @@ def build(loop, size, cc, bc, go0, carry, batched, in_cc, in_bc):
     """``loop`` under ``vmap`` with a batched condition, as a ``_LaneLoop``: ``(results,
     their batch axes)``, as ``_WhileLoop._batch_masked`` gives them. ``go0``: the lanes
     that run (their condition holds, and their results are needed)."""
-    body = loop.body_jaxpr.jaxpr if isinstance(loop.body_jaxpr, jx.ClosedJaxpr) \
-        else loop.body_jaxpr
-    nbc = len(loop.in_avals[1])
-    invariant = tuple((not b) and body.outvars[j] is body.invars[nbc + j]
-                      for j, b in enumerate(batched))
-    shadowed = tuple(j for j, b in enumerate(batched) if not b and not invariant[j])
+    invariant, shadowed = loop.shared_carries(batched)
     bc_axes, x_axes, cc_axes = _axes(in_bc), _axes(batched), _axes(in_cc)
     vcond = jax.vmap(loop._cond, (cc_axes, x_axes), 0, axis_size=size)
+    lockstep = loop.lockstep_step(size, vcond, bc_axes, x_axes, batched, shadowed)
     ncc, nx = len(cc), len(carry)
-
-    def per_lane(go, v):
-        return go.reshape((size,) + (1,) * (jnp.ndim(v) - 1))
 
     def cond(go, *_):
         return jnp.any(go)
@@ -196,12 +189,8 @@ def build(loop, size, cc, bc, go0, carry, batched, in_cc, in_bc):
     def step(*a):  # (*cc, *bc, go, *x, *shadow)
         c, b, go = a[:ncc], a[ncc:ncc + len(bc)], a[ncc + len(bc)]
         x = a[ncc + len(bc) + 1:ncc + len(bc) + 1 + nx]
-        shadow = a[ncc + len(bc) + 1 + nx:]
-        new = lanes.vmap(loop._body, (bc_axes, x_axes), x_axes, size, go)(b, x)
-        x = tuple(jnp.where(per_lane(go, v), v, o) if f else v
-                  for v, o, f in zip(new, x, batched))
-        shadow = tuple(jnp.where(per_lane(go, s), x[j], s) for j, s in zip(shadowed, shadow))
-        return (go & vcond(c, x), *x, *shadow)
+        go, x, shadow = lockstep(c, b, go, x, a[ncc + len(bc) + 1 + nx:])
+        return (go, *x, *shadow)
 
     shadow0 = tuple(jnp.broadcast_to(carry[j], (size,) + jnp.shape(carry[j])) for j in shadowed)
     state = (jnp.broadcast_to(go0, (size,)), *carry, *shadow0)

@@ -292,6 +292,32 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         return self._batch_masked(size, cc, bc, carry, batched, vcond, needed,
                                   ax(in_bc), ax(batched))
 
+    def shared_carries(self, batched):
+        """Under ``vmap``, for the carries ``batched``: ``(invariant, shadowed)``, whether
+        each carry is a shared one the body passes through unchanged (it stays an
+        unbatched output), and the indices of the other shared carries (each lane's
+        final value is a batched copy the loop writes: see ``_batch_masked``)."""
+        body = self.body_jaxpr.jaxpr if isinstance(self.body_jaxpr, jx.ClosedJaxpr) \
+            else self.body_jaxpr
+        nbc = len(self.in_avals[1])
+        invariant = tuple((not b) and body.outvars[j] is body.invars[nbc + j]
+                          for j, b in enumerate(batched))
+        return invariant, tuple(j for j, b in enumerate(batched) if not b and not invariant[j])
+
+    def lockstep_step(self, size, vcond, bc_axes, x_axes, batched, shadowed):
+        """One step of the loop's ``size`` lanes in lockstep: ``(cc, bc, go, x, shadow) ->
+        (go, x, shadow)``; the lanes where ``go`` is False keep their values."""
+        def per_lane(go, v):
+            return go.reshape((size,) + (1,) * (jnp.ndim(v) - 1))
+
+        def step(cc, bc, go, x, shadow):
+            new = lanes.vmap(self._body, (bc_axes, x_axes), x_axes, size, go)(bc, x)
+            x = tuple(jnp.where(per_lane(go, n), n, o) if b else n
+                      for n, o, b in zip(new, x, batched))
+            shadow = tuple(jnp.where(per_lane(go, s), x[j], s) for j, s in zip(shadowed, shadow))
+            return go & vcond(cc, x), x, shadow
+        return step
+
     def _batch_masked(self, size, cc, bc, carry, batched, vcond, needed, bc_axes, x_axes):
         """The loop under ``vmap`` with a batched condition: it runs while any
         lane runs, and a lane that has finished keeps its values.
@@ -305,27 +331,14 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         condition only reduces it), as equinox/optimistix batch their loops.
         Lanes outside ``needed`` (see ``runtime/loops/lanes.py``) do not run at all,
         and the loops inside the body run only for the lanes still running."""
-        body = self.body_jaxpr.jaxpr if isinstance(self.body_jaxpr, jx.ClosedJaxpr) \
-            else self.body_jaxpr
-        nbc = len(self.in_avals[1])
-        # shared carries the body passes through unchanged stay unbatched outputs
-        invariant = tuple((not b) and body.outvars[j] is body.invars[nbc + j]
-                          for j, b in enumerate(batched))
-        shadowed = tuple(j for j, b in enumerate(batched) if not b and not invariant[j])
-
-        def per_lane(go, n):
-            return go.reshape((size,) + (1,) * (jnp.ndim(n) - 1))
+        invariant, shadowed = self.shared_carries(batched)
+        step = self.lockstep_step(size, vcond, bc_axes, x_axes, batched, shadowed)
 
         def bcond(state):
             return jnp.any(state[0])
 
         def bbody(state):
-            go, x, shadow = state
-            new = lanes.vmap(self._body, (bc_axes, x_axes), x_axes, size, go)(bc, x)
-            x = tuple(jnp.where(per_lane(go, n), n, o) if b else n
-                      for n, o, b in zip(new, x, batched))
-            shadow = tuple(jnp.where(per_lane(go, s), x[j], s) for j, s in zip(shadowed, shadow))
-            return go & vcond(cc, x), x, shadow
+            return step(cc, bc, *state)
 
         shadow0 = tuple(jnp.broadcast_to(carry[j], (size,) + jnp.shape(carry[j]))
                         for j in shadowed)
@@ -533,7 +546,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
                       gated, lanes)
     if lane_note is not None:
-        events.note_lanes(lane_note(prim))
+        events.note("lanes", lane_note(prim))
     if plain or effects and not selfcheck.effects_ok():
         # the `lax.while_loop` it compiles to (explain mode; a loop with effects where
         # JAX cannot lower them in autoflow's primitive)
