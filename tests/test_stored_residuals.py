@@ -178,6 +178,37 @@ def test_nested_loops():
                jax.grad(nested, argnums=(0, 1))(X, W, n))
 
 
+def uneven(n, x):
+    a = x
+    i = 0
+    while i < n:
+        a = a + 1.0
+        j = 0
+        while j < n % 2 + 1:
+            a = a * 0.5
+            j += 1
+        i += 1
+    return a
+
+
+@pytest.mark.parametrize("body", [nested, uneven], ids=["nested", "uneven"])
+def test_vmap_of_grad_of_nested_loops_with_lanes_that_stop_early(body):
+    """Under vmap a lane whose steps are all reversed still runs the backward step on
+    rows it never stored (a lane with no step stored none at all): the loops in that
+    step's pullback must end (they did not: the call never returned)."""
+    ns = jnp.array([2, 0, 3, 1, K + 2])
+    if body is nested:
+        xs, args = jnp.stack([X * (k + 1) * 0.3 for k in range(5)]), (W,)
+        f = lambda n, x: body(x, *args, n)  # noqa: E731
+    else:
+        xs, args, f = jnp.array([2.0, -2.0, -1.25, 1.5, 0.75]), (), body
+    g = jax.grad(autoflow.convert(f, checkpoints=K), argnums=1)
+    got = jax.vmap(g)(ns, xs)
+    for k in range(5):
+        _close(got[k], jax.grad(f, argnums=1)(int(ns[k]), xs[k]))
+    _close(jax.jit(jax.vmap(g))(ns, xs), got)
+
+
 def test_no_stored_steps_where_a_step_keeps_too_much(plans):
     """An outer loop whose steps keep an inner loop's checkpoints of a large carry stores
     none (R = 0): the checkpointed passes alone, as before."""

@@ -193,7 +193,9 @@ def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
         buf = _write(buf, slot, xq)
         pos = pos.at[slot].set(jnp.where(split, q, -1))
         pos = jnp.where(~split & (pos >= start) & (pos <= t), -1, pos)
-        return jnp.where(split, t, q - 1), buf, pos, ct, ct_bc
+        # (q <= t in every state the forward pass saved; the minimum keeps the loop
+        # finite on the rows a masked lane reads under vmap, which hold no state)
+        return jnp.where(split, t, jnp.minimum(q, t) - 1), buf, pos, ct, ct_bc
 
     ct0 = tuple(out_ct[i] for i in fi)
     ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)

@@ -180,9 +180,12 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
 
     groups = _groups(plan.of_kind("step"))
     go = jnp.asarray(cond(cc, carry), bool).reshape(())
-    # (ones: rows past the last step stay finite through a transposed division, _summed)
-    bufs = tuple(jnp.ones((plan.slots, sum(size for _, size, _ in g)), dtype)
-                 for dtype, g in groups.items())
+    # (rows past the last step: ones where inexact, so that they stay finite through a
+    # transposed division (_summed); zeros elsewhere, so that the trip counts and saved
+    # steps of a loop in the body read from them under vmap, by a lane whose steps are
+    # all reversed, are none)
+    bufs = tuple((jnp.ones if jnp.issubdtype(dtype, jnp.inexact) else jnp.zeros)(
+        (plan.slots, sum(size for _, size, _ in g)), dtype) for dtype, g in groups.items())
     s = (go, jnp.int32(0), tuple(carry), bufs, _zeros(plan.of_kind("const")))
     go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
                                   checkpoints=checkpoints)
