@@ -1,13 +1,14 @@
 """Reverse-mode gradients through data-dependent loops: what they cost.
 
-``python benchmarks/grad_loops.py [--sizes 100,1000,10000] [--repeats 5] [--markdown PATH]``
+``python benchmarks/grad_loops.py [--sizes 100,1000,10000] [--repeats 5] [--markdown PATH]
+[--no-convergence]``
 
 The program is an explicit Euler integrator written in plain Python: it steps
 ``y`` until the time ``t`` reaches ``T`` (a ``while`` whose trip count is data:
 ``N = T / h`` steps). For ``N`` in 100, 1,000, 10,000 steps, ``jax.jit(jax.grad(...))``
 is compiled and timed for:
 
-* ``checkpointed``: ``autoflow.jit(integrate)`` with the default checkpoint
+* ``autoflow``: ``autoflow.jit(integrate)`` with the default checkpoint
   budget (the loop is a ``loops.while_primitive.while_loop``, no bound given);
 * ``max_loop_iterations``: ``autoflow.jit(integrate, max_loop_iterations=N + 2)``,
   the masked scan sized to fit;
@@ -24,6 +25,14 @@ temporaries + arguments + outputs), so it does not depend on the machine's load.
 Times are the minimum over interleaved repeats (the sides alternate in each
 repeat), reported with their ratio to ``lax.scan``; the last table compares
 autoflow's checkpointed loop with Equinox's directly (autoflow / equinox).
+
+The convergence loops (``benchmarks/grad_programs.py``: conjugate gradient, an adaptive
+ODE integrator, FISTA, Newton's method; trip counts of 6 to 54) are compared with
+their own forward pass: ``jax.jit(jax.grad(...))`` against ``autoflow.jit(...)``
+(target: at most 3x where the trip count fits the stored steps), beside the same
+gradient with no stored steps (``checkpointed only``, the reverse mode before
+``runtime/loops/stored.py``), with XLA's temporary memory of each compiled program
+(``memory_analysis().temp_size_in_bytes``).
 
 The forward-only check compares ``autoflow.jit(integrate)`` (not differentiated)
 with ``jax.jit`` of the same integrator written with ``lax.while_loop``, interleaved;
@@ -47,7 +56,11 @@ from jax import lax
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import autoflow  # noqa: E402
+from autoflow.runtime.loops import stored  # noqa: E402
 from autoflow.runtime.loops.while_primitive import DEFAULT_CHECKPOINTS  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grad_programs  # noqa: E402
 
 DIM = 64
 
@@ -145,7 +158,7 @@ def gradients(sizes, repeats):
     for n in sizes:
         args = _args(n)
         sides = {
-            "checkpointed": jax.jit(jax.grad(autoflow.jit(integrate), argnums=(0, 1))),
+            "autoflow": jax.jit(jax.grad(autoflow.jit(integrate), argnums=(0, 1))),
             "max_loop_iterations": jax.jit(jax.grad(
                 autoflow.jit(integrate, max_loop_iterations=n + 2), argnums=(0, 1))),
             "lax.scan": jax.jit(jax.grad(integrate_scan(n), argnums=(0, 1))),
@@ -163,6 +176,49 @@ def gradients(sizes, repeats):
             rows.append((n, k, t[k], t[k] / t["lax.scan"], mem[k], mem[k] / mem["lax.scan"]))
         print(f"N={n}: " + ", ".join(f"{k} {t[k] * 1e3:.2f} ms {_fmt_mem(mem[k])}"
                                      for k in sides), file=sys.stderr)
+    return rows
+
+
+def _temp(compiled):
+    m = compiled.memory_analysis()
+    return float("nan") if m is None else m.temp_size_in_bytes
+
+
+def _checkpointed_only(build):
+    """``build()`` with no stored steps (every loop's plan: ``R = 0``)."""
+    fewest = stored.FEWEST
+    stored.FEWEST = 1 << 30
+    try:
+        return build()
+    finally:
+        stored.FEWEST = fewest
+
+
+def convergence(repeats):
+    rows = []
+    for name, fn in grad_programs.PROGRAMS.items():
+        args = grad_programs.inputs(name)
+        plans = []
+        plan = stored.plan
+        stored.plan = lambda *a: plans.append(plan(*a)) or plans[-1]
+        try:
+            grad = jax.jit(jax.grad(autoflow.convert(fn), argnums=(0, 1))).lower(*args).compile()
+        finally:
+            stored.plan = plan
+        sides = {"forward": autoflow.jit(fn).lower(*args).compile(), "grad": grad,
+                 "checkpointed": _checkpointed_only(lambda: jax.jit(jax.grad(
+                     autoflow.convert(fn), argnums=(0, 1))).lower(*args).compile())}
+        want = jax.grad(fn, argnums=(0, 1))(*args)  # (eager Python)
+        for k in ("grad", "checkpointed"):
+            for a, b in zip(sides[k](*args), want):
+                np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3 * float(jnp.max(abs(b))),
+                                           err_msg=f"{name} {k}")
+        t = _interleaved(sides, args, repeats * 20)
+        rows.append((name, grad_programs.trips(name), plans[0].slots, t["forward"], t["grad"],
+                     t["checkpointed"], *(_temp(sides[k]) for k in sides)))
+        print(f"{name}: forward {t['forward'] * 1e3:.3f} ms, grad {t['grad'] * 1e3:.3f} ms "
+              f"({t['grad'] / t['forward']:.2f}x), checkpointed only "
+              f"{t['checkpointed'] * 1e3:.3f} ms", file=sys.stderr)
     return rows
 
 
@@ -185,7 +241,26 @@ def forward(sizes, repeats):
     return rows
 
 
-def markdown(grad_rows, fwd_rows):
+def _convergence_markdown(rows):
+    out = ["", "Convergence loops (`benchmarks/grad_programs.py`; `jax.jit(jax.grad(...))` "
+           "w.r.t. both arguments against `autoflow.jit(...)`, same run, minimum of "
+           "interleaved repeats). R: the steps whose residuals the forward pass stores "
+           "(`runtime/loops/stored.py`; the default budget of "
+           f"{DEFAULT_CHECKPOINTS} carries allows at most {DEFAULT_CHECKPOINTS} steps, and at "
+           f"most {stored.STORED * DEFAULT_CHECKPOINTS} carries' worth of residuals). "
+           "'checkpointed only': the same gradient with no stored steps (the reverse mode "
+           "before). Memory: XLA's temporaries (`memory_analysis().temp_size_in_bytes`).", "",
+           "| program | steps | R | forward | grad | grad / forward | checkpointed only "
+           "| its ratio | forward temp | grad temp | checkpointed-only temp |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, n, r, tf, tg, tc, mf, mg, mc in rows:
+        out.append(f"| {name} | {n} | {r} | {tf * 1e3:.3f} ms | {tg * 1e3:.3f} ms | "
+                   f"{tg / tf:.2f}x | {tc * 1e3:.3f} ms | {tc / tf:.2f}x | {_fmt_mem(mf)} | "
+                   f"{_fmt_mem(mg)} | {_fmt_mem(mc)} |")
+    return out
+
+
+def markdown(grad_rows, fwd_rows, conv_rows=()):
     out = ["# Gradients through data-dependent loops", "",
            f"`python benchmarks/grad_loops.py` (explicit Euler, state of {DIM} floats, "
            f"`jax.jit(jax.grad(...))` w.r.t. the state and a {DIM}x{DIM} matrix; "
@@ -200,7 +275,8 @@ def markdown(grad_rows, fwd_rows):
         out.append(f"| {n:,} | {k} | {t * 1e3:.2f} ms | {tr:.2f}x | {_fmt_mem(m)} | {mr:.2f}x |")
     by = {(n, k): (t, m) for n, k, t, _, m, _ in grad_rows}
     if any(k == "equinox" for _, k, *_ in grad_rows):
-        out += ["", "autoflow's checkpointed loop against Equinox's "
+        out += ["", "autoflow's loop (its first steps stored, the rest checkpointed) against "
+                "Equinox's "
                 "(`eqx.internal.while_loop(kind=\"checkpointed\")`, same budget of "
                 f"{DEFAULT_CHECKPOINTS} carries, no `max_steps`), "
                 "same run:", "",
@@ -208,9 +284,11 @@ def markdown(grad_rows, fwd_rows):
                 "| equinox memory | autoflow / equinox |",
                 "|---:|---:|---:|---:|---:|---:|---:|"]
         for n in dict.fromkeys(n for n, *_ in grad_rows):
-            (ta, ma), (te, me) = by[(n, "checkpointed")], by[(n, "equinox")]
+            (ta, ma), (te, me) = by[(n, "autoflow")], by[(n, "equinox")]
             out.append(f"| {n:,} | {ta * 1e3:.2f} ms | {te * 1e3:.2f} ms | {ta / te:.2f}x | "
                        f"{ma:,.0f} B | {me:,.0f} B | {ma / me:.3f}x |")
+    if conv_rows:
+        out += _convergence_markdown(conv_rows)
     out += ["", "Forward only (not differentiated): the checkpointed form against a plain "
             "`lax.while_loop` (target: within 5%). 'same compiled ops': the two compiled "
             "programs hold the same instructions, kind by kind (they differ only in the "
@@ -229,9 +307,11 @@ def main(argv=None):
     p.add_argument("--sizes", default="100,1000,10000")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--markdown", default=None)
+    p.add_argument("--no-convergence", dest="convergence", action="store_false")
     a = p.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
-    text = markdown(gradients(sizes, a.repeats), forward(sizes, a.repeats))
+    text = markdown(gradients(sizes, a.repeats), forward(sizes, a.repeats),
+                    convergence(a.repeats) if a.convergence else ())
     print(text)
     if a.markdown:
         with open(a.markdown, "w") as f:

@@ -73,6 +73,8 @@ SLOW = {
     "tests/semantics/test_long_chains.py::test_chain_with_returns[3.5]": "[0.5] is fast",
     "tests/semantics/test_long_chains.py::test_chain_with_returns[4.5]": "[0.5] is fast",
     "tests/test_gradients.py::test_equinox_filter_checkpoint": "an ecosystem library",
+    "tests/test_stored_residuals.py::test_grad_of_grad":
+        "compiles for 25 s; tests/test_gradients.py::test_reverse_over_reverse is fast",
     "tests/semantics/test_runtime_errors.py::test_more_math_functions":
         "the fast tier has sqrt, log, exp, acos, pow, fmod, gamma, floor",
     "tests/semantics/test_runtime_errors.py::test_more_tables":

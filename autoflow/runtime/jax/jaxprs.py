@@ -131,6 +131,22 @@ def with_inputs(jaxpr, invars):
         return None
 
 
+def output_sources(jaxpr, varying):
+    """For each output of ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``): ``(k, depends)``, ``k``
+    the position of the input it is (None: it is computed, or a literal) and ``depends``
+    whether it reads, directly or not, an input at a position in ``varying`` (an equation
+    with jaxprs in it is taken to make each of its outputs read all its inputs)."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr = jaxpr.jaxpr
+    position = {v: k for k, v in enumerate(jaxpr.invars)}
+    seen = {v for k, v in enumerate(jaxpr.invars) if k in set(varying)}
+    for e in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in seen for v in e.invars):
+            seen.update(e.outvars)
+    return tuple((position.get(v) if isinstance(v, Var) else None,
+                  isinstance(v, Var) and v in seen) for v in jaxpr.outvars)
+
+
 def is_drop_var(v) -> bool:
     """Is ``v``, an output of an equation, one nothing reads (JAX's ``DropVar``)?"""
     return isinstance(v, DropVar)

@@ -48,14 +48,16 @@ def _layout(checkpoints):
     return slots, forward, sweep
 
 
-def forward(cond, body, cc, bc, carry, checkpoints, loop):
+def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None):
     """Run the loop, saving the carry before step ``n`` whenever ``n`` is a
     multiple of ``stride``, in at most ``checkpoints // 2`` slots: when they are
     full, the saves at odd multiples of ``stride`` are dropped and ``stride``
     doubles. Saved carries never move: ``pos[i]`` is the step whose carry slot
     ``i`` holds (-1: free); the last slot is scratch, written when nothing is
     saved, so that every step writes unconditionally (in place).
-    Returns ``(final carry, (slots, pos, n))``."""
+    With ``go`` (the test of ``carry``, already evaluated), the test of each step's
+    result is evaluated at the end of the step, and ``go`` is carried: the test runs
+    once per carry in all. Returns ``(final carry, (slots, pos, n))``."""
     size, half, _ = _layout(checkpoints)
 
     def step(s):
@@ -73,12 +75,19 @@ def forward(cond, body, cc, bc, carry, checkpoints, loop):
 
     pos = jnp.full((size + 1,), -1, jnp.int32)
     s = (carry, jnp.int32(0), _slots(carry, size + 1), pos, jnp.int32(0), jnp.int32(1))
-    x, n, buf, pos, _, _ = loop(lambda s: cond(cc, s[0]), step, s,
-                                      checkpoints=checkpoints)
+    if go is None:
+        x, n, buf, pos, _, _ = loop(lambda s: cond(cc, s[0]), step, s, checkpoints=checkpoints)
+        return x, (buf, pos, n)
+
+    def tested(s):
+        s = step(s[1:])
+        return (jnp.asarray(cond(cc, s[0]), bool).reshape(()),) + s
+
+    _, x, n, buf, pos, _, _ = loop(lambda s: s[0], tested, (go,) + s, checkpoints=checkpoints)
     return x, (buf, pos, n)
 
 
-def _fori(n, fn, init, checkpoints, loop):
+def fori(n, fn, init, checkpoints, loop):
     """``lax.fori_loop(0, n, fn, init)`` for a traced ``n``, as a ``while_loop``
     of this module: the passes of a gradient are differentiable in turn
     (``jax.grad`` of ``jax.grad``)."""
@@ -88,7 +97,7 @@ def _fori(n, fn, init, checkpoints, loop):
 
 
 def _advance(body, bc, x, k, checkpoints, loop):
-    return _fori(k, lambda i, x: body(bc, x), x, checkpoints, loop)
+    return fori(k, lambda i, x: body(bc, x), x, checkpoints, loop)
 
 
 def _split(gap, nfree, sweep, slots):
@@ -149,13 +158,13 @@ def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
             x, sb = c
             return body(bc, x), _write(sb, j, x)
 
-        _, sb = _fori(length, fill, (x0, _slots(x0, sweep_len)), checkpoints, loop)
+        _, sb = fori(length, fill, (x0, _slots(x0, sweep_len)), checkpoints, loop)
 
         def back(j, c):
             x = tuple(b[length - 1 - j] for b in sb)
             return step_vjp(x, *c)
 
-        return _fori(length, back, (ct, ct_bc), checkpoints, loop)
+        return fori(length, back, (ct, ct_bc), checkpoints, loop)
 
     def loop_body(s):
         t, buf, pos, ct, ct_bc = s
@@ -184,7 +193,9 @@ def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
         buf = _write(buf, slot, xq)
         pos = pos.at[slot].set(jnp.where(split, q, -1))
         pos = jnp.where(~split & (pos >= start) & (pos <= t), -1, pos)
-        return jnp.where(split, t, q - 1), buf, pos, ct, ct_bc
+        # (q <= t in every state the forward pass saved; the minimum keeps the loop
+        # finite on the rows a masked lane reads under vmap, which hold no state)
+        return jnp.where(split, t, jnp.minimum(q, t) - 1), buf, pos, ct, ct_bc
 
     ct0 = tuple(out_ct[i] for i in fi)
     ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)

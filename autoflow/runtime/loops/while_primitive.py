@@ -16,8 +16,12 @@ does not matter where ``jit`` or ``vmap`` sit around it:
 * forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``): the
   ``lax.while_loop`` JVP (a loop over primal and tangent, itself one of these
   loops, so that ``jax.grad`` of a ``jax.jvp`` works);
-* reverse mode (``jax.grad``, ``jax.vjp``): online checkpointing with a budget
-  of ``checkpoints`` carries. The forward pass runs the loop and saves the
+* reverse mode (``jax.grad``, ``jax.vjp``): the first steps' residuals stored
+  (``loops.stored``: the forward pass runs up to ``R`` steps linearized, ``R`` at most
+  ``checkpoints`` and bounded by ``8 * checkpoints`` carries' worth of residuals, and
+  the backward pass transposes the body over them), then, for the steps beyond,
+  online checkpointing with a budget of ``checkpoints`` carries. The forward pass
+  runs the loop and saves the
   carry every ``stride`` steps in at most ``checkpoints // 2`` slots (the trip
   count is not known in advance: when the slots are full, every other save is
   dropped and the stride doubles). The backward pass reverses the steps from
@@ -52,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import checkpointing, lanes
+from . import lanes, stored
 from .. import jax as jx
 from ..jax import selfcheck
 from ..common.coupling import now
@@ -223,18 +227,28 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         """``while_loop`` for the loops made from this one (they keep its ``lanes``)."""
         return functools.partial(while_loop, lanes=self.lanes)
 
+    @property
+    def stored_plan(self):
+        """The body's linearization, for the steps whose residuals the forward pass
+        stores (``loops.stored``), traced when first needed."""
+        plan = self.__dict__.get("_stored_plan")
+        if plan is None:
+            plan = self.__dict__["_stored_plan"] = stored.plan(
+                self._body, self.in_avals[1], self.in_avals[2], self.checkpoints)
+        return plan
+
     def vjp_fwd(self, nzs_in, cc, bc, carry):
-        out, saved = checkpointing.forward(self._cond, self._body, cc, bc, tuple(carry),
-                                           self.checkpoints, self.loops())
+        out, saved = stored.forward(self._cond, self._body, self.stored_plan, cc, bc,
+                                    tuple(carry), self.checkpoints, self.loops())
         return out, (cc, bc, saved)
 
     def vjp_bwd_retval(self, res, out_ct):
         cc, bc, saved = res
         carry_avals = self.in_avals[2]
         out_ct = instantiate(out_ct, carry_avals)
-        ct_bc, ct_carry = checkpointing.backward(self._recompute, bc, saved, out_ct,
-                                                 self.in_avals[1], carry_avals, self.checkpoints,
-                                                 self.loops())
+        ct_bc, ct_carry = stored.backward(self._recompute, self.stored_plan, bc, saved, out_ct,
+                                          self.in_avals[1], carry_avals, self.checkpoints,
+                                          self.loops())
         def zero(a):
             return jx.Zero(a.to_ct_aval())
         return (tuple(zero(a) for a in self.in_avals[0]), ct_bc, ct_carry)
@@ -452,10 +466,10 @@ class _LoopTangent(jx.HiPrimitive):
         ct = [jnp.zeros(a.shape, a.to_tangent_aval().dtype) for a in x_av]
         for i, t, a in zip(self.fi, out_ct, self.out_aval):
             ct[i] = jnp.zeros(a.shape, a.dtype) if isinstance(t, jx.Zero) else t
-        _, saved = checkpointing.forward(loop._cond, loop._body, tuple(cc), tuple(bc), tuple(x),
-                                         loop.checkpoints, loop.loops())
-        ct_bc, ct_x = checkpointing.backward(loop._recompute, tuple(bc), saved, tuple(ct), bc_av,
-                                             x_av, loop.checkpoints, loop.loops())
+        _, saved = stored.forward(loop._cond, loop._body, loop.stored_plan, tuple(cc), tuple(bc),
+                                  tuple(x), loop.checkpoints, loop.loops())
+        ct_bc, ct_x = stored.backward(loop._recompute, loop.stored_plan, tuple(bc), saved,
+                                      tuple(ct), bc_av, x_av, loop.checkpoints, loop.loops())
         for accs, grads, at in ((tb_acc, ct_bc, self.fb), (tx_acc, ct_x, self.fi)):
             for acc, i in zip(accs, at):  # (an operand that is not linear: no accumulator)
                 if hasattr(acc, "accum") and not isinstance(grads[i], jx.Zero):

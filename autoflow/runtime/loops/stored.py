@@ -1,0 +1,274 @@
+"""Reverse mode near the forward pass: the first steps' residuals, stored.
+
+Online checkpointing (``loops.checkpointing``) evaluates the body of a loop about
+4-5 times per step in all under ``jax.grad`` (the forward pass, the recomputation
+of the carries, then a ``jax.vjp`` of the body per step, which evaluates it once
+more). A loop that converges in a few dozen steps (a conjugate gradient, a Newton
+iteration, an ODE integrator) can instead keep what the backward pass needs, as
+``lax.scan`` does:
+
+* the forward pass (``forward``) runs the first ``R`` steps linearized: each
+  computes the body's results and its residuals (what ``jax.vjp`` of the body
+  keeps for its backward pass) and writes those into a buffer of ``R`` slots;
+  if the loop has not ended after ``R`` steps, it goes on from there as the
+  checkpointed forward pass;
+* the backward pass (``backward``) reverses the steps after the first ``R`` by
+  the checkpointed backward pass (no step when ``N <= R``), then the first
+  ``min(N, R)`` steps by the body's transposed linearization over the stored
+  residuals: no step is evaluated again.
+
+Residuals that are constants of the loop (the matrix of a conjugate gradient)
+are read from them, not stored; those computed from constants only are kept
+once (the last step's). The stored residuals are packed, one buffer row per step
+and dtype. ``R`` (``plan``): the most steps whose residuals fit in
+``STORED * checkpoints`` carries' worth of memory, at most ``MOST * checkpoints``
+steps; none (the checkpointed passes alone, as before) when fewer than ``FEWEST``
+fit, as for a loop whose body holds a loop with a large carry. Memory, with the
+default 64: the stored rows, the cotangents of the stored steps (below) and the
+checkpointed passes' 64 carries.
+
+The cotangent of a matrix the body reads (``A`` in ``A @ p``) is a sum over the
+steps of outer products; accumulated step by step it costs as much as the step
+itself. The backward loop keeps instead the cotangent each step was given, and
+after it one transposition of all the steps' pullbacks, batched over the steps,
+gives the sum (``_summed``: one product of matrices). Where JAX cannot transpose
+the pullbacks (a ``lax.cond`` or a loop in them), the sums are taken step by step.
+
+Both passes are loops of ``loops.while_primitive`` (``loop``), so ``jax.grad`` of
+``jax.grad`` works; under ``vmap`` each lane stores its own steps.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import checkpointing
+from .. import jax as jx
+from ..common.primitives import inexact, specs
+
+STORED = 8  # the residual buffer: at most STORED * checkpoints carries' worth
+MOST = 1  # at most MOST * checkpoints stored steps
+FEWEST = 8  # fewer stored steps than this: none
+
+
+class Plan:
+    """The body's linearization, traced once: ``jaxpr`` maps ``(*bc, *x)`` to the
+    body's results and the leaves of its pullback (``tree``), each of which is
+    ``("input", k)`` (the constant ``bc[k]``), ``("const", None)`` (computed from
+    constants only) or ``("step", None)`` (stored per step); ``slots``: ``R``."""
+
+    def __init__(self, jaxpr, tree, kinds, avals, slots):
+        self.jaxpr, self.tree, self.kinds, self.avals, self.slots = \
+            jaxpr, tree, kinds, avals, slots
+        self.transposable = None  # (see summed)
+
+    def summed(self, fn, bufs, consts, bc, ct_avals):
+        """Can ``fn(bufs, consts, bc, cts)`` (``_summed``) be traced: are the steps'
+        pullbacks linear maps JAX can transpose (not so where the body holds a loop of
+        autoflow's)? Found once, on abstract values."""
+        if self.transposable is None:
+            cts = tuple(jax.ShapeDtypeStruct((self.slots, sum(size for _, size, _ in g)), dtype)
+                        for dtype, g in _groups(ct_avals).items())
+            try:
+                jax.eval_shape(fn, bufs, consts, bc, cts)
+                self.transposable = True
+            except Exception:  # noqa: BLE001 - whatever fails: the per-step sums instead
+                self.transposable = False
+        return self.transposable
+
+    def of_kind(self, kind):
+        return tuple(a for a, (k, _) in zip(self.avals, self.kinds) if k == kind)
+
+
+def _merge(values, at, new):
+    values = list(values)
+    for i, v in zip(at, new):
+        values[i] = v
+    return tuple(values)
+
+
+def _bytes(avals):
+    return sum(int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize
+               for a in avals)
+
+
+def plan(body, bc_avals, x_avals, checkpoints):
+    """The ``Plan`` of the loop body ``body(bc, x)`` (``bc`` and ``x`` of these avals)."""
+    nbc, nx = len(bc_avals), len(x_avals)
+    fb = [i for i, a in enumerate(bc_avals) if inexact(a)]
+    fi = [i for i, a in enumerate(x_avals) if inexact(a)]
+    made = {}
+
+    def linearized(*a):
+        bc, x = a[:nbc], a[nbc:]
+
+        def f(bcf, xf):
+            out = body(_merge(bc, fb, bcf), _merge(x, fi, xf))
+            return tuple(out[i] for i in fi), tuple(out)
+
+        _, pull, out = jax.vjp(f, tuple(bc[i] for i in fb), tuple(x[i] for i in fi),
+                               has_aux=True)
+        leaves, made["tree"] = jax.tree_util.tree_flatten(pull)
+        return (*out, *leaves)
+
+    try:
+        closed = jax.make_jaxpr(linearized)(*specs(bc_avals + x_avals))
+    except Exception:  # noqa: BLE001 - a body JAX cannot linearize with its callbacks
+        # (the checkpointed backward pass differentiates the body without them)
+        return Plan(None, None, (), (), 0)
+    kinds = tuple(("input", k) if k is not None and k < nbc else
+                  ("step" if depends else "const", None)
+                  for k, depends in jx.output_sources(closed, range(nbc, nbc + nx))[nx:])
+    avals = tuple(v.aval for v in closed.jaxpr.outvars[nx:])
+    result = Plan(closed, made["tree"], kinds, avals, 0)
+    step = _bytes(result.of_kind("step"))
+    most = MOST * checkpoints
+    slots = most if step == 0 else min(most, STORED * checkpoints * _bytes(x_avals) // step)
+    result.slots = slots if slots >= FEWEST else 0
+    return result
+
+
+def _zeros(avals, lead=()):
+    return tuple(jnp.zeros(lead + tuple(a.shape), a.dtype) for a in avals)
+
+
+def _groups(avals):
+    """The stored residuals packed by dtype (one buffer row per step and dtype: one
+    write per step and dtype): ``{dtype: [(position, size, shape)...]}``."""
+    groups = {}
+    for k, a in enumerate(avals):
+        groups.setdefault(np.dtype(a.dtype), []).append(
+            (k, int(np.prod(a.shape, dtype=np.int64)), tuple(a.shape)))
+    return groups
+
+
+def _pack(groups, values):
+    return tuple(jnp.concatenate([jnp.ravel(values[k]) for k, _, _ in g]) if len(g) > 1
+                 else jnp.ravel(values[g[0][0]]) for g in groups.values())
+
+
+def _unpack(groups, rows, count):
+    values = [None] * count
+    for g, row in zip(groups.values(), rows):
+        at = 0
+        for k, size, shape in g:
+            values[k] = row[at:at + size].reshape(shape)
+            at += size
+    return values
+
+
+def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
+    """Run the loop (``body`` with its effects), the first ``plan.slots`` steps
+    linearized. Returns ``(final carry, saved)``, for ``backward``."""
+    if not plan.slots:
+        out, saved = checkpointing.forward(cond, body, cc, bc, carry, checkpoints, loop)
+        return out, (saved,)
+    nx, kinds = len(carry), plan.kinds
+
+    def step(s):
+        _, n, x, bufs, consts = s
+        out = jx.eval_inlined(plan.jaxpr, tuple(bc), *x)
+        y, leaves = tuple(out[:nx]), out[nx:]
+        steps = _pack(groups, [v for v, (k, _) in zip(leaves, kinds) if k == "step"])
+        bufs = tuple(lax.dynamic_update_index_in_dim(b, v, n, 0) for b, v in zip(bufs, steps))
+        consts = tuple(v for v, (k, _) in zip(leaves, kinds) if k == "const")
+        go = jnp.asarray(cond(cc, y), bool).reshape(())
+        return go, n + 1, y, bufs, consts
+
+    groups = _groups(plan.of_kind("step"))
+    go = jnp.asarray(cond(cc, carry), bool).reshape(())
+    # (rows past the last step: ones where inexact, so that they stay finite through a
+    # transposed division (_summed); zeros elsewhere, so that the trip counts and saved
+    # steps of a loop in the body read from them under vmap, by a lane whose steps are
+    # all reversed, are none)
+    bufs = tuple((jnp.ones if jnp.issubdtype(dtype, jnp.inexact) else jnp.zeros)(
+        (plan.slots, sum(size for _, size, _ in g)), dtype) for dtype, g in groups.items())
+    s = (go, jnp.int32(0), tuple(carry), bufs, _zeros(plan.of_kind("const")))
+    go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
+                                  checkpoints=checkpoints)
+    out, saved = checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
+    return out, (saved, n, bufs, consts)
+
+
+def _pullback(plan, rows, consts, bc):
+    """Step ``t``'s pullback, from its row of each stored buffer."""
+    step_avals = plan.of_kind("step")
+    steps = iter(_unpack(_groups(step_avals), rows, len(step_avals)))
+    fixed = iter(consts)
+    leaves = [bc[at] if k == "input" else next(fixed) if k == "const" else next(steps)
+              for k, at in plan.kinds]
+    return jax.tree_util.tree_unflatten(plan.tree, leaves)
+
+
+def _summed(plan, bufs, consts, bc, cts, ct_avals, fb):
+    """``sum over t`` of the constants' part of step ``t``'s pullback at ``cts[t]`` (the
+    cotangents fed to it), as one transposition of the steps' linear maps batched
+    over ``t`` (a cotangent that is a sum of outer products becomes one product of
+    matrices). Rows of ``bufs`` past the last step hold ones, and their ``cts`` zeros."""
+    ct_groups = _groups(ct_avals)
+    ct_specs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in ct_avals)
+
+    def tangents_of_steps(dbc):
+        def one(rows):
+            def of_step(ct):
+                return _pullback(plan, rows, consts, bc)(ct)[0]
+            ct, = jax.linear_transpose(of_step, ct_specs)(dbc)
+            return _pack(ct_groups, ct)
+        return jax.vmap(one)(bufs)
+
+    bc_specs = tuple(jax.ShapeDtypeStruct(jnp.shape(bc[i]), jnp.result_type(bc[i])) for i in fb)
+    dbc, = jax.linear_transpose(tangents_of_steps, bc_specs)(cts)
+    return dbc
+
+
+def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
+    """The cotangents of ``(bc, carry)`` from those of the final carry (``body``: the
+    body as the checkpointed backward pass recomputes it, without callbacks)."""
+    if not plan.slots:
+        return checkpointing.backward(body, bc, saved[0], out_ct, bc_avals, carry_avals,
+                                      checkpoints, loop)
+    _, n, bufs, consts = saved
+    fb = [i for i, a in enumerate(bc_avals) if inexact(a)]
+    fi = [i for i, a in enumerate(carry_avals) if inexact(a)]
+
+    def checkpointed(out_ct):
+        cts = checkpointing.backward(body, bc, saved[0], out_ct, bc_avals, carry_avals,
+                                     checkpoints, loop)
+        return tuple(tuple(c[i] for i in at) for c, at in zip(cts, (fb, fi)))
+
+    def none_after(out_ct):  # (the loop ended within the stored steps)
+        return (tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb),
+                tuple(out_ct[i] for i in fi))
+
+    # (a cond: the checkpointed pass costs its setup even when it reverses no step)
+    ct_bc, ct_x = lax.cond(saved[0][2] > 0, checkpointed, none_after, tuple(out_ct))
+    ct_avals = tuple(carry_avals[i] for i in fi)
+    # (summed after the loop where a constant is a matrix: its per-step cotangents are
+    # outer products; vectors and scalars are summed step by step, as cheaply)
+    summed = any(len(bc_avals[i].shape) >= 2 for i in fb) and plan.summed(lambda *a: _summed(plan, *a, ct_avals, fb),
+                                      bufs, consts, bc, ct_avals)
+
+    def back(j, c):
+        ct, acc = c
+        t = n - 1 - j
+        pull = _pullback(plan, [lax.dynamic_index_in_dim(b, t, 0, keepdims=False)
+                                for b in bufs], consts, bc)
+        g_bc, g_x = pull(ct)
+        if summed:  # (the constants' part, for all steps after the loop: _summed)
+            return tuple(g_x), tuple(lax.dynamic_update_index_in_dim(b, v, t, 0) for b, v in
+                                     zip(acc, _pack(_groups(ct_avals), ct)))
+        return tuple(g_x), tuple(a + g for a, g in zip(acc, g_bc))
+
+    if summed:
+        cts = tuple(jnp.zeros((plan.slots, sum(size for _, size, _ in g)), dtype)
+                    for dtype, g in _groups(ct_avals).items())
+        ct_x, cts = checkpointing.fori(n, back, (ct_x, cts), checkpoints, loop)
+        ct_bc = tuple(a + g for a, g in zip(ct_bc, _summed(plan, bufs, consts, bc, cts,
+                                                          ct_avals, fb)))
+    else:
+        ct_x, ct_bc = checkpointing.fori(n, back, (ct_x, ct_bc), checkpoints, loop)
+    return (_merge((jx.Zero(a.to_ct_aval()) for a in bc_avals), fb, ct_bc),
+            _merge((jx.Zero(a.to_ct_aval()) for a in carry_avals), fi, ct_x))
