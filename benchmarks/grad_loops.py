@@ -32,7 +32,9 @@ their own forward pass: ``jax.jit(jax.grad(...))`` against ``autoflow.jit(...)``
 (target: at most 3x where the trip count fits the stored steps), beside the same
 gradient with no stored steps (``checkpointed only``, the reverse mode before
 ``runtime/loops/stored.py``), with XLA's temporary memory of each compiled program
-(``memory_analysis().temp_size_in_bytes``).
+(``memory_analysis().temp_size_in_bytes``), and beside JAX's own cost of storing every
+step: grad / forward of the program written with the trip count known, as a
+``lax.scan`` (``grad_programs.SCANNED``).
 
 The forward-only check compares ``autoflow.jit(integrate)`` (not differentiated)
 with ``jax.jit`` of the same integrator written with ``lax.while_loop``, interleaved;
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import os
 import re
 import sys
@@ -205,20 +208,26 @@ def convergence(repeats):
             grad = jax.jit(jax.grad(autoflow.convert(fn), argnums=(0, 1))).lower(*args).compile()
         finally:
             stored.plan = plan
+        steps = grad_programs.trips(name)
+        scanned = functools.partial(grad_programs.SCANNED[name], n=steps)
         sides = {"forward": autoflow.jit(fn).lower(*args).compile(), "grad": grad,
                  "checkpointed": _checkpointed_only(lambda: jax.jit(jax.grad(
-                     autoflow.convert(fn), argnums=(0, 1))).lower(*args).compile())}
+                     autoflow.convert(fn), argnums=(0, 1))).lower(*args).compile()),
+                 "scan forward": jax.jit(scanned).lower(*args).compile(),
+                 "scan grad": jax.jit(jax.grad(scanned, argnums=(0, 1))).lower(*args).compile()}
         want = jax.grad(fn, argnums=(0, 1))(*args)  # (eager Python)
-        for k in ("grad", "checkpointed"):
+        for k in ("grad", "checkpointed", "scan grad"):
             for a, b in zip(sides[k](*args), want):
                 np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3 * float(jnp.max(abs(b))),
                                            err_msg=f"{name} {k}")
         t = _interleaved(sides, args, repeats * 20)
-        rows.append((name, grad_programs.trips(name), plans[0].slots, t["forward"], t["grad"],
-                     t["checkpointed"], *(_temp(sides[k]) for k in sides)))
+        rows.append((name, steps, plans[0].slots, t["forward"], t["grad"], t["checkpointed"],
+                     t["scan grad"] / t["scan forward"],
+                     *(_temp(sides[k]) for k in ("forward", "grad", "checkpointed"))))
         print(f"{name}: forward {t['forward'] * 1e3:.3f} ms, grad {t['grad'] * 1e3:.3f} ms "
               f"({t['grad'] / t['forward']:.2f}x), checkpointed only "
-              f"{t['checkpointed'] * 1e3:.3f} ms", file=sys.stderr)
+              f"{t['checkpointed'] * 1e3:.3f} ms, lax.scan of {steps} steps: grad / forward "
+              f"{t['scan grad'] / t['scan forward']:.2f}x", file=sys.stderr)
     return rows
 
 
@@ -249,13 +258,16 @@ def _convergence_markdown(rows):
            f"{DEFAULT_CHECKPOINTS} carries allows at most {DEFAULT_CHECKPOINTS} steps, and at "
            f"most {stored.STORED * DEFAULT_CHECKPOINTS} carries' worth of residuals). "
            "'checkpointed only': the same gradient with no stored steps (the reverse mode "
-           "before). Memory: XLA's temporaries (`memory_analysis().temp_size_in_bytes`).", "",
-           "| program | steps | R | forward | grad | grad / forward | checkpointed only "
-           "| its ratio | forward temp | grad temp | checkpointed-only temp |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, n, r, tf, tg, tc, mf, mg, mc in rows:
+           "before). 'lax.scan': grad / forward of the same program written for JAX with "
+           "the trip count known (`grad_programs.SCANNED`: a `lax.scan` of `steps` steps, "
+           "which stores every step's residuals), the same run. Memory: XLA's temporaries "
+           "(`memory_analysis().temp_size_in_bytes`).", "",
+           "| program | steps | R | forward | grad | grad / forward | lax.scan: grad / forward "
+           "| checkpointed only | its ratio | forward temp | grad temp | checkpointed-only temp |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, n, r, tf, tg, tc, scan, mf, mg, mc in rows:
         out.append(f"| {name} | {n} | {r} | {tf * 1e3:.3f} ms | {tg * 1e3:.3f} ms | "
-                   f"{tg / tf:.2f}x | {tc * 1e3:.3f} ms | {tc / tf:.2f}x | {_fmt_mem(mf)} | "
+                   f"{tg / tf:.2f}x | {scan:.2f}x | {tc * 1e3:.3f} ms | {tc / tf:.2f}x | {_fmt_mem(mf)} | "
                    f"{_fmt_mem(mg)} | {_fmt_mem(mc)} |")
     return out
 

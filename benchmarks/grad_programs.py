@@ -91,6 +91,75 @@ def newton(M, e):
 PROGRAMS = {"cg": cg, "odeint": odeint, "fista": fista, "newton": newton}
 
 
+# The same programs with the trip count known, as a JAX user would write them for
+# reverse mode: the loop a ``lax.scan`` of ``n`` steps, which stores every step's
+# residuals (JAX's own "store everything"), the branch a ``jnp.where``.
+
+def _scanned(step, carry, n):
+    return jax.lax.scan(lambda c, _: (step(c), None), carry, None, length=n)[0]
+
+
+def cg_scan(A, b, n):
+    def step(c):
+        x, r, p, rs = c
+        Ap = A @ p
+        alpha = rs / (p @ Ap)
+        x, r = x + alpha * p, r - alpha * Ap
+        rs_new = r @ r
+        return x, r, r + (rs_new / rs) * p, rs_new
+
+    x = jnp.zeros_like(b)
+    r = b - A @ x
+    x, _, _, _ = _scanned(step, (x, r, r, r @ r), n)
+    return jnp.sum(x * x)
+
+
+def odeint_scan(y, w, n):
+    T = 1.0
+
+    def step(c):
+        t, h, y = c
+        h = jnp.minimum(h, T - t)
+        k1 = jnp.tanh(w @ y) - 0.1 * y
+        k2 = jnp.tanh(w @ (y + h * k1)) - 0.1 * (y + h * k1)
+        err = jnp.sqrt(jnp.mean((0.5 * h * (k2 - k1)) ** 2))
+        ok = err < 1e-4
+        t, y = jnp.where(ok, t + h, t), jnp.where(ok, y + 0.5 * h * (k1 + k2), y)
+        return t, h * jnp.clip(0.9 * jnp.sqrt(1e-4 / (err + 1e-12)), 0.2, 5.0), y
+
+    _, _, y = _scanned(step, (jnp.float32(0.0), jnp.float32(0.05), y), n)
+    return jnp.sum(y * y)
+
+
+def fista_scan(F, g, n):
+    lam = 0.2
+    L = jnp.linalg.norm(F, 2) ** 2
+
+    def step(c):
+        x, z, t = c
+        u = z - F.T @ (F @ z - g) / L
+        x_new = jnp.sign(u) * jnp.maximum(jnp.abs(u) - lam / L, 0.0)
+        t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * t * t))
+        return x_new, x_new + ((t - 1.0) / t_new) * (x_new - x), t_new
+
+    x = jnp.zeros(F.shape[1])
+    x, _, _ = _scanned(step, (x, x, jnp.float32(1.0)), n)
+    return jnp.sum(x * x)
+
+
+def newton_scan(M, e, n):
+    def step(c):
+        E, F = c
+        E = E - F / (1.0 - e * jnp.cos(E))
+        return E, E - e * jnp.sin(E) - M
+
+    E, _ = _scanned(step, (M, M - e * jnp.sin(M) - M), n)
+    return jnp.sum(jnp.sin(E))
+
+
+SCANNED = {"cg": cg_scan, "odeint": odeint_scan, "fista": fista_scan, "newton": newton_scan}
+
+
 def inputs(name):
     k = jax.random.split(jax.random.PRNGKey(0), 6)
     if name == "cg":

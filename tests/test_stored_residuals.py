@@ -272,9 +272,21 @@ def test_a_matrix_constant_summed_after_the_loop(plans):
         _close((got[0][k], got[1][k]), jax.grad(matrix_ref, argnums=(0, 1))(A, bs[k], int(n)))
 
 
-def test_a_body_whose_pullback_cannot_be_transposed(plans):
-    """A branch in the body (a ``cond`` in its pullback): the constants' cotangents are
-    summed step by step instead."""
+def test_a_branch_in_the_body_summed_after_the_loop(plans):
+    """A branch in the body: batching the ``cond`` of its pullbacks leaves
+    ``stop_gradient``s in them (``select_n(p, stop_gradient(x), x)``), which are read as
+    their values (``jx.linear_values``), so the sum is still one product after the loop."""
+    g = jax.jit(jax.grad(autoflow.convert(branching, checkpoints=K), argnums=(0, 1)))
+    for n in (0, 4, K + 3):
+        _close(g(A, B, n), jax.grad(branching, argnums=(0, 1))(A, B, n))
+    assert [p.transposable for p in plans if p.slots] == [True]
+
+
+def test_a_body_whose_pullback_cannot_be_transposed(plans, monkeypatch):
+    """Where JAX cannot transpose the steps' pullbacks (here: the branch's
+    ``stop_gradient``s left as they are, as on a JAX whose jaxprs cannot be rewritten),
+    the constants' cotangents are summed step by step instead."""
+    monkeypatch.setattr(jx, "linear_values", lambda jaxpr: None)
     g = jax.jit(jax.grad(autoflow.convert(branching, checkpoints=K), argnums=(0, 1)))
     for n in (0, 4, K + 3):
         _close(g(A, B, n), jax.grad(branching, argnums=(0, 1))(A, B, n))

@@ -122,6 +122,29 @@ def trace_fn(fn, avals):
     return jaxpr, tuple(consts)
 
 
+def linear_values(jaxpr):
+    """``jaxpr`` (a ``Jaxpr``) with each ``stop_gradient`` read as its operand, and its
+    dead equations dropped: the same values, as a map ``jax.linear_transpose`` can
+    transpose (a ``stop_gradient`` only stops derivatives; JAX's batching of a branch
+    leaves some where the values are linear, e.g. ``select_n(p, stop_gradient(x), x)``).
+    None where this JAX's jaxprs cannot be rewritten so."""
+    try:
+        same = {}
+        eqns = []
+        for e in jaxpr.eqns:
+            invars = [same.get(v, v) if isinstance(v, Var) else v for v in e.invars]
+            if e.primitive.name == "stop_gradient" and isinstance(invars[0], Var):
+                same[e.outvars[0]] = invars[0]
+                continue
+            eqns.append(e.replace(invars=invars))
+        outvars = [same.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
+        out = jaxpr.replace(eqns=eqns, outvars=outvars)
+        used, _ = dce_jaxpr(out, [True] * len(outvars), instantiate=True)
+        return used.replace(invars=list(jaxpr.invars))
+    except (AttributeError, TypeError, AssertionError, ValueError):  # pragma: no cover - another JAX
+        return None
+
+
 def with_inputs(jaxpr, invars):
     """``jaxpr`` with the inputs ``invars`` (Vars or avals for inputs it does not read);
     None where a jaxpr cannot be given other inputs."""

@@ -220,8 +220,25 @@ def _summed(plan, bufs, consts, bc, cts, ct_avals, fb):
         return jax.vmap(one)(bufs)
 
     bc_specs = tuple(jax.ShapeDtypeStruct(jnp.shape(bc[i]), jnp.result_type(bc[i])) for i in fb)
-    dbc, = jax.linear_transpose(tangents_of_steps, bc_specs)(cts)
+    dbc, = jax.linear_transpose(_pruned(tangents_of_steps, bc_specs), bc_specs)(cts)
     return dbc
+
+
+def _pruned(fn, *specs):
+    """``fn`` run as its jaxpr read for its values (``jx.linear_values``): batching a
+    ``cond`` of the steps' pullbacks leaves ``stop_gradient``s in them, which
+    ``jax.linear_transpose`` refuses."""
+    closed, shape = jax.make_jaxpr(fn, return_shape=True)(*specs)
+    jaxpr, consts = jx.consts_as_inputs(closed)
+    linear = jx.linear_values(jaxpr)
+    if linear is None:  # pragma: no cover - (another JAX: the sums step by step)
+        return fn
+    tree = jax.tree_util.tree_structure(shape)
+
+    def run(*args):
+        return jax.tree_util.tree_unflatten(
+            tree, jx.eval_jaxpr(linear, (), *consts, *jax.tree_util.tree_leaves(args)))
+    return run
 
 
 def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
