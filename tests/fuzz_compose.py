@@ -426,7 +426,13 @@ def _fmt_args(args):
 def _worker(items, tmp):
     os.environ.setdefault("AUTOFLOW_STRICT", "1")
     fuzzgen.set_tmpdir(tmp)
+    import faulthandler
+    import signal
     import warnings
+
+    # (where a program stopped for taking too long was: its Python stack, on SIGUSR1)
+    faulthandler.register(signal.SIGUSR1, file=open(_stack_file(tmp, os.getpid()), "w"),
+                          all_threads=False)
 
     warnings.simplefilter("ignore")
     for item in items:
@@ -502,14 +508,52 @@ def run(items, workers=1, timeout=TIMEOUT, log=None):
         for k, st in list(procs.items()):
             if st[1] is not None and time.monotonic() - st[2] > timeout and \
                     not _cpu_seconds(st[0].pid) - st[3] <= timeout / 2:  # (nan: no /proc)
+                where = _stopped_in(st[0], tmp)
                 st[0].kill()
                 st[0].wait()
                 seed, kind = st[1].split()
-                record(k, Outcome(int(seed), kind, "hang", f"no result within {timeout:.0f} s"))
+                record(k, Outcome(int(seed), kind, "hang",
+                                  f"no result within {timeout:.0f} s{where}"))
                 start(k)
     for o in results:
         o.source = generate(o.seed)
     return results
+
+
+def _stack_file(tmp, pid):
+    return os.path.join(tmp, f"stack_{pid}.txt")
+
+
+# Frames that say a program was still being traced, lowered or compiled when it was
+# stopped (a slow compile), not running its compiled code (a hang).
+_BUILDING = ("backend_compile", "compile_or_get_cached", "lower_jaxpr", "_cached_lowering",
+             "trace_to_jaxpr", "_pjit_lower", "make_jaxpr", "eval_shape")
+
+
+def _stopped_in(proc, tmp):
+    """What the worker ``proc`` was doing when it took too long, from its Python stack
+    (``faulthandler``): ``" (stopped while tracing or compiling: ...)"``, ``" (stopped
+    while running the compiled program: ...)"``, or ``""`` where no stack came."""
+    import signal
+
+    path = _stack_file(tmp, proc.pid)
+    try:
+        proc.send_signal(signal.SIGUSR1)
+        for _ in range(20):
+            time.sleep(0.1)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            if "File " in text:
+                break
+    except OSError:
+        return ""
+    frames = re.findall(r'File "([^"]+)", line \d+ in (\S+)', text)
+    if not frames:
+        return ""
+    inner = " < ".join(f"{name} ({os.path.basename(f)})" for f, name in frames[:3])
+    building = any(name in _BUILDING or "interpreters/mlir" in f for f, name in frames)
+    return (f" (stopped while {'tracing or compiling' if building else 'running the compiled program'}: "
+            f"{inner})")
 
 
 def _cpu_seconds(pid):

@@ -64,3 +64,12 @@ def test_the_generator_writes_what_compositions_break():
     for piece in ("raise ValueError", "while m", "print(", "if q"):
         assert any(piece in s for s in sources), piece
     assert fuzz_compose.generate(7) == fuzz_compose.generate(7)
+
+
+def test_a_program_stopped_for_time_says_where_it_was():
+    """A run that takes longer than the time limit is stopped and counted a hang, with
+    where its worker was: still tracing or compiling (a slow compile) or running the
+    compiled program (a loop that does not end)."""
+    slow, = fuzz_compose.run([(12561, "vmap_grad")], timeout=3.0)
+    assert slow.kind == "hang", slow
+    assert "stopped while tracing or compiling" in slow.detail, slow.detail
