@@ -198,10 +198,12 @@ def test_vmap_of_grad_of_nested_loops_with_lanes_that_stop_early(body):
     step's pullback must end (they did not: the call never returned)."""
     ns = jnp.array([2, 0, 3, 1, K + 2])
     if body is nested:
-        xs, args = jnp.stack([X * (k + 1) * 0.3 for k in range(5)]), (W,)
-        f = lambda n, x: body(x, *args, n)  # noqa: E731
+        xs = jnp.stack([X * (k + 1) * 0.3 for k in range(5)])
+
+        def f(n, x):
+            return nested(x, W, n)
     else:
-        xs, args, f = jnp.array([2.0, -2.0, -1.25, 1.5, 0.75]), (), body
+        xs, f = jnp.array([2.0, -2.0, -1.25, 1.5, 0.75]), uneven
     g = jax.grad(autoflow.convert(f, checkpoints=K), argnums=1)
     got = jax.vmap(g)(ns, xs)
     for k in range(5):
