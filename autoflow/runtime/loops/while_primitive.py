@@ -228,12 +228,15 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         return functools.partial(while_loop, lanes=self.lanes)
 
     def reverse_loops(self):
-        """``while_loop`` for the loops of the backward pass: lockstep under ``vmap``,
-        whatever ``lanes`` says for the forward pass. Their trip counts are counted by the
-        forward pass; a flat or compacted form of them, compiled beside the lockstep one,
-        made ``vmap(grad)`` of a loop compile up to 2x longer (the composing fuzzer's
-        seeds 12093 and 12561: 124 and 65 s with it, 61 and 45 s without)."""
-        return functools.partial(while_loop, lanes="lockstep")
+        """``while_loop`` for the loops of the backward pass: lockstep under ``vmap`` where
+        the forward pass's ``lanes`` is ``"auto"`` (the default), and what the user asked
+        for otherwise (``lanes="flat"`` flattens a backward nest too). Their trip counts
+        are counted by the forward pass; a flat or compacted form of them, compiled beside
+        the lockstep one, made ``vmap(grad)`` of a loop compile up to 2x longer (the
+        composing fuzzer's seeds 12093 and 12561: 124 and 65 s with it, 61 and 45 s
+        without)."""
+        return functools.partial(while_loop,
+                                 lanes="lockstep" if self.lanes == "auto" else self.lanes)
 
     @property
     def stored_plan(self):
