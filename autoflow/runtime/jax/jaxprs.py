@@ -138,11 +138,16 @@ def linear_values(jaxpr):
                 continue
             eqns.append(e.replace(invars=invars))
         outvars = [same.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
-        out = jaxpr.replace(eqns=eqns, outvars=outvars)
-        used, _ = dce_jaxpr(out, [True] * len(outvars), instantiate=True)
-        return used.replace(invars=list(jaxpr.invars))
+        return live_equations(jaxpr.replace(eqns=eqns, outvars=outvars))
     except (AttributeError, TypeError, AssertionError, ValueError):  # pragma: no cover - another JAX
         return None
+
+
+def live_equations(jaxpr):
+    """``jaxpr`` (a ``Jaxpr``) without the equations none of its outputs reads; its inputs
+    kept, read or not."""
+    used, _ = dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
+    return used.replace(invars=list(jaxpr.invars))
 
 
 def with_inputs(jaxpr, invars):

@@ -147,8 +147,7 @@ def split(outer):
         jaxpr, consts = jx.consts_as_inputs(jx.closed(outer.body_jaxpr))
         # (an inner loop whose results nothing reads is dead code, which the nested
         # form drops and the flat one would run)
-        used, _ = jx.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
-        jaxpr = used.replace(invars=list(jaxpr.invars))
+        jaxpr = jx.live_equations(jaxpr)
         at = [i for i, e in enumerate(jaxpr.eqns) if type(jx.hijax_prim_of(e)) is type(outer)]
         if len(at) != 1 or jx.hijax_prim_of(jaxpr.eqns[at[0]]).effects:
             return None
