@@ -220,7 +220,7 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
         go0 = go0 & needed
     move_cost = nest.move_cost()
     if auto:
-        go0, x0 = _lockstep(nest, size, go0, x0, test, enter, inner_of, inner_test, pick, cc,
+        go0, x0, switched = _lockstep(nest, size, go0, x0, test, enter, inner_of, inner_test, pick, cc,
                             max(SWITCH_MIN, SWITCH_AT * move_cost), while_loop,
                             outer.checkpoints)
 
@@ -235,9 +235,9 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
         # Lanes that wait are moved on once the steps they waited, as a share of the
         # lanes running, add up to what a move costs (a ski-rental rule), or when no
         # lane is left in its inner loop (the lockstep's moment).
-        waiting = jnp.sum(done.astype(jnp.float32))
-        idle = idle + waiting / jnp.maximum(jnp.sum(go.astype(jnp.float32)), 1.0)
-        now = (waiting > 0) & ((idle >= move_cost) | jnp.logical_not(jnp.any(stay)))
+        waiting, running, staying = _counts(done, go, stay)
+        idle = idle + waiting / jnp.maximum(running, 1.0)
+        now = (waiting > 0) & ((idle >= move_cost) | (staying == 0))
         go, x, live, y = lax.cond(now, lambda a: move(done, *a), lambda a: a, (go, x, live, y))
         return go, x, live, y, jnp.where(now, 0.0, idle)
 
@@ -251,41 +251,54 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
 
     if auto:
         # (the lockstep may have run the nest to its end: then the flat loop is skipped)
-        x = lax.cond(jnp.any(go0), flat, lambda go, x: tuple(x), go0, x0)
+        x = lax.cond(switched, flat, lambda go, x: tuple(x), go0, x0)
     else:
         x = flat(go0, x0)
     return tuple(x), tuple(0 for _ in x)
+
+
+def _counts(*masks):
+    """How many lanes each of the masks ``masks`` (booleans of one shape) holds, as
+    float32 scalars, from one reduction: on XLA:CPU a call costs about a microsecond
+    for each reduction in its program, run or not (``benchmarks/untaken_branch.py``),
+    and the flat loop sits behind a ``cond`` that most calls do not take."""
+    counts = jnp.sum(jnp.stack(masks).astype(jnp.float32), axis=1)
+    return tuple(counts[k] for k in range(len(masks)))
 
 
 def _lockstep(nest, size, go, x, test, enter, inner_of, inner_test, pick, cc, switch_at,
               while_loop, checkpoints):
     """The nest in lockstep (every lane waits at its inner loop's end for the others)
     from ``(go, x)``, until its running lanes have waited ``switch_at`` inner iterations
-    in one outer iteration: ``(go, x)`` at the start of that outer iteration (the flat
-    machine runs it again: each lane's inner loop gives the same values again; what is
-    redone is less than what was waited)."""
+    in one outer iteration: ``(go, x, switched)``, ``(go, x)`` at the start of that outer
+    iteration (the flat machine runs it again: each lane's inner loop gives the same
+    values again; what is redone is less than what was waited) and ``switched`` true, or
+    at the nest's end (no lane running) and ``switched`` false."""
 
     def outer_step(s):
         go, x, _ = s
         live = enter(go, x)
         icc, ibc, y = inner_of(live)
-        running = jnp.maximum(jnp.sum(go.astype(jnp.float32)), 1.0)
+        stay = go & inner_test(icc, y)
+        running, staying = _counts(go, stay)
+        running = jnp.maximum(running, 1.0)
 
         def inner_step(t):
-            stay, y, idle = t
+            stay, staying, y, idle = t
             # (the running lanes not in their inner loop wait through this step)
-            idle = idle + (running - jnp.sum(stay.astype(jnp.float32))) / running
+            idle = idle + (running - staying) / running
             y = pick(stay, lanes.vmap(nest.inner._body, (0, 0), 0, size, stay)(ibc, y), y)
-            return stay & inner_test(icc, y), y, idle
+            stay = stay & inner_test(icc, y)
+            return stay, _counts(stay)[0], y, idle
 
-        stay, y, _ = while_loop(lambda t: jnp.any(t[0]) & (t[2] < switch_at), inner_step,
-                                (go & inner_test(icc, y), y, jnp.float32(0.0)),
-                                checkpoints=checkpoints)
-        switched = jnp.any(stay)
+        stay, staying, y, _ = while_loop(lambda t: (t[1] > 0) & (t[3] < switch_at), inner_step,
+                                         (stay, staying, y, jnp.float32(0.0)),
+                                         checkpoints=checkpoints)
+        switched = staying > 0
         on = go & jnp.logical_not(switched)
         x = pick(on, lanes.vmap(nest.leave, (0, 0), 0, size, on)(live, y), x)
         return jnp.where(on, test(cc, x), go), x, switched
 
-    go, x, _ = while_loop(lambda s: jnp.any(s[0]) & jnp.logical_not(s[2]), outer_step,
-                          (go, x, jnp.bool_(False)), checkpoints=checkpoints)
-    return go, x
+    go, x, switched = while_loop(lambda s: jnp.any(s[0]) & jnp.logical_not(s[2]), outer_step,
+                                 (go, x, jnp.bool_(False)), checkpoints=checkpoints)
+    return go, x, switched
