@@ -220,9 +220,9 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
         go0 = go0 & needed
     move_cost = nest.move_cost()
     if auto:
-        go0, x0, switched = _lockstep(nest, size, go0, x0, test, enter, inner_of, inner_test, pick, cc,
-                            max(SWITCH_MIN, SWITCH_AT * move_cost), while_loop,
-                            outer.checkpoints)
+        go0, x0, switched = _lockstep(nest, size, go0, x0, test, enter, inner_of, inner_test,
+                                      pick, cc, max(SWITCH_MIN, SWITCH_AT * move_cost),
+                                      while_loop, outer.checkpoints)
 
     def step(state):
         go, x, live, y, idle = state
