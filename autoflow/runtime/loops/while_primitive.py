@@ -266,6 +266,20 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
 
     # -- vmap -------------------------------------------------------------------
 
+    @property
+    def closed_jaxprs(self):
+        """``(cond, body)`` as ``ClosedJaxpr``s, made once: JAX caches ``batch_jaxpr`` by
+        the jaxpr object, so that a loop batched again with the same batched inputs (a
+        loop in a loop's body, batched at each round of the outer loop's search for its
+        batched carries) is not traced again. A new object at each call was a miss each
+        time: ``vmap(grad)`` of a loop nested three deep traced its bodies' batching
+        2,944 times (composing fuzzer, seed 18879)."""
+        pair = self.__dict__.get("_closed_jaxprs")
+        if pair is None:
+            pair = self.__dict__["_closed_jaxprs"] = (jx.closed(self.cond_jaxpr),
+                                                      jx.closed(self.body_jaxpr))
+        return pair
+
     def batch(self, axis_data, args, dims):
         size = axis_data.size
         cc, bc, carry = args
@@ -274,23 +288,19 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         def moved(x, d):
             return x if d is None else jnp.moveaxis(jnp.asarray(x), d, 0)
 
-        def closed(j):
-            return j if isinstance(j, jx.ClosedJaxpr) else jx.ClosedJaxpr(j, ())
-
         in_cc = tuple(d is not None for d in dcc)
         in_bc = tuple(d is not None for d in dbc)
         batched = tuple(d is not None for d in dcarry)
         # Which carries are batched: those batched at the start, and those the
         # body makes batched (to a fixed point), as lax.while_loop does.
+        cond_closed, body_closed = self.closed_jaxprs
         for _ in range(len(batched) + 1):
-            _, out = jx.batch_jaxpr(closed(self.body_jaxpr), axis_data,
-                                           in_bc + batched, False)
+            _, out = jx.batch_jaxpr(body_closed, axis_data, in_bc + batched, False)
             new = tuple(a or b for a, b in zip(batched, out))
             if new == batched:
                 break
             batched = new
-        _, (pred_batched,) = jx.batch_jaxpr(closed(self.cond_jaxpr), axis_data,
-                                                   in_cc + batched, False)
+        _, (pred_batched,) = jx.batch_jaxpr(cond_closed, axis_data, in_cc + batched, False)
         cc = tuple(moved(x, d) for x, d in zip(cc, dcc))
         bc = tuple(moved(x, d) for x, d in zip(bc, dbc))
         carry = tuple((jnp.broadcast_to(x, (size,) + jnp.shape(x)) if d is None else moved(x, d))
