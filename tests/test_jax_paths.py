@@ -201,6 +201,27 @@ def _run_explain():
     _run_ifs()
 
 
+def nested_search(cs, n):
+    # for each of the first n values c: the least k with k * k >= c (trip counts differ)
+    total = 0
+    i = 0
+    while i < n:
+        k = 0
+        while k * k < cs[i]:
+            k += 1
+        total = total + k
+        i += 1
+    return total
+
+
+def _run_nested_under_vmap():
+    cs = np.array([[3, 10, 1], [40, 2, 9]], np.int32)
+    ns = np.array([3, 2], np.int32)
+    want = [nested_search(c, n) for c, n in zip(cs, ns)]
+    got = jax.vmap(autoflow.convert(nested_search))(jnp.asarray(cs), jnp.asarray(ns))
+    assert np.asarray(got).tolist() == want
+
+
 # -- the faults, one per row -----------------------------------------------------------
 
 
@@ -341,6 +362,8 @@ FAULTS = {
     "jit wrapper": Fault(lambda m: m.setattr(jx.jit, "_JIT_INFO", "_jit_info_renamed"),
                          _run_jit_wrapper, "jax.jit's private _jit_info renamed"),
     "explain dce": Fault(_dce_changed, _run_explain, "partial_eval.dce_jaxpr changed"),
+    "probe axis": Fault(lambda m: m.setattr(jx.jaxprs, "_AXIS_NAME", "axis_name_renamed"),
+                        _run_nested_under_vmap, "AxisData's name field renamed"),
     "cost model": Fault(lambda m: m.setattr(jx.jaxprs, "_DOT_DIMS", "dimension_numbers_renamed"),
                         _run_matrix, "dot_general's dimension_numbers renamed"),
     "error texts": Fault(lambda m: m.setitem(jx.JAX_TEXTS, "traced shape",

@@ -10,6 +10,8 @@ made while a loop body is traced (``body inputs``).
 
 from __future__ import annotations
 
+import dataclasses
+
 import inspect
 
 import jax
@@ -402,3 +404,44 @@ def _find_body_inputs():
         return trace.new_arg(ShapedArray(tuple(shape), dtype), source_info_util.current())
     new_input = make_input
     return None
+
+
+# -- a probe axis: batching that only asks which results are batched ---------------------
+class _Probe:
+    def __repr__(self):
+        return "<autoflow probe axis>"
+
+
+_PROBE = _Probe()
+_AXIS_NAME = "name"  # the field of JAX's AxisData that names the axis
+
+
+@_check("probe axis")
+def _find_probe_axis():
+    try:
+        names = [f.name for f in dataclasses.fields(_batching.AxisData)]
+    except (AttributeError, TypeError) as e:
+        return _lose("probe axis", _why(e))
+    if _AXIS_NAME not in names:
+        return _lose("probe axis", f"AxisData has fields {tuple(names)}")
+    return None
+
+
+def probe_axis(axis_data):
+    """``axis_data`` (a batching rule's axis) renamed to autoflow's probe axis: a loop
+    batched over it says which of its results are batched and builds nothing else
+    (``loops.while_primitive._WhileLoop.batched_carries``). JAX caches batched jaxprs
+    by their axis, so what is batched over the probe is never reused for a real
+    ``vmap``. None where the path is lost."""
+    if "probe axis" in lost:
+        return None
+    try:
+        return dataclasses.replace(axis_data, **{_AXIS_NAME: _PROBE})
+    except (TypeError, ValueError) as e:  # pragma: no cover - (the check says so first)
+        _lose_late("probe axis", _why(e))
+        return None
+
+
+def is_probe_axis(axis_data):
+    """Is ``axis_data`` autoflow's probe axis (``probe_axis``)?"""
+    return getattr(axis_data, _AXIS_NAME, None) is _PROBE

@@ -175,6 +175,15 @@ PATHS = (
          "`autoflow explain` also prints operations whose results nothing uses (a loop test "
          "tried before the loop is staged)",
          "import, at use"),
+    Path("probe axis",
+         "`batching.AxisData` as a dataclass with a `name` field (a batching rule's axis "
+         "renamed with `dataclasses.replace`)",
+         "0.4.38-0.11", "each loop's batched carries are found by batching its body over "
+         "the real axis",
+         "`vmap` of a loop holding loops compiles more slowly (each inner loop's batched "
+         "form is built again at each round of the search for the outer loop's batched "
+         "carries)",
+         "import", primitives_only=True),
     Path("cost model",
          "equations' params: `dot_general`'s `dimension_numbers`, `while`'s `cond_jaxpr`",
          "0.4.38-0.11", "a matrix product costs its output's size",

@@ -266,6 +266,41 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
 
     # -- vmap -------------------------------------------------------------------
 
+    def batched_carries(self, axis_data, in_cc, in_bc, batched):
+        """``(batched, pred_batched)`` under ``vmap`` of ``axis_data``: which carries are
+        batched (those batched at the start, and those the body makes batched, to a
+        fixed point, as ``lax.while_loop`` does) and whether the condition is.
+
+        Found by batching the body and the condition over a probe axis
+        (``jx.probe_axis``): a loop in the body batched over it only says which of its
+        results are batched, without building its batched form; batching it for real
+        at each round of the fixed point, and each loop in its body at each of its own
+        rounds, grew with the nest's depth. Memoized per loop."""
+        memo = self.__dict__.setdefault("_batched_carries", {})
+        key = (axis_data.size, in_cc, in_bc, batched)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        cond_closed, body_closed = self.closed_jaxprs
+        for probe in (jx.probe_axis(axis_data), axis_data):
+            if probe is None:
+                continue
+            try:
+                flags = batched
+                for _ in range(len(flags) + 1):
+                    _, out = jx.batch_jaxpr(body_closed, probe, in_bc + flags, False)
+                    new = tuple(a or b for a, b in zip(flags, out))
+                    if new == flags:
+                        break
+                    flags = new
+                _, (pred,) = jx.batch_jaxpr(cond_closed, probe, in_cc + flags, False)
+                break
+            except Exception:  # noqa: BLE001 - (a body that names the real axis: batched for real)
+                if probe is axis_data:
+                    raise
+        memo[key] = (flags, pred)
+        return flags, pred
+
     @property
     def closed_jaxprs(self):
         """``(cond, body)`` as ``ClosedJaxpr``s, made once: JAX caches ``batch_jaxpr`` by
@@ -290,17 +325,15 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
 
         in_cc = tuple(d is not None for d in dcc)
         in_bc = tuple(d is not None for d in dbc)
-        batched = tuple(d is not None for d in dcarry)
-        # Which carries are batched: those batched at the start, and those the
-        # body makes batched (to a fixed point), as lax.while_loop does.
-        cond_closed, body_closed = self.closed_jaxprs
-        for _ in range(len(batched) + 1):
-            _, out = jx.batch_jaxpr(body_closed, axis_data, in_bc + batched, False)
-            new = tuple(a or b for a, b in zip(batched, out))
-            if new == batched:
-                break
-            batched = new
-        _, (pred_batched,) = jx.batch_jaxpr(cond_closed, axis_data, in_cc + batched, False)
+        batched, pred_batched = self.batched_carries(axis_data, in_cc, in_bc,
+                                                     tuple(d is not None for d in dcarry))
+        if jx.is_probe_axis(axis_data):
+            # (asked only which results are batched: see batched_carries)
+            flags = batched if not pred_batched else \
+                tuple(not inv for inv in self.shared_carries(batched)[0])
+            outs = tuple(_zeros(((size,) if f else ()) + a.shape, a)
+                         for f, a in zip(flags, self.out_aval))
+            return outs, tuple(0 if f else None for f in flags)
         cc = tuple(moved(x, d) for x, d in zip(cc, dcc))
         bc = tuple(moved(x, d) for x, d in zip(bc, dbc))
         carry = tuple((jnp.broadcast_to(x, (size,) + jnp.shape(x)) if d is None else moved(x, d))
@@ -385,6 +418,12 @@ class _WhileLoop(RunsForItsEffects, jx.HiPrimitive):
         for j, s in zip(shadowed, shadow):
             out[j] = s
         return tuple(out), tuple(None if invariant[j] else 0 for j in range(len(out)))
+
+
+def _zeros(shape, aval):
+    """Zeros of ``shape``, of ``aval``'s dtype and weak type."""
+    z = jnp.zeros(shape, aval.dtype)
+    return jx.convert_weak(z, aval.dtype) if getattr(aval, "weak_type", False) else z
 
 
 class _JvpLoop(_WhileLoop):
