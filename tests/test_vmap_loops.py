@@ -229,3 +229,39 @@ def test_if_in_loop_under_vmap_values_and_derivatives():
         for k in range(len(x)):
             np.testing.assert_allclose(np.asarray(got[k]), np.asarray(d(value)(jnp.float32(x[k]))),
                                        rtol=1e-4, atol=1e-5)
+
+
+def three_deep(cs, m):
+    # a `for` in a `while` in a `while`: trip counts differ by lane at every level
+    total = 0.0
+    i = 0
+    while i < m:
+        k = 0.0
+        while k * k < cs[i]:
+            for j in range(2):
+                k = k + 0.5
+        total = total + k
+        i += 1
+    return total
+
+
+def test_a_deep_nest_builds_each_loops_batched_form_a_few_times(monkeypatch):
+    """Which carries of a loop are batched is found over a probe axis
+    (``_WhileLoop.batched_carries``): a loop in the body then only says which of its
+    results are batched. Batched for real at each round of that search, every loop's
+    batched form was built again at each round of the loops around it."""
+    from autoflow.runtime.loops import while_primitive
+
+    built = []
+    real = while_primitive._WhileLoop._batch_masked
+    monkeypatch.setattr(while_primitive._WhileLoop, "_batch_masked",
+                        lambda self, *a: built.append(self) or real(self, *a))
+    monkeypatch.setattr(while_primitive, "lane_loops", None)  # (every batched form here)
+    cs = np.array([[1.0, 9.0, 2.5], [30.0, 0.2, 4.0], [7.0, 7.0, 7.0]], np.float32)
+    ms = np.array([3, 1, 2], np.int32)
+    want = [three_deep(c, m) for c, m in zip(cs, ms)]
+    got = jax.vmap(autoflow.convert(three_deep))(jnp.asarray(cs), jnp.asarray(ms))
+    assert np.allclose(got, want)
+    # the two while loops (the `for` of a static range is unrolled): each built once
+    # for each time the loop around it is (4 in all without the probe)
+    assert len(built) <= 2, len(built)
