@@ -201,25 +201,14 @@ def _run_explain():
     _run_ifs()
 
 
-def nested_search(cs, n):
-    # for each of the first n values c: the least k with k * k >= c (trip counts differ)
-    total = 0
-    i = 0
-    while i < n:
-        k = 0
-        while k * k < cs[i]:
-            k += 1
-        total = total + k
-        i += 1
-    return total
-
-
 def _run_nested_under_vmap():
-    cs = np.array([[3, 10, 1], [40, 2, 9]], np.int32)
-    ns = np.array([3, 2], np.int32)
-    want = [nested_search(c, n) for c, n in zip(cs, ns)]
-    got = jax.vmap(autoflow.convert(nested_search))(jnp.asarray(cs), jnp.asarray(ns))
-    assert np.asarray(got).tolist() == want
+    from tests.test_vmap_loops import three_deep  # (loops nested three deep)
+
+    cs = np.array([[3.0, 10.0, 1.0], [40.0, 2.0, 9.0]], np.float32)
+    ms = np.array([3, 2], np.int32)
+    want = [three_deep(c, m) for c, m in zip(cs, ms)]
+    got = jax.vmap(autoflow.convert(three_deep))(jnp.asarray(cs), jnp.asarray(ms))
+    assert np.allclose(got, want)
 
 
 # -- the faults, one per row -----------------------------------------------------------
