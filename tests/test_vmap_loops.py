@@ -250,13 +250,13 @@ def test_a_deep_nest_builds_each_loops_batched_form_a_few_times(monkeypatch):
     (``_WhileLoop.batched_carries``): a loop in the body then only says which of its
     results are batched. Batched for real at each round of that search, every loop's
     batched form was built again at each round of the loops around it."""
-    from autoflow.runtime.loops import while_primitive
+    from autoflow.runtime.loops import batching, while_primitive
 
     built = []
     real = while_primitive._WhileLoop._batch_masked
     monkeypatch.setattr(while_primitive._WhileLoop, "_batch_masked",
                         lambda self, *a: built.append(self) or real(self, *a))
-    monkeypatch.setattr(while_primitive, "lane_loops", None)  # (every batched form here)
+    monkeypatch.setattr(batching, "lane_loops", None)  # (every batched form here)
     cs = np.array([[1.0, 9.0, 2.5], [30.0, 0.2, 4.0], [7.0, 7.0, 7.0]], np.float32)
     ms = np.array([3, 1, 2], np.int32)
     want = [three_deep(c, m) for c, m in zip(cs, ms)]

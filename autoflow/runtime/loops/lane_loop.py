@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import flat_lanes, lanes, while_primitive
+from . import batching, flat_lanes, lanes, while_primitive
 from .. import jax as jx
 from ..common.events import plain_now
 
@@ -320,7 +320,7 @@ def describe(loop):
     return "lockstep" if loop.lanes == "flat" else f"lockstep; {compact}"
 
 
-while_primitive.lane_loops = build  # (while_primitive cannot import this module)
+batching.lane_loops = build  # (batching cannot import this module)
 while_primitive.lane_note = describe
 
 if jx.install_low_staging():
