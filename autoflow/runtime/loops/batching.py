@@ -46,25 +46,28 @@ class Batched:
         hit = memo.get(key)
         if hit is not None:
             return hit
-        cond_closed, body_closed = self.closed_jaxprs
-        for probe in (jx.probe_axis(axis_data), axis_data):
-            if probe is None:
-                continue
+        probe, found = jx.probe_axis(axis_data), None
+        if probe is not None:
             try:
-                flags = batched
-                for _ in range(len(flags) + 1):
-                    _, out = jx.batch_jaxpr(body_closed, probe, in_bc + flags, False)
-                    new = tuple(a or b for a, b in zip(flags, out))
-                    if new == flags:
-                        break
-                    flags = new
-                _, (pred,) = jx.batch_jaxpr(cond_closed, probe, in_cc + flags, False)
-                break
+                found = self._fixed_point(probe, in_cc, in_bc, batched)
             except Exception:  # noqa: BLE001 - (a body that names the real axis: batched for real)
-                if probe is axis_data:
-                    raise
-        memo[key] = (flags, pred)
-        return flags, pred
+                pass
+        if found is None:
+            found = self._fixed_point(axis_data, in_cc, in_bc, batched)
+        memo[key] = found
+        return found
+
+    def _fixed_point(self, axis_data, in_cc, in_bc, batched):
+        """``batched_carries`` found by batching over ``axis_data`` itself."""
+        cond_closed, body_closed = self.closed_jaxprs
+        for _ in range(len(batched) + 1):
+            _, out = jx.batch_jaxpr(body_closed, axis_data, in_bc + batched, False)
+            new = tuple(a or b for a, b in zip(batched, out))
+            if new == batched:
+                break
+            batched = new
+        _, (pred,) = jx.batch_jaxpr(cond_closed, axis_data, in_cc + batched, False)
+        return batched, pred
 
     @property
     def closed_jaxprs(self):
