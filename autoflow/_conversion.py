@@ -11,7 +11,6 @@ with a warning, or an error under ``strict`` (``_fallback``).
 
 from __future__ import annotations
 
-import ast
 import builtins
 import os
 import sys
@@ -28,6 +27,7 @@ from .core.loading import compile_function
 from .core.naming import Namer
 from .core.origin import PACKAGE_DIR
 from .core.parsing import parse_function
+from .core.unparse import unparse
 from .errors import ConversionError, ConversionWarning
 from .transforms import pipeline
 from .transforms.context import Context
@@ -191,7 +191,7 @@ def _source(fn, options):
         with paused_gc():
             if tree is None:  # compiled already: the tree is gone
                 tree = run_deep(_transform_uncached, fn, options, _global_kinds(fn)).tree
-            entry.source = run_deep(ast.unparse, tree)
+            entry.source = run_deep(unparse, tree)
     return entry.source
 
 

@@ -332,39 +332,59 @@ def _plan(cls):
 
 
 def _into(node, loc):
-    cls = node.__class__
-    try:
-        acls, kids, has_ctx, others, located = _PLANS[cls]
-    except KeyError:
-        if cls not in _GAST_CLASSES:
-            # Not a gast node (an ast node made by a pass, or a node met a
-            # second time): copied, as to_ast does.
-            return _to_ast(node, loc)
-        acls, kids, has_ctx, others, located = _plan(cls)
+    """``node`` (a gast node, or an ast node made by a pass) made its ast twin in place."""
+    into = _INTO.get(node.__class__)
+    if into is None:
+        into = _into_function(node.__class__)
+    return into(node, loc)
+
+
+def _into_function(cls):
+    """The function that makes a node of class ``cls`` its ast twin: straight-line code
+    made once per class (one step per field, no loop over a plan), as templates are."""
+    if cls not in _GAST_CLASSES:
+        # Not a gast node (an ast node made by a pass, or a node met a second
+        # time): copied, as to_ast does.
+        _INTO[cls] = _to_ast
+        return _to_ast
     if cls is gast.arguments:
-        return _into_arguments(node, loc)
-    d = node.__dict__
+        _INTO[cls] = _into_arguments
+        return _into_arguments
+    acls, kids, has_ctx, others, located = _plan(cls)
+    lines = ["def into(node, loc):", "    d = node.__dict__"]
     if located:  # missing positions are the parent's (as in _to_ast)
-        loc = _positions(d, loc)
+        lines += ["    here = (d.get('lineno'), d.get('col_offset'), d.get('end_lineno'), "
+                  "d.get('end_col_offset'))",
+                  "    if None in here:",
+                  "        here = _positions(d, loc)"]
+    else:
+        lines.append("    here = loc")
     for f in kids:
-        v = d.get(f)
-        if v.__class__ is list:
-            d[f] = [_into(x, loc) if isinstance(x, AST) else x for x in v]
-        elif isinstance(v, AST):
-            d[f] = _into(v, loc)
-        elif v is None:
-            d[f] = None
+        lines += [f"    v = d.get({f!r})",
+                  "    if v.__class__ is list:",
+                  f"        d[{f!r}] = [_into(x, here) if isinstance(x, AST) else x for x in v]",
+                  "    elif v is None:",
+                  f"        d[{f!r}] = None",
+                  "    elif isinstance(v, AST):",
+                  f"        d[{f!r}] = (_INTO.get(v.__class__) or _into)(v, here)"]
     if has_ctx:
-        v = d.get("ctx")
-        ctx = _CONTEXTS.get(v.__class__)
-        d["ctx"] = ctx if ctx is not None else (_to_ast(v, loc) if isinstance(v, AST) else v)
+        lines += ["    v = d.get('ctx')",
+                  "    ctx = _CONTEXTS.get(v.__class__)",
+                  "    d['ctx'] = ctx if ctx is not None else "
+                  "(_to_ast(v, here) if isinstance(v, AST) else v)"]
     for f in others:  # the fields an ast node must have, as _to_ast gives them
-        if f not in d:
-            d[f] = None
-    node.__class__ = acls
-    if cls is gast.ExceptHandler and isinstance(d.get("name"), ast.Name):
-        d["name"] = d["name"].id
-    return node
+        lines += [f"    if {f!r} not in d:", f"        d[{f!r}] = None"]
+    if cls is gast.ExceptHandler:
+        lines += ["    if isinstance(d.get('name'), ast.Name):", "        d['name'] = d['name'].id"]
+    lines += ["    node.__class__ = ACLS", "    return node"]
+    namespace = {"_into": _into, "_INTO": _INTO, "_positions": _positions, "_to_ast": _to_ast,
+                 "_CONTEXTS": _CONTEXTS, "AST": AST, "ast": ast, "ACLS": acls}
+    exec(compile("\n".join(lines), f"<autoflow into_ast {cls.__name__}>", "exec"), namespace)
+    into = _INTO[cls] = namespace["into"]
+    return into
+
+
+_INTO: dict = {}
 
 
 def _positions(d, loc):
