@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from . import lanes
+from ..common import counting
 from .. import jax as jx
 
 # loops.lane_loop.build, set where it is imported (it subclasses the loop primitive): a
@@ -171,7 +172,7 @@ class Batched:
         step = self.lockstep_step(size, vcond, bc_axes, x_axes, batched, shadowed)
 
         def bcond(state):
-            return jnp.any(state[0])
+            return counting.any_(state[0])
 
         def bbody(state):
             return step(cc, bc, *state)

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import jax as jx
+from ..common import counting
 from ..common.primitives import inexact
 
 
@@ -67,6 +68,8 @@ def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None):
         pos = jnp.where(thin & (pos >= 0) & ((pos // stride) % 2 == 1), -1, pos)
         count = jnp.where(thin, half // 2, count)
         stride = jnp.where(thin, stride * 2, stride)
+        # (a reduction: it runs every step; counting.first costs more a step, and
+        # saves a reduction's fixed cost only where the loop runs no step)
         free = jnp.argmax(pos[:size] < 0).astype(jnp.int32)
         slot = jnp.where(save, free, size)
         buf = _write(buf, slot, x)
@@ -112,8 +115,8 @@ def _split(gap, nfree, sweep, slots):
     levels = jnp.maximum(1.0, jnp.ceil(jnp.log(ratio) / jnp.log(b) - 1e-4))
     fits = (b - 1) * levels <= nfree
     cost = jnp.where(fits, levels * (b - 1) / b, jnp.inf)
-    m = jnp.argmin(cost).astype(jnp.int32) + 1
-    return jnp.where(jnp.any(fits), m, 1)
+    m = counting.argmin(cost) + 1
+    return jnp.where(counting.any_(fits), m, 1)
 
 
 def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
@@ -170,16 +173,16 @@ def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
         t, buf, pos, ct, ct_bc = s
         live = pos[:size]
         below = jnp.where((live >= 0) & (live <= t), live, -1)
-        slot_p = jnp.argmax(below).astype(jnp.int32)
+        slot_p = counting.argmax(below)
         gap = t - below[slot_p]
-        free = jnp.argmax(live < 0).astype(jnp.int32)
-        nfree = jnp.sum(live < 0).astype(jnp.int32)
+        free = counting.first(live < 0)
+        nfree = counting.counts(live < 0)[0].astype(jnp.int32)
         split = (gap >= sweep_len) & (nfree > 0)
         # a short gap sweeps from the lowest save within reach instead, so that
         # one round reverses up to `sweep_len` steps
         reach = jnp.where((live >= 0) & (live >= t - (sweep_len - 1)) & (live <= t), live,
                           size + n)
-        slot_p = jnp.where(gap < sweep_len, jnp.argmin(reach).astype(jnp.int32), slot_p)
+        slot_p = jnp.where(gap < sweep_len, counting.argmin(reach), slot_p)
         p = pos[slot_p]
         xp = tuple(b[slot_p] for b in buf)
         start = jnp.where(gap < sweep_len, p, t - (sweep_len - 1))

@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..common import counting
 from ..cond import select_or_cond
 from . import lanes
 from .. import jax as jx
@@ -235,7 +236,7 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
         # Lanes that wait are moved on once the steps they waited, as a share of the
         # lanes running, add up to what a move costs (a ski-rental rule), or when no
         # lane is left in its inner loop (the lockstep's moment).
-        waiting, running, staying = _counts(done, go, stay)
+        waiting, running, staying = counting.counts(done, go, stay)
         idle = idle + waiting / jnp.maximum(running, 1.0)
         now = (waiting > 0) & ((idle >= move_cost) | (staying == 0))
         go, x, live, y = lax.cond(now, lambda a: move(done, *a), lambda a: a, (go, x, live, y))
@@ -244,7 +245,7 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
     def flat(go0, x0):
         live0 = enter(go0, x0)
         _, _, y0 = inner_of(live0)
-        _, x, _, _, _ = while_loop(lambda s: jnp.any(s[0]), step,
+        _, x, _, _, _ = while_loop(lambda s: counting.any_(s[0]), step,
                                    (go0, x0, live0, y0, jnp.float32(0.0)),
                                    checkpoints=outer.checkpoints)
         return tuple(x)
@@ -255,15 +256,6 @@ def machine(outer, nest, size, cc, bc, carry, batched, needed, in_cc, bc_axes, w
     else:
         x = flat(go0, x0)
     return tuple(x), tuple(0 for _ in x)
-
-
-def _counts(*masks):
-    """How many lanes each of the masks ``masks`` (booleans of one shape) holds, as
-    float32 scalars, from one reduction: on XLA:CPU a call costs about a microsecond
-    for each reduction in its program, run or not (``benchmarks/untaken_branch.py``),
-    and the flat loop sits behind a ``cond`` that most calls do not take."""
-    counts = jnp.sum(jnp.stack(masks).astype(jnp.float32), axis=1)
-    return tuple(counts[k] for k in range(len(masks)))
 
 
 def _lockstep(nest, size, go, x, test, enter, inner_of, inner_test, pick, cc, switch_at,
@@ -280,7 +272,7 @@ def _lockstep(nest, size, go, x, test, enter, inner_of, inner_test, pick, cc, sw
         live = enter(go, x)
         icc, ibc, y = inner_of(live)
         stay = go & inner_test(icc, y)
-        running, staying = _counts(go, stay)
+        running, staying = counting.counts(go, stay)
         running = jnp.maximum(running, 1.0)
 
         def inner_step(t):
@@ -289,7 +281,7 @@ def _lockstep(nest, size, go, x, test, enter, inner_of, inner_test, pick, cc, sw
             idle = idle + (running - staying) / running
             y = pick(stay, lanes.vmap(nest.inner._body, (0, 0), 0, size, stay)(ibc, y), y)
             stay = stay & inner_test(icc, y)
-            return stay, _counts(stay)[0], y, idle
+            return stay, counting.counts(stay)[0], y, idle
 
         stay, staying, y, _ = while_loop(lambda t: (t[1] > 0) & (t[3] < switch_at), inner_step,
                                          (stay, staying, y, jnp.float32(0.0)),
@@ -299,6 +291,6 @@ def _lockstep(nest, size, go, x, test, enter, inner_of, inner_test, pick, cc, sw
         x = pick(on, lanes.vmap(nest.leave, (0, 0), 0, size, on)(live, y), x)
         return jnp.where(on, test(cc, x), go), x, switched
 
-    go, x, switched = while_loop(lambda s: jnp.any(s[0]) & jnp.logical_not(s[2]), outer_step,
+    go, x, switched = while_loop(lambda s: counting.any_(s[0]) & jnp.logical_not(s[2]), outer_step,
                                  (go, x, jnp.bool_(False)), checkpoints=checkpoints)
     return go, x, switched

@@ -1,0 +1,83 @@
+"""Counting lanes and finding slots with products of matrices, not reductions.
+
+On XLA:CPU a call of a compiled program costs one to two microseconds for each
+reduction the program holds (a sum, an ``any``, an ``argmax``: twice that), whether
+it runs or not: one in a branch that is not taken, or in a loop that runs no
+iteration, costs as much as one that runs (``benchmarks/untaken_branch.py``). A
+product of a matrix and a vector costs nothing where it does not run. autoflow's
+own bookkeeping (how many lanes still run, the first free checkpoint slot, the
+nearest saved step) sits in such places: the flat loop of ``lanes="auto"`` behind
+its ``cond``, the checkpointed remainder of a stored reverse pass behind its own,
+the test of every loop under ``vmap``. Here it is computed with products:
+
+* ``counts(*masks)``: how many ``True`` each mask holds (one product for all);
+* ``any_(mask)``;
+* ``first(mask)``, ``argmax(values)``, ``argmin(values)``: as ``jnp.argmax`` /
+  ``jnp.argmin`` (the first such index; 0 for a mask with no ``True``), for the short
+  vectors of checkpoint slots (a square of comparisons, ``SMALL`` items at most;
+  longer ones use ``jnp``'s reductions).
+
+The results are exact: sums of ones, and of one index, in float32 (below 2**24),
+at the highest precision of the product. XLA makes a product by a matrix of one
+row a reduction, so a single row is given a second.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import lax
+
+SMALL = 256  # the most items first/argmax/argmin compare pairwise
+
+
+def _sums(rows):
+    """``rows.sum(axis=1)`` of a float32 matrix, as a product (a second row added to one)."""
+    k = rows.shape[0]
+    if k == 1:
+        rows = jnp.concatenate([rows, jnp.zeros_like(rows)])
+    out = jnp.matmul(rows, jnp.ones(rows.shape[1:], jnp.float32),
+                     precision=lax.Precision.HIGHEST)
+    return out[:k]
+
+
+def counts(*masks):
+    """How many lanes each of ``masks`` (booleans of one shape) holds: float32 scalars."""
+    rows = jnp.stack(masks).reshape(len(masks), -1).astype(jnp.float32)
+    out = _sums(rows)
+    return tuple(out[k] for k in range(len(masks)))
+
+
+def any_(mask):
+    """``jnp.any(mask)``."""
+    return counts(mask)[0] > 0
+
+
+def first(mask):
+    """``jnp.argmax(mask)`` of a boolean vector: the index of its first ``True`` (0 if
+    none), as int32."""
+    n = mask.shape[0]
+    if n > SMALL:
+        return jnp.argmax(mask).astype(jnp.int32)
+    iota = jnp.arange(n, dtype=jnp.int32)
+    on = mask.astype(jnp.float32)
+    # how many True come before each item: a lower triangle of ones times the mask
+    before = _sums((iota[:, None] > iota[None, :]).astype(jnp.float32) * on[None, :])
+    hit = (mask & (before == 0)).astype(jnp.float32)  # one item at most: the first True
+    return _sums((hit * iota.astype(jnp.float32))[None, :])[0].astype(jnp.int32)
+
+
+def argmax(values):
+    """``jnp.argmax`` of a vector without NaN: the first index of its largest item."""
+    if values.shape[0] > SMALL:
+        return jnp.argmax(values).astype(jnp.int32)
+    # an item is largest where it is at least every item
+    at_least = _sums((values[:, None] >= values[None, :]).astype(jnp.float32))
+    return first(at_least == values.shape[0])
+
+
+def argmin(values):
+    """``jnp.argmin`` of a vector without NaN: the first index of its smallest item."""
+    if values.shape[0] > SMALL:
+        return jnp.argmin(values).astype(jnp.int32)
+    at_most = _sums((values[:, None] <= values[None, :]).astype(jnp.float32))
+    return first(at_most == values.shape[0])
