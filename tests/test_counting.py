@@ -45,6 +45,11 @@ def test_under_jit_and_vmap():
 def test_counts_of_many_lanes_are_exact():
     m = jnp.arange(3 * 2**16) % 3 == 0
     assert float(counting.counts(m)[0]) == 2**16
+    assert int(counting.count(m)) == 2**16
+    # (past 2**24 a float32 sum of ones stops growing: count sums in int32 there)
+    big = jnp.ones(counting.EXACT + 3, bool)
+    assert int(jax.jit(counting.count)(big)) == counting.EXACT + 3
+    assert bool(counting.any_(big))
 
 
 def _sampler(u):

@@ -10,7 +10,8 @@ nearest saved step) sits in such places: the flat loop of ``lanes="auto"`` behin
 its ``cond``, the checkpointed remainder of a stored reverse pass behind its own,
 the test of every loop under ``vmap``. Here it is computed with products:
 
-* ``counts(*masks)``: how many ``True`` each mask holds (one product for all);
+* ``counts(*masks)``: how many ``True`` each mask holds (one product for all; float32,
+  exact below 2**24 items), ``count(mask)`` (int32, exact at every size);
 * ``any_(mask)``;
 * ``first(mask)``, ``argmax(values)``, ``argmin(values)``: as ``jnp.argmax`` /
   ``jnp.argmin`` (the first such index; 0 for a mask with no ``True``), for the short
@@ -18,7 +19,8 @@ the test of every loop under ``vmap``. Here it is computed with products:
   longer ones use ``jnp``'s reductions).
 
 The results are exact: sums of ones, and of one index, in float32 (below 2**24),
-at the highest precision of the product. XLA makes a product by a matrix of one
+at the highest precision of the product; where an exact count matters at any size
+(which bucket of lanes to run), ``count`` sums larger masks with ``jnp.sum``. XLA makes a product by a matrix of one
 row a reduction, so a single row is given a second.
 """
 
@@ -28,6 +30,7 @@ import jax.numpy as jnp
 from jax import lax
 
 SMALL = 256  # the most items first/argmax/argmin compare pairwise
+EXACT = 2**24  # from this many items on, a float32 sum of ones may round
 
 
 def _sums(rows):
@@ -47,8 +50,16 @@ def counts(*masks):
     return tuple(out[k] for k in range(len(masks)))
 
 
+def count(mask):
+    """How many lanes ``mask`` holds, as an exact int32: a product below 2**24 items (a
+    float32 sum of ones is exact there), ``jnp.sum`` from there on."""
+    if mask.size >= EXACT:
+        return jnp.sum(mask.astype(jnp.int32))
+    return counts(mask)[0].astype(jnp.int32)
+
+
 def any_(mask):
-    """``jnp.any(mask)``."""
+    """``jnp.any(mask)`` (a float32 sum of ones is never 0 but where all are False)."""
     return counts(mask)[0] > 0
 
 

@@ -272,21 +272,21 @@ def _compacted(prim, cc, bc, go, x, shadow):
 
         def take(a):
             return jnp.take(a, order, axis=0)
-        k = counting.counts(widths >= count)[0].astype(jnp.int32) - 1
+        k = counting.count(widths >= count) - 1
         return (k, take(perm), count, take(go), tuple(map(take, xb)), tuple(map(take, shadow)),
                 tuple(map(take, ccb)), tuple(map(take, bcb)))
 
     def step(s):
         k, perm, count, go, xb, xs, shadow, ccb, bcb = s
         go, xb, xs, shadow = lax.switch(k, branches, (go, xb, xs, shadow, ccb, bcb))
-        count = counting.counts(go)[0].astype(jnp.int32)
+        count = counting.count(go)
         smaller = jnp.take(widths, jnp.minimum(k + 1, len(sizes) - 1))
         fits = (k + 1 < len(sizes)) & (count <= smaller) & (count > 0)
         k, perm, count, go, xb, shadow, ccb, bcb = lax.cond(
             fits, repartition, lambda s: s, (k, perm, count, go, xb, shadow, ccb, bcb))
         return k, perm, count, go, xb, xs, shadow, ccb, bcb
 
-    count0 = counting.counts(go)[0].astype(jnp.int32)
+    count0 = counting.count(go)
     init = (jnp.int32(0), jnp.arange(size, dtype=jnp.int32), count0, go, xb, xs, shadow, ccb, bcb)
     _, perm, _, go, xb, xs, shadow, _, _ = lax.while_loop(lambda s: s[2] > 0, step, init)
 
