@@ -16,7 +16,8 @@ sets and times them in turns, so that both meet the same load:
     .venv/bin/python benchmarks/paired_programs.py OTHER_CHECKOUT [--rounds 31]
 
 Per executable: the median over rounds of the wall time per call (synchronous
-dispatch, 30 calls a round; not the process's CPU time, which counts XLA's worker
+dispatch, 30 calls a round after 10 untimed ones: the first calls after another
+program's run slower, its code and data out of the caches; not the process's CPU time, which counts XLA's worker
 threads spinning after a call, and so depends on the program timed before); per
 program, the ratio that the issue's targets name (auto / lockstep, grad / forward)
 for both checkouts.
@@ -74,7 +75,7 @@ def _compiled(root, tmp, tag):
         return pickle.load(fh)
 
 
-def timed(sides, rounds, calls=30):
+def timed(sides, rounds, calls=30, warm=10):
     """``{(side, name): median wall microseconds a call}``, all timed in turns."""
     import jax
     import numpy as np
@@ -91,6 +92,8 @@ def timed(sides, rounds, calls=30):
     for r in range(rounds):
         for k in (keys if r % 2 == 0 else keys[::-1]):
             fn, args = loaded[k]
+            for _ in range(warm):  # (the first calls after another program's run cold)
+                jax.block_until_ready(fn(*args))
             start = time.perf_counter()
             for _ in range(calls):
                 jax.block_until_ready(fn(*args))
