@@ -58,6 +58,8 @@ SLOW = {
     "tests/test_fuzz.py": "the differential fuzzer's 300 programs (AUTOFLOW_FUZZ_EXAMPLES)",
     "tests/test_scaling.py": "conversion scaling up to thousands of lines",
     "tests/test_benchmarks_quick.py": "the benchmark suite's smoke run",
+    "tests/test_counting.py::test_the_flat_loop_behind_its_cond_adds_no_reduction":
+        "two nests compiled to count their reductions (a cost property, not a result)",
     "tests/test_jax_internals.py": "fault injection, each fault in a fresh process",
     "tests/test_peer_styles.py": "376 programs in other converters' styles (95 s); the "
                                  "fast tier has each construct in tests/semantics",
