@@ -48,6 +48,9 @@ def test_counts_of_many_lanes_are_exact():
     assert float(counting.counts(m)[0]) == 2**16
     assert int(counting.count(m)) == 2**16
     # (past 2**24 a float32 sum of ones stops growing: count sums in int32 there)
+    many = jnp.arange(counting.MANY + 5) % 2 == 0  # (counted by reductions from MANY on)
+    assert int(counting.count(many)) == float(counting.counts(many)[0]) == (counting.MANY + 6) // 2
+    assert bool(counting.any_(many)) and not bool(counting.any_(~jnp.ones_like(many)))
     big = jnp.ones(counting.EXACT + 3, bool)
     assert int(jax.jit(counting.count)(big)) == counting.EXACT + 3
     assert bool(counting.any_(big))
