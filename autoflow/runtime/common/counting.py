@@ -19,10 +19,11 @@ the test of every loop under ``vmap``. Here it is computed with products:
   vectors of checkpoint slots (a square of comparisons, ``SMALL`` items at most;
   longer ones use ``jnp``'s reductions).
 
-The results are exact: sums of ones, and of one index, in float32 (below 2**24),
-at the highest precision of the product; where an exact count matters at any size
-(which bucket of lanes to run), ``count`` sums larger masks with ``jnp.sum``. XLA makes a product by a matrix of one
-row a reduction, so a single row is given a second.
+The results are exact: sums of ones, and of one index, in float32 at the highest
+precision of the product, on fewer than ``MANY`` items (a float32 sum of ones is exact
+below ``EXACT``); ``count`` stays exact at every size (an int32 ``jnp.sum`` from
+``MANY`` on). XLA makes a product by a matrix of one row a reduction, so a single row
+is given a second.
 """
 
 from __future__ import annotations
@@ -86,18 +87,23 @@ def first(mask):
     return _sums((hit * iota.astype(jnp.float32))[None, :])[0].astype(jnp.int32)
 
 
+def _first_extreme(values, beats):
+    """The first index of a vector's largest (``beats``: ``>=``) or smallest (``<=``)
+    item, without NaN: an item is extreme where it beats every item."""
+    n = values.shape[0]
+    wins = _sums(beats(values[:, None], values[None, :]).astype(jnp.float32))
+    return first(wins == n)
+
+
 def argmax(values):
     """``jnp.argmax`` of a vector without NaN: the first index of its largest item."""
     if values.shape[0] > SMALL:
         return jnp.argmax(values).astype(jnp.int32)
-    # an item is largest where it is at least every item
-    at_least = _sums((values[:, None] >= values[None, :]).astype(jnp.float32))
-    return first(at_least == values.shape[0])
+    return _first_extreme(values, jnp.greater_equal)
 
 
 def argmin(values):
     """``jnp.argmin`` of a vector without NaN: the first index of its smallest item."""
     if values.shape[0] > SMALL:
         return jnp.argmin(values).astype(jnp.int32)
-    at_most = _sums((values[:, None] <= values[None, :]).astype(jnp.float32))
-    return first(at_most == values.shape[0])
+    return _first_extreme(values, jnp.less_equal)
