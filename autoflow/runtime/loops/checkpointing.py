@@ -10,7 +10,9 @@ budget of ``checkpoints`` carries:
 * the backward pass (``backward``) reverses the steps from the last to the
   first: a short gap above the nearest save is recomputed into a sweep buffer
   and reversed; a long one is cut into parts, saving their ends in free slots
-  (``_split``).
+  (``_split``). Its rounds (``next_round``, ``after_round``) are also those of
+  ``loops.stored``'s backward pass beyond its stored steps, which sweeps into rows
+  of residuals instead of carries.
 
 Memory grows with ``checkpoints``, not with the trip count ``N``; each step is
 recomputed about once more per level of cutting (1,000 steps: 3.5 evaluations
@@ -49,35 +51,55 @@ def _layout(checkpoints):
     return slots, forward, sweep
 
 
-def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None):
+def save(x, n, buf, pos, count, stride, checkpoints):
+    """One step of the forward pass's schedule (``forward``): the carry ``x`` before
+    step ``n`` written into a free slot of ``buf`` where ``n`` is a multiple of
+    ``stride`` (into the scratch slot otherwise), the saves thinned and ``stride``
+    doubled when the slots are full. Returns ``(buf, pos, count, stride)``."""
+    size, half, _ = _layout(checkpoints)
+    save = n % stride == 0
+    thin = save & (count == half)
+    pos = jnp.where(thin & (pos >= 0) & ((pos // stride) % 2 == 1), -1, pos)
+    count = jnp.where(thin, half // 2, count)
+    stride = jnp.where(thin, stride * 2, stride)
+    # (a reduction: it runs every step; counting.first costs more a step, and
+    # saves a reduction's fixed cost only where the loop runs no step)
+    free = jnp.argmax(pos[:size] < 0).astype(jnp.int32)
+    slot = jnp.where(save, free, size)
+    buf = _write(buf, slot, x)
+    pos = pos.at[slot].set(jnp.where(save, n, -1))
+    return buf, pos, count + save, stride
+
+
+def schedule(carry, checkpoints, first=None):
+    """The forward pass's saves before its first step: ``(buf, pos, count, stride)``;
+    with ``first``, the carry of step 0 already saved (the loop goes on from a later
+    step)."""
+    size, _, _ = _layout(checkpoints)
+    buf, pos = _slots(carry, size + 1), jnp.full((size + 1,), -1, jnp.int32)
+    if first is None:
+        return buf, pos, jnp.int32(0), jnp.int32(1)
+    return _write(buf, 0, first), pos.at[0].set(0), jnp.int32(1), jnp.int32(1)
+
+
+def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None, start=None):
     """Run the loop, saving the carry before step ``n`` whenever ``n`` is a
     multiple of ``stride``, in at most ``checkpoints // 2`` slots: when they are
     full, the saves at odd multiples of ``stride`` are dropped and ``stride``
-    doubles. Saved carries never move: ``pos[i]`` is the step whose carry slot
-    ``i`` holds (-1: free); the last slot is scratch, written when nothing is
+    doubles (``save``). Saved carries never move: ``pos[i]`` is the step whose carry
+    slot ``i`` holds (-1: free); the last slot is scratch, written when nothing is
     saved, so that every step writes unconditionally (in place).
     With ``go`` (the test of ``carry``, already evaluated), the test of each step's
     result is evaluated at the end of the step, and ``go`` is carried: the test runs
-    once per carry in all. Returns ``(final carry, (slots, pos, n))``."""
-    size, half, _ = _layout(checkpoints)
-
+    once per carry in all. With ``start``, ``(n, first)``: ``carry`` is the carry of
+    step ``n``, and ``first`` that of step 0, saved. Returns ``(final carry,
+    (slots, pos, n))``."""
     def step(s):
         x, n, buf, pos, count, stride = s
-        save = n % stride == 0
-        thin = save & (count == half)
-        pos = jnp.where(thin & (pos >= 0) & ((pos // stride) % 2 == 1), -1, pos)
-        count = jnp.where(thin, half // 2, count)
-        stride = jnp.where(thin, stride * 2, stride)
-        # (a reduction: it runs every step; counting.first costs more a step, and
-        # saves a reduction's fixed cost only where the loop runs no step)
-        free = jnp.argmax(pos[:size] < 0).astype(jnp.int32)
-        slot = jnp.where(save, free, size)
-        buf = _write(buf, slot, x)
-        pos = pos.at[slot].set(jnp.where(save, n, -1))
-        return body(bc, x), n + 1, buf, pos, count + save, stride
+        return (body(bc, x), n + 1) + save(x, n, buf, pos, count, stride, checkpoints)
 
-    pos = jnp.full((size + 1,), -1, jnp.int32)
-    s = (carry, jnp.int32(0), _slots(carry, size + 1), pos, jnp.int32(0), jnp.int32(1))
+    n0, first = (jnp.int32(0), None) if start is None else start
+    s = (carry, n0) + schedule(carry, checkpoints, first)
     if go is None:
         x, n, buf, pos, _, _ = loop(lambda s: cond(cc, s[0]), step, s, checkpoints=checkpoints)
         return x, (buf, pos, n)
@@ -117,6 +139,46 @@ def _split(gap, nfree, sweep, slots):
     cost = jnp.where(fits, levels * (b - 1) / b, jnp.inf)
     m = counting.argmin(cost) + 1
     return jnp.where(counting.any_(fits), m, 1)
+
+
+def next_round(t, pos, n, window, checkpoints):
+    """A round of the backward pass (``backward``) that reverses step ``t`` next, with
+    saves at ``pos`` (``n`` steps in all), its sweeps at most ``window`` steps long:
+    ``(split, slot, free, start, q)``: recompute from the save in ``slot`` (step
+    ``pos[slot]``) to step ``q``; where ``split``, save that carry in the free slot
+    ``free`` (then the round reverses nothing), else sweep: reverse steps ``t`` down to
+    ``start == q``."""
+    size, _, _ = _layout(checkpoints)
+    live = pos[:size]
+    below = jnp.where((live >= 0) & (live <= t), live, -1)
+    slot = counting.argmax(below)
+    gap = t - below[slot]
+    free = counting.first(live < 0)
+    nfree = counting.counts(live < 0)[0].astype(jnp.int32)
+    split = (gap >= window) & (nfree > 0)
+    # a short gap sweeps from the lowest save within reach instead, so that
+    # one round reverses up to `window` steps
+    near = gap < window
+    reach = jnp.where((live >= 0) & (live >= t - (window - 1)) & (live <= t), live, size + n)
+    slot = jnp.where(near, counting.argmin(reach), slot)
+    start = jnp.where(near, pos[slot], t - (window - 1))
+    m = _split(gap, nfree, window, size)
+    q = jnp.where(split, t - gap + (gap + 1 + m) // (m + 1), start)
+    return split, slot, free, start, q
+
+
+def after_round(buf, pos, split, free, q, start, t, xq, checkpoints):
+    """The saves after a round (``next_round``): the carry ``xq`` of step ``q`` saved in
+    slot ``free`` where the round split the gap; the saves a sweep covered freed.
+    Returns ``(buf, pos, t)``, ``t`` the step to reverse next."""
+    size, _, _ = _layout(checkpoints)
+    slot = jnp.where(split, free, size)
+    buf = _write(buf, slot, xq)
+    pos = pos.at[slot].set(jnp.where(split, q, -1))
+    pos = jnp.where(~split & (pos >= start) & (pos <= t), -1, pos)
+    # (q <= t in every state the forward pass saved; the minimum keeps the loop
+    # finite on the rows a masked lane reads under vmap, which hold no state)
+    return buf, pos, jnp.where(split, t, jnp.minimum(q, t) - 1)
 
 
 def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
@@ -171,34 +233,13 @@ def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
 
     def loop_body(s):
         t, buf, pos, ct, ct_bc = s
-        live = pos[:size]
-        below = jnp.where((live >= 0) & (live <= t), live, -1)
-        slot_p = counting.argmax(below)
-        gap = t - below[slot_p]
-        free = counting.first(live < 0)
-        nfree = counting.counts(live < 0)[0].astype(jnp.int32)
-        split = (gap >= sweep_len) & (nfree > 0)
-        # a short gap sweeps from the lowest save within reach instead, so that
-        # one round reverses up to `sweep_len` steps
-        reach = jnp.where((live >= 0) & (live >= t - (sweep_len - 1)) & (live <= t), live,
-                          size + n)
-        slot_p = jnp.where(gap < sweep_len, counting.argmin(reach), slot_p)
-        p = pos[slot_p]
+        split, slot_p, free, start, q = next_round(t, pos, n, sweep_len, checkpoints)
         xp = tuple(b[slot_p] for b in buf)
-        start = jnp.where(gap < sweep_len, p, t - (sweep_len - 1))
-        m = _split(gap, nfree, sweep_len, size)
-        q = jnp.where(split, t - gap + (gap + 1 + m) // (m + 1), start)
-        xq = _advance(body, bc, xp, q - p, checkpoints, loop)
+        xq = _advance(body, bc, xp, q - pos[slot_p], checkpoints, loop)
         ct, ct_bc = lax.cond(split, lambda a: a[2:],
                              sweep, (xq, t - q + 1, ct, ct_bc))
-        # a midpoint is saved; the saves a sweep covered are freed
-        slot = jnp.where(split, free, size)
-        buf = _write(buf, slot, xq)
-        pos = pos.at[slot].set(jnp.where(split, q, -1))
-        pos = jnp.where(~split & (pos >= start) & (pos <= t), -1, pos)
-        # (q <= t in every state the forward pass saved; the minimum keeps the loop
-        # finite on the rows a masked lane reads under vmap, which hold no state)
-        return jnp.where(split, t, jnp.minimum(q, t) - 1), buf, pos, ct, ct_bc
+        buf, pos, t = after_round(buf, pos, split, free, q, start, t, xq, checkpoints)
+        return t, buf, pos, ct, ct_bc
 
     ct0 = tuple(out_ct[i] for i in fi)
     ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
