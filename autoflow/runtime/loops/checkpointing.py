@@ -71,18 +71,7 @@ def save(x, n, buf, pos, count, stride, checkpoints):
     return buf, pos, count + save, stride
 
 
-def schedule(carry, checkpoints, first=None):
-    """The forward pass's saves before its first step: ``(buf, pos, count, stride)``;
-    with ``first``, the carry of step 0 already saved (the loop goes on from a later
-    step)."""
-    size, _, _ = _layout(checkpoints)
-    buf, pos = _slots(carry, size + 1), jnp.full((size + 1,), -1, jnp.int32)
-    if first is None:
-        return buf, pos, jnp.int32(0), jnp.int32(1)
-    return _write(buf, 0, first), pos.at[0].set(0), jnp.int32(1), jnp.int32(1)
-
-
-def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None, start=None):
+def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None):
     """Run the loop, saving the carry before step ``n`` whenever ``n`` is a
     multiple of ``stride``, in at most ``checkpoints // 2`` slots: when they are
     full, the saves at odd multiples of ``stride`` are dropped and ``stride``
@@ -91,15 +80,15 @@ def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None, start=None):
     saved, so that every step writes unconditionally (in place).
     With ``go`` (the test of ``carry``, already evaluated), the test of each step's
     result is evaluated at the end of the step, and ``go`` is carried: the test runs
-    once per carry in all. With ``start``, ``(n, first)``: ``carry`` is the carry of
-    step ``n``, and ``first`` that of step 0, saved. Returns ``(final carry,
-    (slots, pos, n))``."""
+    once per carry in all. Returns ``(final carry, (slots, pos, n))``."""
+    size, _, _ = _layout(checkpoints)
+
     def step(s):
         x, n, buf, pos, count, stride = s
         return (body(bc, x), n + 1) + save(x, n, buf, pos, count, stride, checkpoints)
 
-    n0, first = (jnp.int32(0), None) if start is None else start
-    s = (carry, n0) + schedule(carry, checkpoints, first)
+    s = (carry, jnp.int32(0), _slots(carry, size + 1), jnp.full((size + 1,), -1, jnp.int32),
+         jnp.int32(0), jnp.int32(1))
     if go is None:
         x, n, buf, pos, _, _ = loop(lambda s: cond(cc, s[0]), step, s, checkpoints=checkpoints)
         return x, (buf, pos, n)

@@ -12,17 +12,16 @@ iteration, an ODE integrator) can instead keep what the backward pass needs, as
   keeps for its backward pass) and writes those into a buffer of ``R`` rows;
   if the loop has not ended after ``R`` steps, it goes on from there as the
   checkpointed forward pass (the carry of step 0 saved first);
-* the backward pass (``backward``), where the loop ended within the ``R`` steps
-  (``N <= R``), reverses them by the body's transposed linearization over the
-  stored residuals: no step is evaluated again. Beyond them, it reverses all the
-  steps in rounds of the checkpointed backward pass (``checkpointing.next_round``),
-  each of which recomputes a part of at most ``R`` steps from a saved carry,
-  linearized, into the same rows, then reverses it by the same pullbacks (or
-  recomputes up to a carry it saves in a free slot, to cut a long gap): a step
-  recomputed costs one linearized step and one pullback, where the checkpointed
-  backward pass alone evaluates the body and then ``jax.vjp`` of it (1,000 steps of
-  the Euler integrator of ``grad_loops.py``: 3.3 -> 2.8 ms; 10,000: 31.7 -> 22.6 ms).
-  The two cases are the branches of a ``lax.cond``, each with its pullback.
+* the backward pass (``backward``) reverses the steps after the first ``R``, if any,
+  in rounds of the checkpointed backward pass (``checkpointing.next_round``): each
+  recomputes a part of at most ``R`` steps from a saved carry, linearized, into rows
+  of its own, then reverses it by the steps' pullbacks over them (or recomputes up to
+  a carry it saves in a free slot, to cut a long gap); then the first ``min(N, R)``
+  steps by their pullbacks over the stored rows: no stored step is evaluated again.
+  A step recomputed costs one linearized step and one pullback, where the
+  checkpointed backward pass alone evaluates the body and then ``jax.vjp`` of it
+  (the Euler integrator of ``grad_loops.py``: 1,000 steps 3.0 -> 1.85 ms, 10,000
+  30.8 -> 21.9 ms; the rounds' rows, ``R`` more, only where the loop ran past ``R``).
 
 Residuals that are constants of the loop (the matrix of a conjugate gradient)
 are read from them, not stored; those computed from constants only are kept
@@ -31,8 +30,9 @@ and dtype. ``R`` (``plan``): the most steps whose residuals fit in
 ``STORED * checkpoints`` carries' worth of memory, at most ``MOST * checkpoints``
 steps; none (the checkpointed passes alone, as before) when fewer than ``FEWEST``
 fit, as for a loop whose body holds a loop with a large carry. Memory, with the
-default 64: the stored rows, the cotangents of the stored steps (below) and the
-checkpointed passes' 64 carries.
+default 64: the stored rows, the cotangents of the stored steps (below), the
+checkpointed passes' 64 carries and, where the loop ran past the stored steps, as many
+rows again for the rounds (XLA counts both sets in a program's temporaries).
 
 The cotangent of a matrix the body reads (``A`` in ``A @ p``) is a sum over the
 steps of outer products; accumulated step by step it costs as much as the step
@@ -203,8 +203,8 @@ def _store(plan, bufs, leaves, row):
 def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
     """Run the loop (``body`` with its effects), the first ``plan.slots`` steps
     linearized, their residuals stored (one row each); if the loop has not ended after
-    them, it goes on as the checkpointed forward pass (``checkpointing.forward``), the
-    carry of step 0 saved. Returns ``(final carry, saved)``, for ``backward``."""
+    them, it goes on as the checkpointed forward pass (``checkpointing.forward``, its
+    steps counted from there). Returns ``(final carry, saved)``, for ``backward``."""
     if not plan.slots:
         out, saved = checkpointing.forward(cond, body, cc, bc, carry, checkpoints, loop)
         return out, (saved,)
@@ -222,9 +222,8 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
     s = (go, jnp.int32(0), tuple(carry), _rows(plan), _zeros(plan.of_kind("const")))
     go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
                                   checkpoints=checkpoints)
-    out, (buf, pos, n) = checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop,
-                                               go=go, start=(n, tuple(carry)))
-    return out, (buf, pos, n, bufs, consts)
+    out, saved = checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
+    return out, (saved, n, bufs, consts)
 
 
 def _pullback(plan, rows, consts, bc):
@@ -281,23 +280,22 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
     """The cotangents of ``(bc, carry)`` from those of the final carry (``body``: the
     body as the checkpointed backward pass recomputes it, without callbacks).
 
-    Rounds of the checkpointed backward pass (``checkpointing.next_round``), each of
-    which recomputes from a saved carry, linearized, into the rows (a sweep of at most
-    ``plan.slots`` steps, or up to a carry it saves), then reverses the swept steps by
-    their pullbacks. The rows the forward pass stored hold its first steps: where the
-    loop ended within them, one round reverses it and recomputes nothing. One
-    linearized step and one pullback in the program, whatever the trip count."""
+    The steps after the stored ones, if any, are reversed first, in rounds of the
+    checkpointed backward pass (``checkpointing.next_round``), each of which
+    recomputes from a saved carry, linearized, into rows of its own (a part of at most
+    ``plan.slots`` steps, or up to a carry it saves), then reverses that part by the
+    steps' pullbacks; then the stored steps, by their pullbacks over the stored rows."""
     if not plan.slots:
         return checkpointing.backward(body, bc, saved[0], out_ct, bc_avals, carry_avals,
                                       checkpoints, loop)
-    buf, pos, n, bufs, consts = saved
+    (buf, pos, after), n, bufs, consts = saved
     rows = plan.slots
     fb = [i for i, a in enumerate(bc_avals) if inexact(a)]
     fi = [i for i, a in enumerate(carry_avals) if inexact(a)]
     ct_avals = tuple(carry_avals[i] for i in fi)
     ct_groups = _groups(ct_avals)
     nx = len(carry_avals)
-    # (summed after each round where a constant is a matrix: its per-step cotangents are
+    # (summed after each part where a constant is a matrix: its per-step cotangents are
     # outer products; vectors and scalars are summed step by step, as cheaply)
     summed = any(len(bc_avals[i].shape) >= 2 for i in fb) and plan.summed(
         lambda *a: _summed(plan, *a, ct_avals, fb), bufs, consts, bc, ct_avals)
@@ -332,18 +330,20 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
                      for dtype, g in ct_groups.items())
 
     def round_(s):
-        """A round of the checkpointed backward pass: recompute, then reverse."""
-        t, buf, pos, bufs, ct, ct_bc = s
-        split, slot, free, start, q = checkpointing.next_round(t, pos, n, rows, checkpoints)
+        """A round after the stored steps (``t`` counted from them): recompute, then
+        reverse."""
+        t, buf, pos, window, ct, ct_bc = s
+        split, slot, free, start, q = checkpointing.next_round(t, pos, after, rows,
+                                                               checkpoints)
         p = pos[slot]
         # (clipped: a masked lane under vmap reads rows that hold no state)
-        k = jnp.clip(jnp.where(split, q, t + 1) - p, 0, n)
-        xq, bufs = fill(tuple(b[slot] for b in buf), p, k,
-                        jnp.where(split, n + rows, start), bufs)
-        ct, ct_bc = reversed_(jnp.where(split, start - 1, t), start, ct, ct_bc, bufs)
+        k = jnp.clip(jnp.where(split, q, t + 1) - p, 0, after)
+        xq, window = fill(tuple(b[slot] for b in buf), p, k,
+                          jnp.where(split, after + rows, start), window)
+        ct, ct_bc = reversed_(jnp.where(split, start - 1, t), start, ct, ct_bc, window)
         buf, pos, t = checkpointing.after_round(buf, pos, split, free, q, start, t, xq,
                                                 checkpoints)
-        return t, buf, pos, bufs, ct, ct_bc
+        return t, buf, pos, window, ct, ct_bc
 
     def reversed_(t, start, ct, ct_bc, bufs):
         ct, acc = reverse(t, start, ct, ct_rows() if summed else ct_bc, bufs)
@@ -353,18 +353,15 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
         return ct, acc
 
     def beyond(a):
-        """The loop ran past the stored steps: every step reversed by rounds."""
-        s = (n - 1, buf, pos, bufs) + a
+        """The steps after the stored ones, reversed by rounds (a cond: their setup
+        costs a call even where they reverse no step)."""
+        s = (after - 1, buf, pos, _rows(plan)) + a
         *_, ct, ct_bc = loop(lambda s: s[0] >= 0, round_, s, checkpoints=checkpoints)
         return ct, ct_bc
 
-    def within(a):
-        """The loop ended within the stored steps: they are reversed. (Under ``vmap``
-        both branches run: a lane past the stored steps reverses at most as many rows.)"""
-        return reversed_(jnp.minimum(n, rows) - 1, 0, *a, bufs)
-
-    ct0 = tuple(out_ct[i] for i in fi)
-    ct_bc0 = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
-    ct_x, ct_bc = lax.cond(n > rows, beyond, within, (ct0, ct_bc0))
+    ct = tuple(out_ct[i] for i in fi)
+    ct_bc = tuple(jnp.zeros(bc_avals[i].shape, bc_avals[i].dtype) for i in fb)
+    ct, ct_bc = lax.cond(after > 0, beyond, lambda a: a, (ct, ct_bc))
+    ct_x, ct_bc = reversed_(n - 1, 0, ct, ct_bc, bufs)
     return (_merge((jx.Zero(a.to_ct_aval()) for a in bc_avals), fb, ct_bc),
             _merge((jx.Zero(a.to_ct_aval()) for a in carry_avals), fi, ct_x))
