@@ -71,6 +71,12 @@ def save(x, n, buf, pos, count, stride, checkpoints):
     return buf, pos, count + save, stride
 
 
+def unsaved(carry, checkpoints):
+    """What ``forward`` returns for a loop that runs no step: ``(slots, pos, 0)``."""
+    size, _, _ = _layout(checkpoints)
+    return _slots(carry, size + 1), jnp.full((size + 1,), -1, jnp.int32), jnp.int32(0)
+
+
 def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None):
     """Run the loop, saving the carry before step ``n`` whenever ``n`` is a
     multiple of ``stride``, in at most ``checkpoints // 2`` slots: when they are
@@ -81,14 +87,12 @@ def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None):
     With ``go`` (the test of ``carry``, already evaluated), the test of each step's
     result is evaluated at the end of the step, and ``go`` is carried: the test runs
     once per carry in all. Returns ``(final carry, (slots, pos, n))``."""
-    size, _, _ = _layout(checkpoints)
-
     def step(s):
         x, n, buf, pos, count, stride = s
         return (body(bc, x), n + 1) + save(x, n, buf, pos, count, stride, checkpoints)
 
-    s = (carry, jnp.int32(0), _slots(carry, size + 1), jnp.full((size + 1,), -1, jnp.int32),
-         jnp.int32(0), jnp.int32(1))
+    buf, pos, n = unsaved(carry, checkpoints)
+    s = (carry, n, buf, pos, jnp.int32(0), jnp.int32(1))
     if go is None:
         x, n, buf, pos, _, _ = loop(lambda s: cond(cc, s[0]), step, s, checkpoints=checkpoints)
         return x, (buf, pos, n)

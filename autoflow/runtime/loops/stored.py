@@ -222,7 +222,16 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
     s = (go, jnp.int32(0), tuple(carry), _rows(plan), _zeros(plan.of_kind("const")))
     go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
                                   checkpoints=checkpoints)
-    out, saved = checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
+
+    def more(x):
+        return checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
+
+    def done(x):
+        return x, checkpointing.unsaved(x, checkpoints)
+
+    # (a cond: the checkpointed pass's setup is paid where the loop goes on; XLA:CPU runs
+    # a program's independent setups concurrently, handing some to its worker threads)
+    out, saved = lax.cond(go, more, done, x)
     return out, (saved, n, bufs, consts)
 
 
