@@ -307,3 +307,22 @@ def test_checkpoint_around_a_loop_with_a_matrix_constant():
     for n in (3, K + 2):
         _close(jax.jit(jax.grad(f, argnums=(0, 1)))(A, B, n),
                jax.grad(matrix_ref, argnums=(0, 1))(A, B, n))
+
+
+def test_vmap_of_grad_where_lanes_run_long_past_the_stored_steps():
+    """Under vmap the lanes past the stored steps reverse them in rounds (recomputing
+    into rows, cutting long gaps), each lane its own; a lane that is done writes its
+    rows into a scratch row, which nothing reads (the rows are not masked: see
+    ``_WhileLoop.free``). Each lane equals its own gradient, with a matrix constant
+    (summed after each round) and with vectors only (summed step by step)."""
+    ns = jnp.array([3, 2 * K + 1, 5 * K + 3, 0, K])
+    bs = jnp.stack([B * (0.5 + 0.2 * k) for k in range(len(ns))])
+    got = jax.jit(jax.vmap(jax.grad(autoflow.convert(matrix, checkpoints=K), argnums=(0, 1)),
+                           (None, 0, 0)))(A, bs, ns)
+    for k, n in enumerate(ns):
+        _close((got[0][k], got[1][k]), jax.grad(matrix_ref, argnums=(0, 1))(A, bs[k], int(n)))
+    xs = jnp.stack([X * (1 + 0.1 * k) for k in range(len(ns))])
+    got = jax.jit(jax.vmap(jax.grad(autoflow.convert(counted, checkpoints=K), argnums=(0, 1)),
+                           (0, None, 0)))(xs, W, ns)
+    for k, n in enumerate(ns):
+        _close((got[0][k], got[1][k]), jax.grad(counted_ref, argnums=(0, 1))(xs[k], W, int(n)))

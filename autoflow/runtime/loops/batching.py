@@ -149,8 +149,10 @@ class Batched:
 
         def step(cc, bc, go, x, shadow):
             new = lanes.vmap(self._body, (bc_axes, x_axes), x_axes, size, go)(bc, x)
-            x = tuple(jnp.where(per_lane(go, n), n, o) if b else n
-                      for n, o, b in zip(new, x, batched))
+            # (a free carry: the body writes it only where the lane runs; see
+            # _WhileLoop.free)
+            x = tuple(jnp.where(per_lane(go, n), n, o) if b and j not in self.free else n
+                      for j, (n, o, b) in enumerate(zip(new, x, batched)))
             shadow = tuple(jnp.where(per_lane(go, s), x[j], s) for j, s in zip(shadowed, shadow))
             return go & vcond(cc, x), x, shadow
         return step

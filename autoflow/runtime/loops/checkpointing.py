@@ -105,12 +105,15 @@ def forward(cond, body, cc, bc, carry, checkpoints, loop, go=None):
     return x, (buf, pos, n)
 
 
-def fori(n, fn, init, checkpoints, loop):
+def fori(n, fn, init, checkpoints, loop, free=None):
     """``lax.fori_loop(0, n, fn, init)`` for a traced ``n``, as a ``while_loop``
     of this module: the passes of a gradient are differentiable in turn
-    (``jax.grad`` of ``jax.grad``)."""
+    (``jax.grad`` of ``jax.grad``). ``free``: a tree like ``init`` of bools, True for
+    the carries ``fn`` writes only at steps below ``n`` (``while_loop``'s ``free``)."""
+    at = () if free is None else tuple(
+        1 + k for k, f in enumerate(jax.tree_util.tree_leaves(free)) if f)
     _, out = loop(lambda c: c[0] < n, lambda c: (c[0] + 1, fn(c[0], c[1])),
-                        (jnp.int32(0), init), checkpoints=checkpoints)
+                  (jnp.int32(0), init), checkpoints=checkpoints, free=at)
     return out
 
 

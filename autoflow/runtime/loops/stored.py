@@ -77,7 +77,7 @@ class Plan:
         pullbacks linear maps JAX can transpose (not so where the body holds a loop of
         autoflow's)? Found once, on abstract values."""
         if self.transposable is None:
-            cts = tuple(jax.ShapeDtypeStruct((self.slots + 1, sum(size for _, size, _ in g)), dtype)
+            cts = tuple(jax.ShapeDtypeStruct((self.slots, sum(size for _, size, _ in g)), dtype)
                         for dtype, g in _groups(ct_avals).items())
             try:
                 jax.eval_shape(fn, bufs, consts, bc, cts)
@@ -211,9 +211,10 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
     nx, kinds = len(carry), plan.kinds
 
     def step(s):
-        _, n, x, bufs, consts = s
+        go, n, x, bufs, consts = s
         y, leaves = _linearized(plan.jaxpr, bc, x, nx)
-        bufs = _store(plan, bufs, leaves, n)
+        # (a lane that is done, under vmap, writes the scratch row: the rows are free)
+        bufs = _store(plan, bufs, leaves, jnp.where(go & (n < plan.slots), n, plan.slots))
         consts = tuple(v for v, (k, _) in zip(leaves, kinds) if k == "const")
         go = jnp.asarray(cond(cc, y), bool).reshape(())
         return go, n + 1, y, bufs, consts
@@ -221,7 +222,8 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
     go = jnp.asarray(cond(cc, carry), bool).reshape(())
     s = (go, jnp.int32(0), tuple(carry), _rows(plan), _zeros(plan.of_kind("const")))
     go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
-                                  checkpoints=checkpoints)
+                                  checkpoints=checkpoints,
+                                  free=tuple(2 + nx + k for k in range(len(s[3]))))
 
     def more(x):
         return checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
@@ -307,7 +309,8 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
     # (summed after each part where a constant is a matrix: its per-step cotangents are
     # outer products; vectors and scalars are summed step by step, as cheaply)
     summed = any(len(bc_avals[i].shape) >= 2 for i in fb) and plan.summed(
-        lambda *a: _summed(plan, *a, ct_avals, fb), bufs, consts, bc, ct_avals)
+        lambda *a: _summed(plan, *a, ct_avals, fb), tuple(b[:plan.slots] for b in bufs), consts,
+        bc, ct_avals)
 
     def fill(x, p, k, lo, bufs):
         """``k`` steps from the carry ``x`` of step ``p``, step ``j``'s residuals in row
@@ -316,8 +319,9 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
             x, bufs = c
             y, leaves = _linearized(plan.quiet, bc, x, nx)
             j = p + i
-            return y, _store(plan, bufs, leaves, jnp.where(j >= lo, j - lo, rows))
-        return checkpointing.fori(k, one, (x, bufs), checkpoints, loop)
+            return y, _store(plan, bufs, leaves, jnp.where((j >= lo) & (i < k), j - lo, rows))
+        return checkpointing.fori(k, one, (x, bufs), checkpoints, loop,
+                                  free=(tuple(False for _ in x), tuple(True for _ in bufs)))
 
     def reverse(t, start, ct, acc, bufs):
         """Steps ``t`` down to ``start``, from rows ``t - start`` down to 0."""
@@ -328,11 +332,13 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
                                     for b in bufs], consts, bc)
             g_bc, g_x = pull(ct)
             if summed:  # (the constants' part, for all steps of the round: _summed)
+                row = jnp.where(row >= 0, row, rows)  # (a finished lane: the scratch row)
                 return tuple(g_x), tuple(lax.dynamic_update_index_in_dim(b, v, row, 0) for b, v
                                          in zip(acc, _pack(ct_groups, ct)))
             return tuple(g_x), tuple(a + g for a, g in zip(acc, g_bc))
 
-        return checkpointing.fori(t - start + 1, back, (ct, acc), checkpoints, loop)
+        return checkpointing.fori(t - start + 1, back, (ct, acc), checkpoints, loop,
+                                  free=(tuple(False for _ in ct), tuple(summed for _ in acc)))
 
     def ct_rows():
         return tuple(jnp.zeros((rows + 1, sum(size for _, size, _ in g)), dtype)
@@ -345,20 +351,23 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
         split, slot, free, start, q = checkpointing.next_round(t, pos, after, rows,
                                                                checkpoints)
         p = pos[slot]
-        # (clipped: a masked lane under vmap reads rows that hold no state)
-        k = jnp.clip(jnp.where(split, q, t + 1) - p, 0, after)
+        # (none where t < 0: under vmap a lane that is done still runs the round, on
+        # saves that hold no state; its loops must run no step)
+        idle = split | (t < 0)
+        k = jnp.where(t < 0, 0, jnp.clip(jnp.where(split, q, t + 1) - p, 0, after))
         xq, window = fill(tuple(b[slot] for b in buf), p, k,
                           jnp.where(split, after + rows, start), window)
-        ct, ct_bc = reversed_(jnp.where(split, start - 1, t), start, ct, ct_bc, window)
+        ct, ct_bc = reversed_(jnp.where(idle, start - 1, t), start, ct, ct_bc, window)
         buf, pos, t = checkpointing.after_round(buf, pos, split, free, q, start, t, xq,
                                                 checkpoints)
         return t, buf, pos, window, ct, ct_bc
 
     def reversed_(t, start, ct, ct_bc, bufs):
         ct, acc = reverse(t, start, ct, ct_rows() if summed else ct_bc, bufs)
-        if summed:
-            return ct, tuple(a + g for a, g in zip(ct_bc, _summed(plan, bufs, consts, bc, acc,
-                                                               ct_avals, fb)))
+        if summed:  # (the scratch rows left out: a finished lane's writes, under vmap)
+            dbc = _summed(plan, tuple(b[:rows] for b in bufs), consts, bc,
+                          tuple(a[:rows] for a in acc), ct_avals, fb)
+            return ct, tuple(a + g for a, g in zip(ct_bc, dbc))
         return ct, acc
 
     def beyond(a):

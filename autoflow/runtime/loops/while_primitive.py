@@ -123,7 +123,7 @@ class _WhileLoop(Batched, RunsForItsEffects, jx.HiPrimitive):
         return jx.bind(self, args)
 
     def __init__(self, cond_jaxpr, body_jaxpr, in_avals, checkpoints, effects, gated=False,
-                 lanes="auto"):
+                 lanes="auto", free=frozenset()):
         self.in_avals = in_avals  # (cond consts, body consts, carry): tuples of avals
         self.out_aval = in_avals[2]
         self.params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
@@ -135,6 +135,11 @@ class _WhileLoop(Batched, RunsForItsEffects, jx.HiPrimitive):
         # "auto", "lockstep" or "flat": how its lanes run under vmap (loops.lane_loop);
         # every loop made from this one (its JVP, its backward pass) keeps it
         self.lanes = lanes
+        # carries (positions) that a lane keeps writing under vmap once it is done, which
+        # the body guards by its own test (a buffer written one row a step, a finished
+        # lane's rows going to a scratch row): lockstep does not mask them (see
+        # Batched.lockstep_step); loops made from this one mask every carry
+        self.free = frozenset(free)
         self.source_info = jx.source_here()  # (for an internal error's line)
         super().__init__()
 
@@ -380,7 +385,7 @@ class _LoopTangent(jx.HiPrimitive):
 
 
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None,
-               gated=False, added_inputs=None, lanes="auto"):
+               gated=False, added_inputs=None, lanes="auto", free=()):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
@@ -395,7 +400,10 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     does read: the value the carry has when an iteration starts), or None.
     ``gated``: ``cond_fun`` holds the predicate of the branch the loop is in
     (see ``cond.select_or_cond.loop_gate``). ``lanes``: how the loop's lanes run under
-    ``vmap`` (``"auto"``, ``"lockstep"``, ``"flat"``: ``loops.lane_loop``).
+    ``vmap`` (``"auto"``, ``"lockstep"``, ``"flat"``: ``loops.lane_loop``). ``free``:
+    positions among ``init``'s leaves of carries that the body writes only where
+    ``cond_fun`` holds (elsewhere into a part nothing reads), so that under ``vmap`` a
+    finished lane's writes need no masking (``_WhileLoop.free``).
     """
     if not jx.primitives():
         if added is not None:
@@ -456,7 +464,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
     in_avals = (tuple(jx.typeof(x) for x in cc), tuple(jx.typeof(x) for x in bc), avals)
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
-                      gated, lanes)
+                      gated, lanes, free)
     if lane_note is not None:
         events.note("lanes", lane_note(prim))
     if plain or effects and not selfcheck.effects_ok():
