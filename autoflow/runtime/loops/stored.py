@@ -11,7 +11,7 @@ iteration, an ODE integrator) can instead keep what the backward pass needs, as
   computes the body's results and its residuals (what ``jax.vjp`` of the body
   keeps for its backward pass) and writes those into a buffer of ``R`` rows;
   if the loop has not ended after ``R`` steps, it goes on from there as the
-  checkpointed forward pass (the carry of step 0 saved first);
+  checkpointed forward pass (behind a ``lax.cond``: its setup paid only then);
 * the backward pass (``backward``) reverses the steps after the first ``R``, if any,
   in rounds of the checkpointed backward pass (``checkpointing.next_round``): each
   recomputes a part of at most ``R`` steps from a saved carry, linearized, into rows
@@ -20,8 +20,8 @@ iteration, an ODE integrator) can instead keep what the backward pass needs, as
   steps by their pullbacks over the stored rows: no stored step is evaluated again.
   A step recomputed costs one linearized step and one pullback, where the
   checkpointed backward pass alone evaluates the body and then ``jax.vjp`` of it
-  (the Euler integrator of ``grad_loops.py``: 1,000 steps 3.0 -> 1.85 ms, 10,000
-  30.8 -> 21.9 ms; the rounds' rows, ``R`` more, only where the loop ran past ``R``).
+  (the Euler integrator of ``grad_loops.py``: 1,000 steps 2.95 -> 1.79 ms, 10,000
+  30.8 -> 21.9 ms; the rounds' rows are ``R`` more rows of temporaries).
 
 Residuals that are constants of the loop (the matrix of a conjugate gradient)
 are read from them, not stored; those computed from constants only are kept
@@ -42,7 +42,10 @@ over the steps, gives the sum (``_summed``: one product of matrices). Where JAX 
 the pullbacks (a ``lax.cond`` or a loop in them), the sums are taken step by step.
 
 Both passes are loops of ``loops.while_primitive`` (``loop``), so ``jax.grad`` of
-``jax.grad`` works; under ``vmap`` each lane stores its own steps.
+``jax.grad`` works; under ``vmap`` each lane stores its own steps, and its rows are
+``free`` carries of those loops (``while_primitive.while_loop``): a lane that is done
+writes the scratch row, which nothing reads, instead of every buffer of rows being
+masked every step.
 """
 
 from __future__ import annotations
