@@ -57,18 +57,18 @@ def save(x, n, buf, pos, count, stride, checkpoints):
     ``stride`` (into the scratch slot otherwise), the saves thinned and ``stride``
     doubled when the slots are full. Returns ``(buf, pos, count, stride)``."""
     size, half, _ = _layout(checkpoints)
-    save = n % stride == 0
-    thin = save & (count == half)
+    due = n % stride == 0
+    thin = due & (count == half)
     pos = jnp.where(thin & (pos >= 0) & ((pos // stride) % 2 == 1), -1, pos)
     count = jnp.where(thin, half // 2, count)
     stride = jnp.where(thin, stride * 2, stride)
     # (a reduction: it runs every step; counting.first costs more a step, and
     # saves a reduction's fixed cost only where the loop runs no step)
     free = jnp.argmax(pos[:size] < 0).astype(jnp.int32)
-    slot = jnp.where(save, free, size)
+    slot = jnp.where(due, free, size)
     buf = _write(buf, slot, x)
-    pos = pos.at[slot].set(jnp.where(save, n, -1))
-    return buf, pos, count + save, stride
+    pos = pos.at[slot].set(jnp.where(due, n, -1))
+    return buf, pos, count + due, stride
 
 
 def unsaved(carry, checkpoints):
@@ -110,10 +110,9 @@ def fori(n, fn, init, checkpoints, loop, free=None):
     of this module: the passes of a gradient are differentiable in turn
     (``jax.grad`` of ``jax.grad``). ``free``: a tree like ``init`` of bools, True for
     the carries ``fn`` writes only at steps below ``n`` (``while_loop``'s ``free``)."""
-    at = () if free is None else tuple(
-        1 + k for k, f in enumerate(jax.tree_util.tree_leaves(free)) if f)
     _, out = loop(lambda c: c[0] < n, lambda c: (c[0] + 1, fn(c[0], c[1])),
-                  (jnp.int32(0), init), checkpoints=checkpoints, free=at)
+                  (jnp.int32(0), init), checkpoints=checkpoints,
+                  free=None if free is None else (False, free))
     return out
 
 
@@ -150,7 +149,7 @@ def next_round(t, pos, n, window, checkpoints):
     slot = counting.argmax(below)
     gap = t - below[slot]
     free = counting.first(live < 0)
-    nfree = counting.counts(live < 0)[0].astype(jnp.int32)
+    nfree = counting.count(live < 0)
     split = (gap >= window) & (nfree > 0)
     # a short gap sweeps from the lowest save within reach instead, so that
     # one round reverses up to `window` steps

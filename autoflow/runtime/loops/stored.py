@@ -80,8 +80,8 @@ class Plan:
         pullbacks linear maps JAX can transpose (not so where the body holds a loop of
         autoflow's)? Found once, on abstract values."""
         if self.transposable is None:
-            cts = tuple(jax.ShapeDtypeStruct((self.slots, sum(size for _, size, _ in g)), dtype)
-                        for dtype, g in _groups(ct_avals).items())
+            cts = tuple(jax.ShapeDtypeStruct((self.slots, width), dtype)
+                        for dtype, width in _widths(_groups(ct_avals)))
             try:
                 jax.eval_shape(fn, bufs, consts, bc, cts)
                 self.transposable = True
@@ -164,6 +164,11 @@ def _groups(avals):
     return groups
 
 
+def _widths(groups):
+    """``(dtype, values in a row)`` of each buffer of ``groups`` (``_groups``)."""
+    return [(dtype, sum(size for _, size, _ in g)) for dtype, g in groups.items()]
+
+
 def _pack(groups, values):
     return tuple(jnp.concatenate([jnp.ravel(values[k]) for k, _, _ in g]) if len(g) > 1
                  else jnp.ravel(values[g[0][0]]) for g in groups.values())
@@ -192,8 +197,7 @@ def _rows(plan):
     loop in the body read from them under ``vmap``, by a lane whose steps are all
     reversed, are none."""
     return tuple((jnp.ones if jnp.issubdtype(dtype, jnp.inexact) else jnp.zeros)(
-        (plan.slots + 1, sum(size for _, size, _ in g)), dtype)
-        for dtype, g in _groups(plan.of_kind("step")).items())
+        (plan.slots + 1, width), dtype) for dtype, width in _widths(_groups(plan.of_kind("step"))))
 
 
 def _store(plan, bufs, leaves, row):
@@ -224,9 +228,10 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
 
     go = jnp.asarray(cond(cc, carry), bool).reshape(())
     s = (go, jnp.int32(0), tuple(carry), _rows(plan), _zeros(plan.of_kind("const")))
+    free = (False, False, tuple(False for _ in carry), tuple(True for _ in s[3]),
+            tuple(False for _ in s[4]))  # (the rows)
     go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
-                                  checkpoints=checkpoints,
-                                  free=tuple(2 + nx + k for k in range(len(s[3]))))
+                                  checkpoints=checkpoints, free=free)
 
     def more(x):
         return checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
@@ -344,8 +349,7 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
                                   free=(tuple(False for _ in ct), tuple(summed for _ in acc)))
 
     def ct_rows():
-        return tuple(jnp.zeros((rows + 1, sum(size for _, size, _ in g)), dtype)
-                     for dtype, g in ct_groups.items())
+        return tuple(jnp.zeros((rows + 1, width), dtype) for dtype, width in _widths(ct_groups))
 
     def round_(s):
         """A round after the stored steps (``t`` counted from them): recompute, then

@@ -385,7 +385,7 @@ class _LoopTangent(jx.HiPrimitive):
 
 
 def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, added=None,
-               gated=False, added_inputs=None, lanes="auto", free=()):
+               gated=False, added_inputs=None, lanes="auto", free=None):
     """``lax.while_loop(cond_fun, body_fun, init)`` (``init`` a pytree of arrays),
     reverse-differentiable with at most ``checkpoints`` saved carries.
 
@@ -400,8 +400,8 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
     does read: the value the carry has when an iteration starts), or None.
     ``gated``: ``cond_fun`` holds the predicate of the branch the loop is in
     (see ``cond.select_or_cond.loop_gate``). ``lanes``: how the loop's lanes run under
-    ``vmap`` (``"auto"``, ``"lockstep"``, ``"flat"``: ``loops.lane_loop``). ``free``:
-    positions among ``init``'s leaves of carries that the body writes only where
+    ``vmap`` (``"auto"``, ``"lockstep"``, ``"flat"``: ``loops.lane_loop``). ``free``: a
+    tree like ``init`` of bools, True for the carries that the body writes only where
     ``cond_fun`` holds (elsewhere into a part nothing reads), so that under ``vmap`` a
     finished lane's writes need no masking (``_WhileLoop.free``).
     """
@@ -463,8 +463,11 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints=DEFAULT_CHECKPOINTS, add
         flat += tuple(jnp.zeros(a.shape, a.dtype) for a in more)
     effects = frozenset(cond_jaxpr.effects) | frozenset(body_jaxpr.effects)
     in_avals = (tuple(jx.typeof(x) for x in cc), tuple(jx.typeof(x) for x in bc), avals)
+    if free is not None and jax.tree_util.tree_structure(free) != tree:
+        raise TypeError(f"while_loop: `free` is not shaped like the carry: {tree}")
+    at = () if free is None else (k for k, f in enumerate(jax.tree_util.tree_leaves(free)) if f)
     prim = _WhileLoop(cond_jaxpr, body_jaxpr, in_avals, max(4, int(checkpoints)), effects,
-                      gated, lanes, free)
+                      gated, lanes, at)
     if lane_note is not None:
         events.note("lanes", lane_note(prim))
     if plain or effects and not selfcheck.effects_ok():
