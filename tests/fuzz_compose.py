@@ -435,6 +435,13 @@ def _worker(items, tmp):
                           all_threads=False)
 
     warnings.simplefilter("ignore")
+    # JAX, its backend and autoflow are loaded before the first item's clock starts: on a
+    # slow machine their import alone can take longer than a short time limit.
+    import jax.numpy as jnp
+
+    import autoflow  # noqa: F401
+
+    jnp.zeros(1).block_until_ready()
     for item in items:
         seed, kind = item.split(":")
         print(f"START {seed} {kind}", flush=True)
