@@ -10,7 +10,9 @@ lowering``, ``op names``), the ``partial_eval_jaxpr_custom`` rule for
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import inspect
 import sys
 
@@ -217,7 +219,11 @@ def _low_rules():
         return False if _low(_prim) else orig_is_high(*avals, _prim=_prim)
 
     def impl(*args_flat, _prim):
-        return expand(*args_flat, _prim=_prim) if _low(_prim) else orig_impl(*args_flat, _prim=_prim)
+        if not _low(_prim):
+            return orig_impl(*args_flat, _prim=_prim)
+        if _prim.effects or jax.config.jax_disable_jit:
+            return expand(*args_flat, _prim=_prim)
+        return _eager_compiled(functools.partial(expand, _prim=_prim), args_flat)
 
     def staging_for(prim_p):
         def staging(trace, source_info, *args_flat, _prim):
@@ -260,6 +266,37 @@ def _low_rules():
 
     return dict(is_high=is_high, impl=impl, staging_for=staging_for, lowering=lowering,
                 register=mlir.register_lowering)
+
+
+# Outside `jit` (`vmap` or `grad` of a converted function, run eagerly) JAX evaluates an
+# autoflow equation by its `impl`, with arrays. Its expansion is compiled whole, once
+# per distinct program: evaluated op by op, each `cond` and loop in it would be compiled
+# on its own at every call, their jaxprs being new at every call (as JAX's own loops
+# made of closures are: a `vmap` of `grad` of a Newton iteration recompiled four loops,
+# 1.3 s, each call). The key is the lowered program's text (its constants printed in
+# full) with the arguments' and results' types: two expansions with the same key compute
+# the same thing. Equations with effects (a `print`, a check) run op by op, as before.
+_EAGER_CACHE: collections.OrderedDict = collections.OrderedDict()
+EAGER_CACHE_SIZE = 32
+
+
+def _types(values):
+    return tuple((jax.typeof(v), getattr(v, "sharding", None)) for v in values)
+
+
+def _eager_compiled(fn, args):
+    lowered = jax.jit(fn).lower(*args)
+    outs = tuple((o.shape, o.dtype, getattr(o, "weak_type", None))
+                 for o in jax.tree_util.tree_leaves(lowered.out_info))
+    key = (lowered.as_text(), _types(args), outs)
+    compiled = _EAGER_CACHE.get(key)
+    if compiled is None:
+        compiled = _EAGER_CACHE[key] = lowered.compile()
+        while len(_EAGER_CACHE) > EAGER_CACHE_SIZE:
+            _EAGER_CACHE.popitem(last=False)
+    else:
+        _EAGER_CACHE.move_to_end(key)
+    return compiled(*args)
 
 
 def _no_location(ctx, prim):
