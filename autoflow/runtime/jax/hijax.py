@@ -15,6 +15,7 @@ import contextlib
 import functools
 import inspect
 import sys
+import threading
 
 import jax
 import numpy as np
@@ -280,22 +281,31 @@ _EAGER_CACHE: collections.OrderedDict = collections.OrderedDict()
 EAGER_CACHE_SIZE = 32
 
 
+_eager_lock = threading.Lock()
+
+
 def _types(values):
     return tuple((jax.typeof(v), getattr(v, "sharding", None)) for v in values)
 
 
 def _eager_compiled(fn, args):
-    lowered = jax.jit(fn).lower(*args)
-    outs = tuple((o.shape, o.dtype, getattr(o, "weak_type", None))
-                 for o in jax.tree_util.tree_leaves(lowered.out_info))
-    key = (lowered.as_text(), _types(args), outs)
-    compiled = _EAGER_CACHE.get(key)
+    lowered = jax.jit(fn).lower(*args)  # (an error of the user's program is raised here)
+    try:
+        outs = tuple((o.shape, o.dtype, getattr(o, "weak_type", None))
+                     for o in jax.tree_util.tree_leaves(lowered.out_info))
+        key = (lowered.as_text(), _types(args), outs)
+    except AttributeError:  # (a JAX without these public names: compiled, not kept)
+        return lowered.compile()(*args)
+    with _eager_lock:
+        compiled = _EAGER_CACHE.get(key)
+        if compiled is not None:
+            _EAGER_CACHE.move_to_end(key)
     if compiled is None:
-        compiled = _EAGER_CACHE[key] = lowered.compile()
-        while len(_EAGER_CACHE) > EAGER_CACHE_SIZE:
-            _EAGER_CACHE.popitem(last=False)
-    else:
-        _EAGER_CACHE.move_to_end(key)
+        compiled = lowered.compile()
+        with _eager_lock:
+            _EAGER_CACHE[key] = compiled
+            while len(_EAGER_CACHE) > EAGER_CACHE_SIZE:
+                _EAGER_CACHE.popitem(last=False)
     return compiled(*args)
 
 
