@@ -534,7 +534,9 @@ def _stack_file(tmp, pid):
 # Frames that say a program was still being traced, lowered or compiled when it was
 # stopped (a slow compile), not running its compiled code (a hang).
 _BUILDING = ("backend_compile", "compile_or_get_cached", "lower_jaxpr", "_cached_lowering",
-             "trace_to_jaxpr", "_pjit_lower", "make_jaxpr", "eval_shape")
+             "trace_to_jaxpr", "_pjit_lower", "make_jaxpr", "eval_shape",
+             # (older JAX's names: 0.4.x)
+             "make_jaxpr_f", "trace_to_jaxpr_dynamic", "trace_to_subjaxpr_dynamic")
 
 
 def _stopped_in(proc, tmp):
