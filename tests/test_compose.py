@@ -591,3 +591,43 @@ def test_prints_in_a_scan_with_stacked_outputs_run_each_iteration_under_grad(cap
     assert sorted(out) == sorted(capfd.readouterr().out.splitlines())
     assert len(out) == 3 * (1 + 1 + 2) + 3 * 1  # lane c=3: at, positive, m 3, m 1; c=0: at
     np.testing.assert_allclose(got, jnp.stack(want), rtol=1e-6)
+
+
+def counts_up_while_behind(n, xs, x):
+    w = 0
+    while w < 4 and n < jnp.argmax(xs) + w:  # `w` is the same in every running lane
+        w += 1
+        print("at", w, n)
+        if w > 2 and n > 0:
+            raise ValueError(f"lane {n} went past 2")
+    return x * w
+
+
+@pytest.mark.parametrize("how", ["vmap", "jit_vmap", "vmap_grad", "grad_vmap"])
+def test_a_lane_that_finished_a_loop_prints_and_raises_no_more(capfd, how):
+    # Under vmap a loop's counter is one value shared by the lanes still running; a
+    # finished lane keeps running the body with the others (its results dropped), and
+    # its test would come true again as the counter goes on: it printed (fuzz seed
+    # 71079) and could raise for iterations Python never ran.
+    cf = autoflow.convert(counts_up_while_behind)
+    ns = jnp.array([0, 1, 2, 3])
+    xs = jnp.array([[0., 1., 2.], [2., 1., 0.], [0., 0., 3.], [1., 5., 0.]])
+    x = jnp.array([0.5, 1.0, 1.5, 2.0])
+    capfd.readouterr()
+    if how == "vmap":
+        got = jax.vmap(cf)(ns, xs, x)
+    elif how == "jit_vmap":
+        got = jax.jit(jax.vmap(cf))(ns, xs, x)
+    elif how == "vmap_grad":
+        got = jax.vmap(jax.grad(cf, argnums=2))(ns, xs, x)
+    else:
+        got = jax.grad(lambda x: jax.vmap(cf)(ns, xs, x).sum())(x)
+    jax.effects_barrier()
+    out = sorted(capfd.readouterr().out.splitlines())
+    lanes = [(int(ns[k]), xs[k], float(x[k])) for k in range(4)]
+    if how in ("vmap", "jit_vmap"):
+        want = [counts_up_while_behind(*a) for a in lanes]
+    else:
+        want = [jax.grad(counts_up_while_behind, argnums=2)(*a) for a in lanes]
+    assert out == sorted(capfd.readouterr().out.splitlines()) == [f"at {w} 0" for w in (1, 2, 3, 4)]
+    np.testing.assert_allclose(got, jnp.stack(want))

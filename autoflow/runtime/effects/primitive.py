@@ -17,6 +17,7 @@ from jax import lax
 from .. import jax as jx
 from ..jax import selfcheck
 from ..common.events import plain_now
+from ..loops import lanes
 
 
 def _effects_as_primitive():
@@ -105,6 +106,13 @@ class _Effect(jx.HiPrimitive):
         (gate, ops), (dgate, dops) = args, dims
 
         gate = _lanes_of(gate[0], dgate[0], size) if gate else jnp.ones((size,), bool)
+        # In the body of a loop under `vmap` a lane that has finished still runs with
+        # the others (its results are dropped), and a carry shared by the running lanes
+        # (a counter) goes on changing for it: only the lanes still running may print
+        # or raise (`loops.lanes`: the mask its batching rule passes down).
+        needed = lanes.mask_for(axis_data)
+        if needed is not None:
+            gate = gate & needed
         ops = [_lanes_of(x, d, size) for x, d in builtins.zip(ops, dops)]
         lane_avals = tuple(jx.typeof(x[0]) for x in ops)
         one = _Effect(self.call, (jx.typeof(gate[0]),), lane_avals, self.stops)
