@@ -279,9 +279,7 @@ def _low_rules():
 # the same thing. Equations with effects (a `print`, a check) run op by op, as before.
 _EAGER_CACHE: collections.OrderedDict = collections.OrderedDict()
 EAGER_CACHE_SIZE = 32
-
-
-_eager_lock = threading.Lock()
+_eager_lock = threading.Lock()  # (calls from several threads share the cache)
 
 
 def _types(values):
