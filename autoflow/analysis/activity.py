@@ -13,11 +13,13 @@ import functools
 
 import gast
 
-from ..core.nodes import children, walk
+from ..core.nodes import append_children, children, walk
 # Nodes that open a scope of their own, and try statements (TryStar from 3.11).
 SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 TRY_TYPES = tuple(t for t in (getattr(gast, "Try", None), getattr(gast, "TryStar", None)) if t)
 _COMPS = (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)
+_SCOPE_CLASSES = frozenset(SCOPES)
+_COMP_CLASSES = frozenset(_COMPS)
 
 
 def target_names(target) -> list[str]:
@@ -72,31 +74,36 @@ def _scope_reads(node):
 
 
 def expr_reads(node) -> list[str]:
-    """Names read by an expression (or by any node, not entering statements' bindings)."""
+    """Names read by an expression (or by any node, not entering statements' bindings),
+    in the order a preorder walk meets them."""
     reads: list[str] = []
-    _reads(node, reads)
+    Name, Load = gast.Name, gast.Load
+    todo = [node]
+    kids: list = []
+    while todo:  # (a stack, children pushed in reverse: preorder)
+        n = todo.pop()
+        cls = n.__class__
+        if cls is Name:
+            if n.ctx.__class__ is Load and n.id not in reads:
+                reads.append(n.id)
+            continue
+        if cls in _SCOPE_CLASSES:
+            _add(reads, _scope_reads(n))
+            continue
+        if cls in _COMP_CLASSES:
+            local = set()
+            for gen in n.generators:
+                local.update(target_names(gen.target))
+            for sub in walk(n):
+                if sub.__class__ is Name and sub.ctx.__class__ is Load:
+                    if sub.id not in local and sub.id not in reads:
+                        reads.append(sub.id)
+            continue
+        append_children(n, kids)
+        kids.reverse()
+        todo += kids
+        kids.clear()
     return reads
-
-
-def _reads(n, reads):
-    if n.__class__ is gast.Name:
-        if n.ctx.__class__ is gast.Load and n.id not in reads:
-            reads.append(n.id)
-        return
-    if isinstance(n, SCOPES):
-        _add(reads, _scope_reads(n))
-        return
-    if isinstance(n, _COMPS):
-        local = set()
-        for gen in n.generators:
-            local.update(target_names(gen.target))
-        for sub in walk(n):
-            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
-                if sub.id not in local and sub.id not in reads:
-                    reads.append(sub.id)
-        return
-    for child in children(n):
-        _reads(child, reads)
 
 
 def walrus_targets(e) -> tuple:
@@ -271,7 +278,7 @@ def _nested_scopes(fn):
         if isinstance(node, SCOPES) and getattr(node, "af_user", False):
             yield node
             continue
-        todo.extend(children(node))
+        append_children(node, todo)
 
 
 def _nonlocals(scope):

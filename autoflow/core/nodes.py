@@ -112,8 +112,14 @@ def clone(node):
         fields = _child_fields(cls)
     for f in fields:
         v = d.get(f)
+        if v is None:
+            continue
         if v.__class__ is list:
-            d[f] = [clone(x) if isinstance(x, AST) else x for x in v]
+            # (a loop, not a comprehension: on 3.11 each comprehension is a call)
+            out = []
+            for x in v:
+                out.append(clone(x) if isinstance(x, AST) else x)
+            d[f] = out
         elif isinstance(v, AST):
             d[f] = clone(v)
     return new
@@ -362,7 +368,12 @@ def _into_function(cls):
     for f in kids:
         lines += [f"    v = d.get({f!r})",
                   "    if v.__class__ is list:",
-                  f"        d[{f!r}] = [_into(x, here) if isinstance(x, AST) else x for x in v]",
+                  "        out = []",  # (a loop: a comprehension would be a call more)
+                  "        for x in v:",
+                  "            if isinstance(x, AST):",
+                  "                x = (_INTO.get(x.__class__) or _into)(x, here)",
+                  "            out.append(x)",
+                  f"        d[{f!r}] = out",
                   "    elif v is None:",
                   f"        d[{f!r}] = None",
                   "    elif isinstance(v, AST):",

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import gast
 
-from ..core.nodes import children, walk
+from ..core.nodes import append_children, walk
 from ..core.nodes import clone as nodes_clone
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
@@ -394,7 +394,7 @@ class EarlyExits:
                             out[id(x)] = (index, flags[index])
                             break
                 continue
-            todo.extend(children(x))
+            append_children(x, todo)
         return out
 
     # ---- break / continue -----------------------------------------------

@@ -87,6 +87,17 @@ class Logical(Transformer):
         return replace_expr("AF.python_operand(OPERAND, REASON)", AF=self.ctx.af,
                             OPERAND=operand, REASON=gast.Constant(value=reason, kind=None), at=operand)
 
+    def visit_For(self, node):
+        # `af_extra_test` (`not broke`): set by early_exits on a `for` with a break,
+        # including the breaks it makes of returns (and caught raises) inside loops
+        self.generic_visit(node)
+        extra = node.__dict__.get("af_extra_test")
+        if extra is not None:
+            node.af_extra_test = self.visit(extra)
+        return node
+
+    visit_AsyncFor = visit_For
+
     def visit_comprehension(self, node):
         # A filter keeps or drops items: the result's length cannot depend on
         # a traced value, so each test must be concrete (and is reported if not).

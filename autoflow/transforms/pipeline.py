@@ -214,7 +214,8 @@ def _writes(tree, ctx, inv):
     # rebindings of names declared global or nonlocal
     if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS \
             or inv.has(gast.Global, gast.Nonlocal):
-        enclosing = enclosing_names(tree)
+        # (the names of the scopes around each nested def: none without one)
+        enclosing = enclosing_names(tree) if inv.nested_scopes() else {}
         for fn in inv.functions:
             Writes(ctx).run(fn, enclosing.get(id(fn), frozenset()))
 
@@ -249,16 +250,7 @@ def _lower_returns(tree, ctx, inv):
 
 
 def _logical(tree, ctx, inv):
-    logical = Logical(ctx)
-    logical.visit(tree)
-    # `af_extra_test` (`not broke`) is set by early_exits on a `for` with a break,
-    # including the breaks it makes of returns (and caught raises) inside loops.
-    if not (inv.has(gast.For, gast.AsyncFor) and inv.has(gast.Break, gast.Return, gast.Raise)):
-        return
-    for node in walk(tree):
-        extra = getattr(node, "af_extra_test", None)
-        if extra is not None:
-            node.af_extra_test = logical.visit(extra)
+    Logical(ctx).visit(tree)
 
 
 def _control_flow(tree, ctx, inv):

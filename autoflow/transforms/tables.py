@@ -165,38 +165,68 @@ class Tables(Transformer):
     def __init__(self, ctx):
         self.ctx = ctx
         self.names = frozenset()
-        self.dicts = {}
+        self._fn = self._nodes = None
+        self._dicts = self._tables = None
 
     def run(self, fn):
-        nodes = walk(fn)  # one walk for the three questions (the tree does not change)
+        nodes = walk(fn)  # one walk for every question (the tree does not change)
+        # Only reads `x[...]` and calls `d.get(...)` can be rewritten: without them,
+        # or where none of them qualifies (asked below), nothing is visited.
+        reads = [n for n in nodes if n.__class__ is gast.Subscript
+                 and n.ctx.__class__ is gast.Load]
+        gets = [n for n in nodes if n.__class__ is gast.Call
+                and n.func.__class__ is gast.Attribute and n.func.attr == "get"]
+        if not reads and not gets:
+            return fn
         self.names = frozenset(loop_names(fn, nodes) | params(fn, nodes))
-        if self.names:
-            np_names = {n for n in self.ctx.library_names if n in ("np", "numpy", "onp")} | {"np"}
-            self.tables, self.bound = table_names(fn, np_names, self.ctx.af, nodes)
-            self.dicts = loop_dicts(fn, self.ctx.af, nodes)
+        if not self.names:
+            return fn
+        # (the tables and the loops' dicts are found when a read or call asks)
+        self._fn, self._nodes = fn, nodes
+        # The visit rewrites bottom up, and the first node it rewrites has its
+        # children as written: where no node as written qualifies, none would.
+        if any(self._rewritten_get(n) for n in gets) \
+                or any(self._rewritten_read(n) for n in reads):
             self.visit(fn)
         return fn
+
+    def _loop_dicts(self, name, key):
+        """Is ``key`` a key that a loop sets of the dict ``name`` (``loop_dicts``)?"""
+        if key is None:
+            return False
+        if self._dicts is None:
+            self._dicts = loop_dicts(self._fn, self.ctx.af, self._nodes)
+        return key in self._dicts.get(name, ())
+
+    def _rewritten_get(self, node):
+        """Does ``d.get(k, default)`` of a dict a loop sets a key of become ``af.get``?"""
+        func = node.func
+        return isinstance(func, gast.Attribute) and func.attr == "get" \
+            and isinstance(func.value, gast.Name) and bool(node.args) \
+            and not node.keywords and len(node.args) <= 2 \
+            and self._loop_dicts(func.value.id, _key_of(node.args[0]))
 
     def visit_Call(self, node):
         # `d.get(k, default)` of a dict a loop sets a key of: `af.get(d, k, default)`,
         # which answers where the key is set (a loop that ran no iteration set none)
         self.generic_visit(node)
-        func = node.func
-        if self.dicts and isinstance(func, gast.Attribute) and func.attr == "get" \
-                and isinstance(func.value, gast.Name) and func.value.id in self.dicts \
-                and node.args and _key_of(node.args[0]) in self.dicts[func.value.id] \
-                and not node.keywords and len(node.args) <= 2:
+        if self._rewritten_get(node):
+            func = node.func
             node.args = [func.value] + node.args
             node.func = replace_expr("AF.get", AF=self.ctx.af, at=func)
         return node
 
     def _may_be_table(self, v):
+        if self._tables is None:
+            np_names = {n for n in self.ctx.library_names if n in ("np", "numpy", "onp")} | {"np"}
+            self._tables = table_names(self._fn, np_names, self.ctx.af, self._nodes)
+        tables, bound = self._tables
         if isinstance(v, gast.Name):
-            return v.id in self.tables or v.id not in self.bound
+            return v.id in tables or v.id not in bound
         root = v
         while isinstance(root, gast.Attribute):
             root = root.value
-        return isinstance(root, gast.Name) and root.id not in self.bound \
+        return isinstance(root, gast.Name) and root.id not in bound \
             and root.id not in ("self", "cls") and root.id not in self.ctx.library_names
 
     def _table_root(self, v):
@@ -211,29 +241,36 @@ class Tables(Transformer):
             else:
                 return v if isinstance(v, (gast.Name, gast.Attribute)) else None
 
-    def visit_Subscript(self, node):
-        self.generic_visit(node)
-        if not isinstance(node.ctx, gast.Load):
-            return node
+    def _rewritten_read(self, node):
+        """Is the read ``node`` (a ``Subscript`` in a ``Load``) rewritten: ``"key"`` (a
+        dict's key a loop sets), ``"table"`` (a table indexed by a loop's name) or
+        ``None``."""
         value = node.value
-        if isinstance(value, gast.Name) and value.id in self.dicts \
-                and _key_of(node.slice) in self.dicts[value.id]:
-            # `d["k"]` of a dict a loop sets a key of: Python's KeyError where the loop
-            # ran no iteration (`af.getitem`, `effects.unset.read_key`)
-            return replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=value,
-                                INDEX=node.slice, at=node)
+        if isinstance(value, gast.Name) and self._loop_dicts(value.id, _key_of(node.slice)):
+            return "key"
         display = isinstance(value, (gast.List, gast.Tuple))  # `[1, 5, 10][i]`
         if not display and not isinstance(value, (gast.Name, gast.Attribute)):
             value = self._table_root(value)  # `dp[i][j]`: an item of a row of `dp`
             if value is None:
-                return node
-        index = node.slice
-        if any(isinstance(n, gast.Slice) for n in walk(index)):
-            return node
+                return None
+        index = walk(node.slice)
+        if any(isinstance(n, gast.Slice) for n in index):
+            return None
+        if not any(isinstance(n, gast.Name) and n.id in self.names for n in index):
+            return None
         if not display and (isinstance(value, gast.Name) and value.id == self.ctx.af
                             or not self._may_be_table(value)):
+            return None
+        return "table"
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.ctx, gast.Load):
             return node
-        if not any(isinstance(n, gast.Name) and n.id in self.names for n in walk(index)):
+        if self._rewritten_read(node) is None:
             return node
+        # a table indexed by a loop's name; or `d["k"]` of a dict a loop sets a key
+        # of: Python's KeyError where the loop ran no iteration (`af.getitem`,
+        # `effects.unset.read_key`)
         return replace_expr("AF.getitem(TABLE, INDEX)", AF=self.ctx.af, TABLE=node.value,
-                            INDEX=index, at=node)
+                            INDEX=node.slice, at=node)

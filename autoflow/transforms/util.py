@@ -7,7 +7,7 @@ import builtins
 import gast
 
 from ..core.methods import VALUE_METHODS
-from ..core.nodes import children, walk
+from ..core.nodes import append_children, children, walk
 from ..core.templates import place
 from ..analysis.activity import BLOCK_FIELDS, SCOPES as _SCOPES, holds_blocks  # noqa: F401 - (transforms use them from here)
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
@@ -23,7 +23,7 @@ def walk_local(node, stop_at_loops=False):
             continue
         if stop_at_loops and isinstance(n, _LOOPS):
             continue
-        todo.extend(children(n))
+        append_children(n, todo)
 
 
 def contains(node_or_list, types, stop_at_loops=False):

@@ -41,7 +41,7 @@ from __future__ import annotations
 import gast
 
 from ..analysis.activity import MUTATING_METHODS, SCOPES, bound_names, chain_text, target_names
-from ..core.nodes import children
+from ..core.nodes import append_children
 from ..core.templates import replace
 
 
@@ -197,7 +197,7 @@ def _declared(stmts):
             glob.update(n.names)
         elif isinstance(n, gast.Nonlocal):
             nonloc.update(n.names)
-        todo.extend(children(n))
+        append_children(n, todo)
     return glob, nonloc
 
 
@@ -206,23 +206,31 @@ def enclosing_names(tree):
     ``def``s of ``tree`` (parameters and bound names, less declared ones)."""
     out = {}
 
-    def visit(node, outer):
-        for child in children(node):
-            if isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef)):
-                out[id(child)] = outer
-                glob, nonloc = _declared(child.body)
-                mine = (set(bound_names(child.body)) | _params(child)) - glob - nonloc
-                visit(child, outer | frozenset(mine))
-            elif isinstance(child, gast.Lambda):
-                visit(child, outer | frozenset(_params(child)))
-            else:
-                visit(child, outer)
+    def own(fn):  # a def's local names
+        glob, nonloc = _declared(fn.body)
+        return (set(bound_names(fn.body)) | _params(fn)) - glob - nonloc
+
     if isinstance(tree, (gast.FunctionDef, gast.AsyncFunctionDef)):
         out[id(tree)] = frozenset()
-        glob, nonloc = _declared(tree.body)
-        visit(tree, frozenset((set(bound_names(tree.body)) | _params(tree)) - glob - nonloc))
+        outer = frozenset(own(tree))
     else:
-        visit(tree, frozenset())
+        outer = frozenset()
+    # (a loop over the nodes below, each with the names of the scopes around it)
+    kids = []
+    todo = [(tree, outer)]
+    while todo:
+        node, outer = todo.pop()
+        append_children(node, kids)
+        for child in kids:
+            cls = child.__class__
+            if cls is gast.FunctionDef or cls is gast.AsyncFunctionDef:
+                out[id(child)] = outer
+                todo.append((child, outer | frozenset(own(child))))
+            elif cls is gast.Lambda:
+                todo.append((child, outer | frozenset(_params(child))))
+            else:
+                todo.append((child, outer))
+        kids.clear()
     return out
 
 
@@ -234,5 +242,5 @@ def _load(node):
         n = todo.pop()
         if hasattr(n, "ctx"):
             n.ctx = gast.Load()
-        todo.extend(children(n))
+        append_children(n, todo)
     return new
