@@ -152,6 +152,17 @@ def test_string_label_set_in_a_traced_if():
     assert_no_array_advice(msg)
 
 
+def test_string_label_chosen_by_a_traced_conditional_expression():
+    # The message speaks of the expression and its two values (not of "the return
+    # value", a label of the runtime's), and its advice of the expression's operands.
+    exc = reissued(teach.string_label_expression, 1.0, catch=ConversionError)
+    msg = check_message(exc, teach.string_label_expression,
+                        mentions=["conditional expression", "'positive'", "'negative'",
+                                  "integer code", "both operands"], construct='"positive"')
+    assert "return value" not in msg
+    assert_no_array_advice(msg)
+
+
 def test_none_on_one_path_of_a_traced_if():
     exc = reissued(teach.none_on_one_path, 1.0, catch=ConversionError)
     msg = check_message(exc, teach.none_on_one_path, names=["best"], mentions=["None"],

@@ -69,6 +69,11 @@ def string_label(x):
     return x, label
 
 
+def string_label_expression(x):
+    label = "positive" if x > 0 else "negative"  # ERROR
+    return x, label
+
+
 def none_on_one_path(x):
     if x > 0:  # ERROR
         best = x

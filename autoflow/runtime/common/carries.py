@@ -130,10 +130,14 @@ class Restart(Signal):
         self.changes = changes
 
 
+RETURN_LABEL = "the return value"  # a leaf's label where no variable holds it
+
+
 def leaf_labels(value, names):
-    """For each leaf of ``value``, the user's variable it belongs to."""
+    """For each leaf of ``value``, the user's variable it belongs to (``RETURN_LABEL``
+    for a returned value, or a conditional expression's own)."""
     if names is None:
-        return ["the return value"] * len(flatten(value)[0])
+        return [RETURN_LABEL] * len(flatten(value)[0])
     if len(names) == 1:
         return [names[0]] * len(flatten(value)[0])
     if not isinstance(value, tuple) or len(value) != len(names):

@@ -24,7 +24,7 @@ from ...core.origin import Site, message, user_site
 from ...errors import ConversionError
 from ..common import events
 from ..effects import path_condition, unset
-from ..common.carries import (Restart, caller_site, fill, free_names, join_parts, leaf_labels, log_fills, pack,
+from ..common.carries import (RETURN_LABEL, Restart, caller_site, fill, free_names, join_parts, leaf_labels, log_fills, pack,
                               parts_of, spec_of, unpack, with_state, cast_to)
 from .select_or_cond import GPU_SELECT
 from ..common.coupling import now
@@ -238,7 +238,9 @@ def _expression_error(site, t_value, f_value):
 
     what = "this conditional expression (`a if c else b`)"
     fit = value_advice("a if c else b", t_value, f_value, "if")
-    advice = fit[1].replace("`a if c else b`", "both values") if fit is not None else (
+    advice = fit[1].replace("`a if c else b` the same value on both paths",
+                            "both operands the same value").replace(
+        "`a if c else b`", "both operands") if fit is not None else (
         "Give both values the same structure, shape and kind (pad, or use `jnp.where` on "
         "arrays of one shape), or make the condition static.")
     return ConversionError(message(
@@ -249,7 +251,7 @@ def _expression_error(site, t_value, f_value):
 
 def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
     if returning == "expression":
-        if label is None or label in ("retval", "?"):  # the expression's own value
+        if label is None or label in ("retval", "?", RETURN_LABEL):  # the expression's own value
             return _expression_error(site, t_leaf, f_leaf)
         returning = False  # state a branch changed (`log` of `log.append(...)`)
     if label is not None and _RETVAL.match(label):
