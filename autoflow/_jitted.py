@@ -316,6 +316,18 @@ class _Jitted:
                 if err is not None:
                     err.__traceback__ = without_own_frames(err.__traceback__)
 
+    # `trace`, `lower` and `eval_shape` are methods of the class, not only passed through
+    # by `__getattr__`: from Python 3.12, `isinstance(f, jax.stages.Wrapped)` (which
+    # `jax.export.export` asks) looks for a protocol's methods on the class.
+    def trace(self, *args, **kwargs):
+        return self._jitted.trace(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._jitted.lower(*args, **kwargs)
+
+    def eval_shape(self, *args, **kwargs):
+        return self._jitted.eval_shape(*args, **kwargs)
+
     def __getattr__(self, name):
         if name == "_jitted":  # not set yet (unpickling)
             raise AttributeError(name)

@@ -398,3 +398,19 @@ def test_a_plain_try_inside_a_try_star_keeps_its_except():
     assert changed == ["f"] and fallbacks == []
     assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(plain))
     assert "        except ValueError:  # inner" in out.splitlines()
+
+
+def test_the_printer_builds_on_an_unparser_that_takes_no_flag(monkeypatch):
+    # Python 3.13's unparser takes no `_avoid_backslashes` (3.11's and 3.12's do): the
+    # printer sets the flag itself there, and prints the same program either way.
+    from autoflow.transforms import printer
+    src = ('def f(x, n):\n    k = 0\n    while k < n:\n'
+           '        print(f"k={k!r:>4} {x:.2f} {\'q\'}")\n        x = x + 1\n        k = k + 1\n'
+           '    return x\nA = "a"\n')
+    before, plain, _, fallbacks = _both(src)
+    assert fallbacks == []
+    monkeypatch.setattr(printer, "_AVOID_BACKSLASHES_ARG", False)
+    after, _, _, fallbacks = _both(src)
+    assert fallbacks == []
+    assert after == before
+    assert ast.dump(ast.parse(after)) == ast.dump(ast.parse(plain))

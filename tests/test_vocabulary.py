@@ -537,6 +537,20 @@ def test_range_over_symbolic_dimension(fn, spec, shape):
     assert_same(exp.call(x), fn(x))
 
 
+def test_a_jitted_conversion_is_a_jax_jit_by_its_class():
+    # `jax.export.export` asks `isinstance(f, jax.stages.Wrapped)`, which from Python 3.12
+    # looks for the protocol's methods on the class, not through `__getattr__`.
+    import inspect
+    jitted = autoflow.jit(weighted_rows)
+    assert isinstance(jitted, jax.stages.Wrapped)
+    for name in ("__call__", "trace", "lower", "eval_shape"):
+        assert inspect.getattr_static(jitted, name, None) is not None, name
+    x = jnp.arange(4.0)
+    assert_same(jitted.lower(x).compile()(x), weighted_rows(np.arange(4.0)))
+    assert jitted.eval_shape(x).shape == ()
+    assert jitted.trace(x).jaxpr.out_avals[0].shape == ()
+
+
 # ---------------------------------------------------------------------------
 # locations in compiled code
 # ---------------------------------------------------------------------------

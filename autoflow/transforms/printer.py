@@ -17,6 +17,9 @@ from .source_text import _cut, _header_end, _header_lines, _reindent, _strip_com
 
 _P = ast._Precedence  # noqa: SLF001 - the unparser's own precedence table
 _Unparser = ast._Unparser  # noqa: SLF001
+# Python 3.11 and 3.12's unparser takes `_avoid_backslashes` (it prints the inside of an
+# f-string with one made so); 3.13's takes nothing, and prints f-strings otherwise.
+_AVOID_BACKSLASHES_ARG = "_avoid_backslashes" in _Unparser.__init__.__code__.co_varnames
 
 
 _ATOMS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Call, ast.List, ast.Dict,
@@ -68,7 +71,11 @@ class Printer(_Unparser):
 
     def __init__(self, *, _avoid_backslashes=False, src=None, comments=(), unit="    ",
                  exprs=True):
-        super().__init__(_avoid_backslashes=_avoid_backslashes)
+        if _AVOID_BACKSLASHES_ARG:
+            super().__init__(_avoid_backslashes=_avoid_backslashes)
+        else:
+            super().__init__()
+            self._avoid_backslashes = _avoid_backslashes  # (read by the methods below)
         self.src = src
         self.unit = unit
         self.exprs = exprs and src is not None
