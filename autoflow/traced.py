@@ -14,7 +14,8 @@ converted statements fail when traced, and why, in the user's terms:
 * a variable that a traced ``if`` leaves as a string on one path and another value on
   the other, ``None`` on one path only, a different function on each path, tuples of
   different lengths, arrays of different literal shapes, or a dict with a key added on
-  one path only;
+  one path only; a conditional expression ``a if c else b`` whose values are such, with
+  ``c`` traced (read or not afterwards);
 * ``return`` statements under traced conditions that give different structures (a
   value and ``None``, falling off the end; tuples of different lengths; literal shapes);
 * a walrus (``:=``) in a later operand of ``and``/``or`` whose first operand is traced;
@@ -296,6 +297,7 @@ class Problem:
 
 
 _LOOPS = (ast.For, ast.While)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -322,8 +324,8 @@ class _Reader:
         self.loads = [(n.lineno, n.col_offset, n.id) for n in _local_walk(fn.body)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
 
-    def add(self, stmt, reason):
-        key = (stmt.lineno, stmt.col_offset, _stmt_kind(stmt))
+    def add(self, stmt, reason, kind=None):
+        key = (stmt.lineno, stmt.col_offset, kind or _stmt_kind(stmt))
         self.found.setdefault(key, reason)
 
     # -- what is traced ---------------------------------------------------------
@@ -375,6 +377,7 @@ class _Reader:
                     kinds[s.name] = ("function", s.name)
                     self.block(s.body, {}, [])
                 continue
+            self.conditional_expressions(s, kinds)
             if isinstance(s, ast.If):
                 self.if_stmt(s, kinds, loops)
             elif isinstance(s, _LOOPS):
@@ -414,6 +417,21 @@ class _Reader:
                         kinds[n.id][0] == "dict" else UNKNOWN
                 elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     kinds[n.name] = UNKNOWN
+
+    # -- a if c else b ---------------------------------------------------------------
+    def conditional_expressions(self, s, kinds):
+        """``a if c else b`` in ``s``'s own expressions (not its blocks, not a lambda's
+        body) with ``c`` traced: its two values must make one array, whether or not a
+        later statement reads it (the expression itself is staged)."""
+        own = [v for field, v in ast.iter_fields(s) if field not in _BLOCKS]
+        for n in _local_walk([x for v in own for x in (v if isinstance(v, list) else [v])
+                              if isinstance(x, ast.AST)]):
+            if isinstance(n, ast.IfExp) and mentions(n.test, self.traced):
+                a, b = kind(n.body, kinds, self.traced), kind(n.orelse, kinds, self.traced)
+                if differ(a, b):
+                    self.add(n, f"this conditional expression (`a if c else b`) gives {show(a)} "
+                             f"when the condition is true and {show(b)} when it is false; with "
+                             "a traced condition both must make one array", kind="ternary")
 
     # -- if -----------------------------------------------------------------------
     def _branch_kinds(self, stmts, kinds):

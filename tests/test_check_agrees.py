@@ -61,6 +61,7 @@ ERROR_CASES = {
         "zeros_of_traced_size": (X3, 3), "size_from_argument": (1.0, 2), "mask_index": (X3,),
         "sqrt_in_while_test": (16.0,), "numpy_in_body": (X3 + 2.0,), "item_in_body": (X3 + 2.0,),
         "float_in_body": (4.0,), "lambdas_in_traced_loop": (3,), "string_label": (1.0,),
+        "string_label_expression": (1.0,),
         "none_on_one_path": (1.0,), "function_on_each_path": (1.0,), "string_in_loop": (3.0,),
         "runaway": (3.0,), "checked": (X3 - 1.0,), "raises_at_run_time": (1.0,),
         "doubling": (1.5,), "counted_scale": (2.0, 3), "lambdas_in_traced_range": (X3, 3),
