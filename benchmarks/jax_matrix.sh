@@ -80,7 +80,7 @@ for V in "${VERSION_LIST[@]}"; do
   if ! { "$PYBIN" -m venv "$VENV" &&
          "$VENV/bin/python" -m pip install --quiet --upgrade pip &&
          "$VENV/bin/python" -m pip install --quiet "jax==$V" "jaxlib==$V" \
-           "gast>=0.5.4" "pytest>=7" "hypothesis>=6" "cloudpickle>=2" absl-py &&
+           "gast>=0.5.4" "pytest>=7" "pytest-xdist>=3" "hypothesis>=6" "cloudpickle>=2" absl-py &&
          "$VENV/bin/python" -m pip install --quiet --no-deps -e "$REPO"; } > "$INSTALL_LOG" 2>&1; then
     REASON=$(install_error "$INSTALL_LOG")
     echo "    not installable: $REASON"

@@ -14,10 +14,10 @@ class RunsForItsEffects:
     ``jx.HiPrimitive``): one whose branches or body print or check runs even when no
     result is used."""
 
-    def dce(self, used_outs):
+    def dce(self, used_outs, *live_ins):  # (JAX 0.12 passes the live inputs too)
         if self.effects:
             return True, True, self
-        return super().dce(used_outs)
+        return super().dce(used_outs, *live_ins)
 
 
 def inexact(aval) -> bool:

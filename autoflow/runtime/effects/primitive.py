@@ -80,7 +80,7 @@ class _Effect(jx.HiPrimitive):
         if np.asarray(ok):
             self.call(*values)
 
-    def dce(self, used_outs):
+    def dce(self, used_outs, *live_ins):  # (JAX 0.12 passes the live inputs too)
         return True, True, self
 
     def jvp(self, primals, tangents):

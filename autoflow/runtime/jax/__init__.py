@@ -35,8 +35,9 @@ the rows, what is lost and which JAX has all of it; ``autoflow doctor`` prints t
 table with each path on or off and why.
 
 The JAX column: the releases on which ``selfcheck.report()`` finds the path working
-(``benchmarks/JAX_MATRIX.md``: the newest patch of each minor from 0.4.38 to 0.10.2;
-0.11.2 was checked before this boundary existed). The rows this table gained when it
+(``benchmarks/JAX_MATRIX.md``: the newest patch of each minor from 0.4.38 to 0.10.2 on
+Python 3.11, and 0.10.2, 0.11.2 and 0.12.0.1 on Python 3.13, each with every path on
+from 0.10.2). The rows this table gained when it
 became data (reverse mode, op names, ordered effect, parent trace, callback loggers,
 weak types, jit wrapper, explain dce, cost model, error texts, run-time errors) were
 checked on 0.4.38 and 0.10.2 only, the two ends CI runs; a range between them is what

@@ -42,7 +42,10 @@ def _find_jaxprs():
         pe = private.interpreters_partial_eval()
 
         _pe, _ad_util, _batching = pe, ad_util, batching
-        found = (_core.ClosedJaxpr, _core.Jaxpr, _core.Literal, _core.Var, _core.ShapedArray,
+        # (JAX 0.12 merged `ClosedJaxpr` into `Jaxpr`: a jaxpr carries its consts, and
+        # `Jaxpr(jaxpr, consts)` and `.jaxpr`/`.consts` keep the closed jaxpr's meaning)
+        closed = getattr(_core, "ClosedJaxpr", None) or _core.Jaxpr
+        found = (closed, _core.Jaxpr, _core.Literal, _core.Var, _core.ShapedArray,
                  _core.typeof, ad_util.Zero, batching.BatchTracer, batching.batch_jaxpr,
                  pe.convert_constvars_jaxpr, pe.dce_jaxpr)
     except (ImportError, AttributeError) as e:  # a JAX that moved them
@@ -306,10 +309,13 @@ def _find_bind():
 
 # -- dead code left out of a jaxpr shown to people (`autoflow explain`) ---------------
 
-def _while_dce_rule(used_outs, eqn):
+def _while_dce_rule(used_outs, *rest):
     """Dead-code elimination of a ``while`` equation's carries: a carry stays when its
     result is used, the condition reads it, or the body reads it to compute one that
-    stays (JAX keeps every carry of a ``while``). Its constants are kept."""
+    stays (JAX keeps every carry of a ``while``). Its constants are kept. ``rest``: the
+    equation, after (from JAX 0.12) which of its inputs are live."""
+    eqn = rest[-1]
+    live = rest[:-1]  # (passed on to `has_effects` where JAX gave it)
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cond, body = p["cond_jaxpr"], p["body_jaxpr"]
@@ -323,7 +329,7 @@ def _while_dce_rule(used_outs, eqn):
         if more == need:
             break
         need = more
-    if not any(need) and not _pe.has_effects(eqn):
+    if not any(need) and not _pe.has_effects(eqn, *live):
         return [False] * len(eqn.invars), None
     kept = [i for i, k in enumerate(need) if k]
     new_body, _ = _pe.dce_jaxpr(body.jaxpr, need, instantiate=True)

@@ -25,8 +25,10 @@ _JIT_INFO = "_jit_info"  # its private attribute holding the arguments jax.jit w
 def _find_jit_wrapper():
     global _JIT_TYPE
     _JIT_TYPE = type(jax.jit(_probe_fn))
+    # (`inline` as this JAX keeps it when not given: False, or from 0.12 `Inline.AUTO`)
+    default = (jit_options(jax.jit(_probe_fn)) or {}).get("inline", False)
     want = dict(static_argnums=(1,), static_argnames=("n",), donate_argnums=(),
-                donate_argnames=(), keep_unused=False, inline=False)
+                donate_argnames=(), keep_unused=False, inline=default)
     got = jit_options(jax.jit(_probe_fn, static_argnums=1))
     if got != want:
         return _lose("jit wrapper", f"jax.jit's {_JIT_INFO} gives {got}")
@@ -42,7 +44,7 @@ def is_jit_wrapper(f) -> bool:
 def jit_options(f):
     """The keyword arguments ``jax.jit`` was given for ``f`` that matter inside another
     trace (static and donated arguments, ``keep_unused``, ``inline``), read from its
-    private ``_jit_info`` (0.4.3x-0.11); None where that is missing or where ``f`` was given
+    private ``_jit_info`` (0.4.3x-0.12); None where that is missing or where ``f`` was given
     shardings, layouts, a device or compiler options, which could not be given again
     faithfully (``jax.jit(f)`` of a converted ``f`` is then not made)."""
     info = getattr(f, _JIT_INFO, None)
@@ -58,8 +60,14 @@ def jit_options(f):
                     static_argnames=tuple(info.static_argnames),
                     donate_argnums=tuple(info.donate_argnums),
                     donate_argnames=tuple(info.donate_argnames),
-                    keep_unused=bool(info.keep_unused), inline=bool(info.inline))
+                    keep_unused=bool(info.keep_unused), inline=_inline(info.inline))
     except (AttributeError, IndexError, TypeError):
         return None
+
+
+def _inline(value):
+    """``jax.jit``'s ``inline`` as it was given again: a bool, or (from JAX 0.12) the
+    ``Inline`` member JAX made of it (which ``jax.jit`` takes as it is)."""
+    return bool(value) if isinstance(value, (bool, int)) else value
 
 

@@ -18,10 +18,10 @@ import jax
 
 MIN_JAX = (0, 4, 38)
 # The newest JAX the whole test suite has passed on (benchmarks/JAX_MATRIX.md).
-NEWEST_TESTED = (0, 11, 2)
+NEWEST_TESTED = (0, 12, 0, 1)
 # The JAX releases on which every private path below is known to work: the pin a
 # warning about a lost path suggests.
-FULL_RANGE = ">=0.10.2,<=0.11.2"
+FULL_RANGE = ">=0.10.2,<=0.12.0.1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,14 +56,14 @@ PATHS = (
     Path("frames",
          "`traceback_util.register_exclusion`, `source_info_util` (`register_exclusion`, "
          "`current`, `user_frame`)",
-         "0.4.38-0.11", "autoflow's frames are not hidden, and no line is named",
+         "0.4.38-0.12", "autoflow's frames are not hidden, and no line is named",
          "tracebacks through JAX show autoflow's own frames, and autoflow's internal errors "
          "do not name your line",
          "import, at use"),
     Path("reverse mode",
          "`interpreters.ad.LinearizeTrace`, `LinearizeTracer` (what `jax.grad` traces with "
          "where JAX linearizes directly: 0.10.2 does; 0.4.38 traces with `JVPTrace`)",
-         "0.10-0.11 (0.4.38 has them, its jax.grad does not use them)",
+         "0.10-0.12 (0.4.38 has them, its jax.grad does not use them)",
          "`jax.grad` is not told from other transformations",
          "with autoflow's primitives off too, jax.grad through a staged loop that prints "
          "fails (autoflow would bound it), and through one whose trip count depends on "
@@ -76,36 +76,36 @@ PATHS = (
          "`eval_jaxpr`), `ad_util.Zero`, `partial_eval` (`custom_staging_rules`, "
          "`convert_constvars_jaxpr`, `dce_jaxpr`), `batching` (`BatchTracer`, "
          "`batch_jaxpr`), `mlir.lower_fun`; equations' params (`_prim`, a call's `jaxpr`)",
-         "0.9.2-0.11", "`lax.while_loop` and `lax.cond`",
+         "0.9.2-0.12", "`lax.while_loop` and `lax.cond`",
          "jax.grad cannot differentiate a loop whose trip count depends on traced values "
          "(reverse mode), and every traced `if` is a lax.cond, never a cheaper select",
          "import, first use"),
     Path("named",
          "a `core.Primitive` per construct with `call_hi_primitive`'s rules (from JAX's rule "
          "tables), `hijax.tree_leaves_checked`/`tree_unflatten`, `core.pp_eqn_rules`",
-         "0.9.2-0.11", "equations of `call_hi_primitive`",
+         "0.9.2-0.12", "equations of `call_hi_primitive`",
          "jax.make_jaxpr and profiles name autoflow's loops and ifs `call_hi_primitive`",
          "import, first use", primitives_only=True),
     Path("direct lowering",
          "`mlir._get_lowering_rules`, `jaxpr_subcomp`, `LoweringRuleContext`, `convert_hlo`, "
          "`hlo.select`, `partial_eval.dce_jaxpr`",
-         "0.10-0.11", "`mlir.lower_fun` of the primitive's `expand`",
+         "0.10-0.12", "`mlir.lower_fun` of the primitive's `expand`",
          "the first call of a converted function compiles more slowly",
          "import, first use, at use", primitives_only=True),
     Path("op names",
          "`mlir.source_info_to_location(ctx, primitive, name_stack, traceback)`",
-         "0.10-0.11 (0.4.38 lacks it)", "the operations keep the location of autoflow's equation",
+         "0.10-0.12 (0.4.38 lacks it)", "the operations keep the location of autoflow's equation",
          "profiles name a converted loop's operations `jit(f)/while_loop/jit(f)/while/body/...`, "
          "not `jit(f)/while/body/...` as hand-written lax.while_loop's",
          "import", primitives_only=True),
     Path("bind while/cond",
          "`lax.control_flow`'s `while_p` and `cond_p`",
-         "0.4.38-0.11", "`lax.while_loop`/`lax.cond` (traced again)",
+         "0.4.38-0.12", "`lax.while_loop`/`lax.cond` (traced again)",
          "the first call of a converted function compiles more slowly",
          "import", primitives_only=True),
     Path("effects in loops",
          "an ordered effect lowered inside autoflow's loop primitive",
-         "0.10-0.11", "such a loop is JAX's `while`",
+         "0.10-0.12", "such a loop is JAX's `while`",
          "a loop that prints (or checks a traced assert or raise) is a lax.while_loop, which "
          "jax.grad cannot differentiate in reverse mode when its trip count depends on traced "
          "values",
@@ -113,57 +113,57 @@ PATHS = (
     Path("ordered effect",
          "`debugging.ordered_debug_effect` (the effect of `jax.debug.callback(..., "
          "ordered=True)`)",
-         "0.4.38-0.11", "prints and checks are `jax.debug.callback(ordered=True)` calls",
+         "0.4.38-0.12", "prints and checks are `jax.debug.callback(ordered=True)` calls",
          "a program with a traced assert or raise is dispatched the slow way (0.6-0.8 ms a "
          "call on a CPU), and under jax.vmap a print of values that are not batched happens "
          "once, not once per lane",
          "import", primitives_only=True),
     Path("parent trace",
          "`Trace.parent_trace` (`DynamicJaxprTrace(..., parent_trace)`)",
-         "0.10-0.11 (0.4.38 lacks it)", "a staged block's trace is not followed outwards",
+         "0.10-0.12 (0.4.38 lacks it)", "a staged block's trace is not followed outwards",
          "a traced assert or raise inside a staged loop or branch is an ordered callback: "
          "the program is dispatched the slow way",
          "import, doctor", primitives_only=True),
     Path("callback loggers",
          "JAX's private loggers of debug callbacks and callbacks (JAX logs a failed "
          "callback's exception there)",
-         "0.4.38-0.11", "none needed",
+         "0.4.38-0.12", "none needed",
          "JAX also logs the exception of a failed traced assert or raise, as an error",
          "import"),
     Path("trace a thunk",
          "`partial_eval.trace_to_jaxpr`, `api_util.debug_info`, `FlatTree.flatten`",
-         "0.8.3-0.11", "`jax.make_jaxpr`",
+         "0.8.3-0.12", "`jax.make_jaxpr`",
          "tracing a traced `if` takes a little longer",
          "import, first use"),
     Path("weak types",
          "`lax.lax._convert_element_type(x, dtype, weak_type=True)`",
-         "0.4.38-0.11", "`lax.convert_element_type` (strongly typed)",
+         "0.4.38-0.12", "`lax.convert_element_type` (strongly typed)",
          "the values are the same, but a loop carry that starts as a Python number is "
          "strongly typed: combined with a float16 or int8 array it gives a wider dtype than "
          "outside a loop",
          "import"),
     Path("body inputs",
          "`partial_eval.DynamicJaxprTrace.new_arg(aval, source_info)`",
-         "0.6.2-0.11", "a second trace of the body",
+         "0.6.2-0.12", "a second trace of the body",
          "a loop whose body binds a variable on some paths only is traced twice",
          "import"),
     Path("remat",
          "`partial_eval.partial_eval_jaxpr_custom_rules`, `new_jaxpr_eqn`, `ensure_enum`, "
          "`RecomputeType`",
-         "0.9.2-0.11", "none: JAX's rule for a primitive without one",
+         "0.9.2-0.12", "none: JAX's rule for a primitive without one",
          "jax.checkpoint around a converted data-dependent loop fails under jax.grad",
          "import", primitives_only=True),
     Path("custom rules",
          "JAX's private custom-derivatives module in the stack of a rule, "
          "`partial_eval.JaxprTrace`",
-         "0.4.38-0.11", "every traced `if` is a `lax.cond`",
+         "0.4.38-0.12", "every traced `if` is a `lax.cond`",
          "every traced `if` is a lax.cond (JAX's custom-derivative rules can no longer be "
          "told apart)",
          "first use"),
     Path("jit wrapper",
          "the private `_jit_info` of what `jax.jit(f)` returns (its static and donated "
          "arguments, shardings, layouts)",
-         "0.10-0.11 (0.4.38 has no `_jit_info`)", "a `jax.jit(f)` made before autoflow saw `f` is called as it is",
+         "0.10-0.12 (0.4.38 has no `_jit_info`)", "a `jax.jit(f)` made before autoflow saw `f` is called as it is",
          "a jax.jit(f) made outside converted code (at module level) and called from it runs "
          "`f` unconverted (a fallback: an error under strict=True), so a traced `if` in `f` "
          "raises JAX's TracerBoolConversionError",
@@ -171,14 +171,14 @@ PATHS = (
     Path("explain dce",
          "`partial_eval.dce_rules`, `dce_jaxpr` (and its cache), a `while` equation's params "
          "(`cond_nconsts`, `body_nconsts`, `cond_jaxpr`, `body_jaxpr`)",
-         "0.4.38-0.11", "the jaxpr as traced",
+         "0.4.38-0.12", "the jaxpr as traced",
          "`autoflow explain` also prints operations whose results nothing uses (a loop test "
          "tried before the loop is staged)",
          "import, at use"),
     Path("probe axis",
          "`batching.AxisData` as a dataclass with a `name` field (a batching rule's axis "
          "renamed with `dataclasses.replace`)",
-         "0.4.38-0.11", "each loop's batched carries are found by batching its body over "
+         "0.4.38-0.12", "each loop's batched carries are found by batching its body over "
          "the real axis",
          "`vmap` of a loop holding loops compiles more slowly (each inner loop's batched "
          "form is built again at each round of the search for the outer loop's batched "
@@ -186,7 +186,7 @@ PATHS = (
          "import", primitives_only=True),
     Path("cost model",
          "equations' params: `dot_general`'s `dimension_numbers`, `while`'s `cond_jaxpr`",
-         "0.4.38-0.11", "a matrix product costs its output's size",
+         "0.4.38-0.12", "a matrix product costs its output's size",
          "a traced `if` whose branches multiply matrices may be a select where a lax.cond "
          "would be cheaper",
          "doctor, at use"),
@@ -196,7 +196,7 @@ PATHS = (
          "depends on the value of the argument x\", \"traced array with shape ...\", \"The "
          "error occurred while tracing\", \"See https\"; a tracer's text (`JitTracer(`, "
          "`Traced<`)",
-         "0.10-0.11 (0.4.38 words a traced slice otherwise)", "JAX's error as it is, or general advice",
+         "0.10-0.12 (0.4.38 words a traced slice otherwise)", "JAX's error as it is, or general advice",
          "JAX's errors about a traced shape or slice reach you as JAX gives them (pointing "
          "into autoflow's generated functions) or with general advice, and a string that "
          "shows a tracer's text is not caught",
@@ -204,7 +204,7 @@ PATHS = (
     Path("run-time errors",
          "a failed callback reported as a `ValueError` whose text starts \"INTERNAL\" (JAX's "
          "C++ dispatch), with the callback's traceback in JAX's message",
-         "0.4.38-0.11", "JAX's error as it is",
+         "0.4.38-0.12", "JAX's error as it is",
          "a traced assert or raise that fails when the compiled code runs raises JAX's "
          "error (your message inside it), not your exception",
          "doctor"),

@@ -21,8 +21,10 @@ from .paths import _check, _lose
 JAX_TEXTS = {
     # `jnp.zeros(n)` with a traced `n` (a TypeError)
     "traced shape": re.compile(r"Shapes must be 1D sequences of concrete values"),
-    # `x[:n]` with a traced `n` (an IndexError)
-    "traced slice": re.compile(r"Slice entries must be static integers"),
+    # `x[:n]` with a traced `n` (an IndexError; JAX 0.12: "Array slice indices must have
+    # static start/stop/step")
+    "traced slice": re.compile(r"Slice entries must be static integers"
+                               r"|slice indices must have static start/stop/step"),
     # a value computed from constants only, with `jnp`
     "from constants": re.compile(r"became a tracer due to JAX operations"),
     # that a value depends on an argument of the traced function (group 1: its name)

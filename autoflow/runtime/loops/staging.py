@@ -130,9 +130,12 @@ def _appends(fn):
         prev = None
         for ins in dis.get_instructions(code):
             if prev is not None and prev.argval == "append" and prev.opname in (
-                    "LOAD_ATTR", "LOAD_METHOD") and ins.opname.startswith("LOAD_") \
-                    and isinstance(ins.argval, str):
-                names.add(ins.argval)
+                    "LOAD_ATTR", "LOAD_METHOD") and ins.opname.startswith("LOAD_"):
+                # (Python 3.13 loads two locals at once: `LOAD_FAST_LOAD_FAST ('ys', 'x')`)
+                loaded = ins.argval[0] if isinstance(ins.argval, tuple) and ins.argval \
+                    else ins.argval
+                if isinstance(loaded, str):
+                    names.add(loaded)
             prev = ins
         names = _APPENDS[code] = frozenset(names)
     return names
