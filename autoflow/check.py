@@ -151,8 +151,8 @@ class _TracedFacts:
             f = by_key.get((p.line, p.col, p.kind))
             if f is None:
                 f = Finding(filename, qual, p.line, p.col, p.kind, FAILS, reason=p.reason,
-                            becomes=becomes or {"if": "lax.cond", "ternary": "lax.cond", "while": "lax.while_loop"}.get(
-                                p.kind, "lax.fori_loop"))
+                            becomes=becomes or {"if": "lax.cond", "ternary": "lax.cond",
+                                                "while": "lax.while_loop"}.get(p.kind, "lax.fori_loop"))
                 found.append(f)
             elif f.ok and f.status != INFO:
                 f.status, f.reason = FAILS, p.reason

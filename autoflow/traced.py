@@ -14,8 +14,7 @@ converted statements fail when traced, and why, in the user's terms:
 * a variable that a traced ``if`` leaves as a string on one path and another value on
   the other, ``None`` on one path only, a different function on each path, tuples of
   different lengths, arrays of different literal shapes, or a dict with a key added on
-  one path only; a conditional expression ``a if c else b`` whose values are such, with
-  ``c`` traced (read or not afterwards);
+  one path only; an ``a if c else b`` whose values are such, with ``c`` traced;
 * ``return`` statements under traced conditions that give different structures (a
   value and ``None``, falling off the end; tuples of different lengths; literal shapes);
 * a walrus (``:=``) in a later operand of ``and``/``or`` whose first operand is traced;
@@ -292,7 +291,7 @@ def show(k) -> str:
 class Problem:
     line: int
     col: int
-    kind: str      # 'if', 'while', 'for'
+    kind: str  # 'if', 'while', 'for', 'ternary' (as `check`'s findings)
     reason: str
 
 
@@ -307,9 +306,8 @@ def _local_walk(nodes):
     while todo:
         n = todo.pop()
         yield n
-        if isinstance(n, _SCOPES):
-            continue
-        todo.extend(ast.iter_child_nodes(n))
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
 
 
 def _stmt_kind(s):
@@ -330,20 +328,16 @@ class _Reader:
 
     # -- what is traced ---------------------------------------------------------
     def traced_test(self, s) -> bool:
-        if isinstance(s, (ast.If, ast.While)):
-            return mentions(s.test, self.traced)
-        return False
+        return isinstance(s, (ast.If, ast.While)) and mentions(s.test, self.traced)
 
     def traced_count(self, s) -> bool:
         """A loop whose trip count is traced (a ``while`` on a traced test, a ``for``
         over a ``range`` with a traced bound)."""
         if isinstance(s, ast.While):
             return self.traced_test(s)
-        if isinstance(s, ast.For):
-            it = s.iter
-            return isinstance(it, ast.Call) and dotted(it.func) == "range" \
-                and any(mentions(a, self.traced) for a in it.args)
-        return False
+        it = getattr(s, "iter", None) if isinstance(s, ast.For) else None
+        return isinstance(it, ast.Call) and dotted(it.func) == "range" \
+            and any(mentions(a, self.traced) for a in it.args)
 
     def staged(self, s) -> bool:
         if isinstance(s, (ast.If, ast.While)):
@@ -421,17 +415,16 @@ class _Reader:
     # -- a if c else b ---------------------------------------------------------------
     def conditional_expressions(self, s, kinds):
         """``a if c else b`` in ``s``'s own expressions (not its blocks, not a lambda's
-        body) with ``c`` traced: its two values must make one array, whether or not a
-        later statement reads it (the expression itself is staged)."""
-        own = [v for field, v in ast.iter_fields(s) if field not in _BLOCKS]
-        for n in _local_walk([x for v in own for x in (v if isinstance(v, list) else [v])
-                              if isinstance(x, ast.AST)]):
+        body), ``c`` traced: its values must make one array, read afterwards or not."""
+        own = [x for f, v in ast.iter_fields(s) if f not in _BLOCKS
+               for x in (v if isinstance(v, list) else [v]) if isinstance(x, ast.AST)]
+        for n in _local_walk(own):
             if isinstance(n, ast.IfExp) and mentions(n.test, self.traced):
                 a, b = kind(n.body, kinds, self.traced), kind(n.orelse, kinds, self.traced)
                 if differ(a, b):
-                    self.add(n, f"this conditional expression (`a if c else b`) gives {show(a)} "
-                             f"when the condition is true and {show(b)} when it is false; with "
-                             "a traced condition both must make one array", kind="ternary")
+                    self.add(n, f"this conditional expression (`a if c else b`) gives {show(a)} when "
+                             f"the condition is true and {show(b)} when it is false; with a traced "
+                             "condition both must make one array", kind="ternary")
 
     # -- if -----------------------------------------------------------------------
     def _branch_kinds(self, stmts, kinds):
@@ -585,9 +578,7 @@ def _falls_off(stmts) -> bool:
     if isinstance(last, ast.Try):
         return _falls_off(last.body + last.orelse) or any(_falls_off(h.body)
                                                          for h in last.handlers)
-    if isinstance(last, ast.Match):
-        return True
-    return True
+    return True  # (a `match`, among others: a case may fall through)
 
 
 def problems(fn, static=()) -> list[Problem]:
