@@ -291,6 +291,49 @@ def nested_nonlocal_names(fn) -> set[str]:
     return set().union(*(_nonlocals(s) for s in _nested_scopes(fn)))
 
 
+def private_cells(fn, af=None) -> set[str]:
+    """The names nested functions of ``fn`` declare ``nonlocal`` that no code can read
+    once ``fn`` has returned: every scope nested in ``fn`` that reads or rebinds one is
+    an undecorated ``def`` that ``fn``'s own statements only call by name (never store,
+    pass, return, or name inside another nested scope). ``af``: the runtime's alias,
+    where calls are ``af.call(f, ...)`` already."""
+    scopes = list(_nested_scopes(fn))
+    out = set()
+    for name in set().union(*(_nonlocals(s) for s in scopes)):
+        seeing = [s for s in scopes if name in _nonlocals(s) or name in _scope_reads(s)]
+        if all(s.__class__ is gast.FunctionDef and not s.decorator_list
+               and _only_called(fn, s.name, af) for s in seeing):
+            out.add(name)
+    return out
+
+
+def _only_called(fn, name, af=None) -> bool:
+    """Is ``name`` read in ``fn`` only as the function of calls in ``fn``'s own scope
+    (``name(...)``, or ``af.call(name, ...)``)?"""
+    callees = set()
+    todo = list(fn.body)  # (into the lambdas autoflow made, which run at once, not the user's)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, SCOPES) and getattr(n, "af_user", False):
+            continue
+        append_children(n, todo)
+        if n.__class__ is not gast.Call:
+            continue
+        f = n.func
+        if f.__class__ is gast.Name:
+            callees.add(id(f))
+        elif af is not None and f.__class__ is gast.Attribute and f.attr == "call" \
+                and f.value.__class__ is gast.Name and f.value.id == af and n.args:
+            callees.add(id(n.args[0]))
+    for n in walk(fn):
+        if n.__class__ is gast.Name and n.id == name and n.ctx.__class__ is gast.Load \
+                and id(n) not in callees:
+            return False
+        if n.__class__ in (gast.Global, gast.Nonlocal) and name in n.names:
+            return False
+    return True
+
+
 def nested_free_names(fn) -> set[str]:
     """Names that scopes nested in function ``fn`` read or declare ``nonlocal``.
 

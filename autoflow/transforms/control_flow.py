@@ -26,7 +26,8 @@ from __future__ import annotations
 import gast
 
 from ..analysis.activity import TRY_TYPES as _TRY
-from ..analysis.activity import chain_text, declared_nonlocal, nested_free_names, nested_nonlocal_names
+from ..analysis.activity import (chain_text, declared_nonlocal, nested_free_names, nested_nonlocal_names,
+                                 private_cells)
 from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
@@ -83,6 +84,8 @@ class ControlFlow(LoopStatements):
         # sees the current value (see `_share_cells`).
         self.cells = frozenset()
         self.called_cells = frozenset()  # cells that nested functions rebind (`nonlocal`)
+        # those of them nothing reads once the function returns (`private_cells`)
+        self.private_cells = frozenset()
         self.generated = False  # converting a function autoflow made (a branch, a body)
         self.user_local = set()  # the user function's own variables
         # Variables some statement may leave unbound (`af.Undefined`): user
@@ -103,7 +106,7 @@ class ControlFlow(LoopStatements):
         params = _params_of(fn)
         user = getattr(fn, "af_user", False)
         saved = (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-                 self.user_local, self.loop_unbound)
+                 self.user_local, self.loop_unbound, self.private_cells)
         self.generated = not user
         if user:
             self.maybe_unbound, self.loop_unbound = set(), set()
@@ -120,6 +123,8 @@ class ControlFlow(LoopStatements):
             self.cells = frozenset(nested_free_names(fn) & local) if scopes else frozenset()
             self.called_cells = (frozenset(nested_nonlocal_names(fn) & local)
                                  if scopes and declarations else frozenset())
+            self.private_cells = (frozenset(private_cells(fn, self.ctx.af)) & self.called_cells
+                                  if self.called_cells else frozenset())
         else:
             local |= declared & self.cells  # cells of the user function, shared by name
         live_out = self.cells if not user else ()
@@ -131,7 +136,7 @@ class ControlFlow(LoopStatements):
         fn.body = self._block(fn.body, local) or [gast.Pass()]
         if user:
             (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-             self.user_local, self.loop_unbound) = saved
+             self.user_local, self.loop_unbound, self.private_cells) = saved
         else:
             self.generated = saved[3]
 
@@ -351,6 +356,10 @@ class ControlFlow(LoopStatements):
                 n for n in outs if n not in live and n != flag and n not in cells]
             if unread:
                 keywords.append(gast.keyword(arg="unread", value=stamp(str_tuple(unread), s)))
+        rebound = [n for n in self._called(s) if n in self.private_cells] if returning else []
+        if rebound:  # (the function returns here: see `private_cells`, `af.if_stmt`)
+            call[-1].value.keywords.append(gast.keyword(arg="rebound", value=stamp(
+                str_tuple(rebound), s)))
         self._state_arg(s.body + s.orelse, s, local, call)
         return self._undefined_inits(params, s) + self._finish(defs, s) + call
 

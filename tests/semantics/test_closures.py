@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import pytest
+
+import autoflow
 
 from .oracle import F, I, check, check_cases
 
@@ -416,3 +419,91 @@ def vmap_closure_reads_var_rebound_later(x):
 
 def test_vmap_closure_reads_var_rebound_later():
     check_cases(vmap_closure_reads_var_rebound_later, [(F(2.0),), (F(-3.0),)])
+
+
+# ---- a helper rebinds a cell in the branches of an `if` whose value is returned ---------
+# The function returns right after the `if`, and the helper is only ever called: nothing
+# can read the cell afterwards, so its rebinding in a staged branch is Python's own.
+
+def returning_if_calls_a_rebinding_helper(a):
+    k = 2
+
+    def bump(v):
+        nonlocal k
+        k = k + v
+        return k
+
+    for _ in range(4):
+        if a > 1:
+            return 7.0 * a
+        break
+    bump(3)
+    return k * a
+
+
+def returning_chain_reads_the_rebound_cell(a):
+    total = 1.0
+
+    def add(v):
+        nonlocal total
+        total = total + v
+        return total
+
+    def peek():
+        return total * 2.0
+
+    if a > 2:
+        add(a)
+        return peek()
+    elif a > 0:
+        return add(-a) + peek()
+    add(1.0)
+    return total + (peek() if a < -1 else 0.0)
+
+
+def test_a_returning_if_whose_branch_calls_a_rebinding_helper():
+    check(returning_if_calls_a_rebinding_helper, F(0.5), vmap=[(F(3.0),), (F(-1.0),)],
+          grad=True)
+    check(returning_if_calls_a_rebinding_helper, F(3.0), grad=True)
+
+
+@pytest.mark.parametrize("a", [3.0, 1.0, -0.5, -2.0])
+def test_a_returning_chain_whose_branches_rebind_and_read_a_cell(a):
+    check(returning_chain_reads_the_rebound_cell, F(a), vmap=[(F(3.0),), (F(1.0),), (F(-2.0),)],
+          grad=True)
+
+
+def escapes_by_return(a):
+    k = 0
+
+    def bump():
+        nonlocal k
+        k += 1
+        return k
+
+    if a > 0:
+        bump()
+        return bump, a
+    return bump, -a
+
+
+def escapes_by_argument(a, keep):
+    k = 0
+
+    def bump():
+        nonlocal k
+        k += 1
+        return k
+
+    if a > 0:
+        keep.append(bump)
+        return bump() * a
+    return a
+
+
+def test_a_helper_that_outlives_the_call_is_still_refused():
+    # `bump` escapes (returned, or handed to a list): a later call would read the cell the
+    # staged branch left, so the rebinding stays autoflow's error, naming the variable.
+    for fn, args in ((escapes_by_return, (F(1.0),)), (escapes_by_argument, (F(1.0), []))):
+        with pytest.raises(autoflow.AutoflowError, match="`k`"):
+            autoflow.jit(fn)(*args)

@@ -64,21 +64,24 @@ def free_names(*fns):
     return out
 
 
-def with_state(names, shared, fns=()):
+def with_state(names, shared, fns=(), rebound=()):
     """``(names, wrap, split)`` for a staged statement that also changes ``shared`` state.
 
     The state's values travel as extra outputs after the variables: ``wrap``
     makes a branch or body function reset the state, run, and return the
     variables plus the state's values; ``split`` takes the result apart and
-    writes the state back in place.
+    writes the state back in place. ``rebound``: closure variables a function the
+    statement calls may rebind (``nonlocal``) that nothing reads after it (see
+    ``cond.if_stmt``): allowed as if carried.
     """
+    watched = tuple(names or ()) + tuple(rebound)  # (what a rebinding may name)
     if not shared:  # no state named: only watch for state a call changes
         def watch(fn):
             entry = entry_values([fn], ())
             frame = sys._getframe(1)  # (the statement's operator: its site, for errors)
 
             def run(*args):
-                with recording(shared, names, [fn], entry + list(args), frame) as rec:
+                with recording(shared, watched, [fn], entry + list(args), frame) as rec:
                     out = fn(*args)
                 more = rec.missing(shared, rec.found and reachable(entry + list(args)))
                 if more is not None:
@@ -104,7 +107,7 @@ def with_state(names, shared, fns=()):
 
         def run(*args):
             shared.reset()
-            with recording(shared, names, [fn], entry + list(args), frame) as rec:
+            with recording(shared, watched, [fn], entry + list(args), frame) as rec:
                 out = fn(*args)
             more = rec.missing(shared, rec.found and reachable(entry + list(args)))
             if more is not None:  # a call changed state this statement does not carry

@@ -42,7 +42,7 @@ from ..common.values import (UnboundVariableError, Undefined, as_pred, aval_of, 
 
 
 def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=False,
-            unread=()):
+            unread=(), rebound=()):
     """``if cond: true_fn(*operands) else: false_fn(*operands)``, returning its result.
 
     Plain Python::
@@ -62,7 +62,10 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=
     at most once per run of the loop, which the cost rule of
     ``runtime/cond/select_or_cond.py`` weighs; ``unread`` names the outputs that nothing
     reads once the loop is left (the loop's other carries), which a select
-    takes from the true branch.
+    takes from the true branch. ``rebound`` (an ``if`` whose value is returned) names
+    closure variables that a function the branches call rebinds with ``nonlocal``
+    and that nothing reads afterwards (the function returns, and the functions that
+    see them are only called in it): a branch may rebind them, as Python does.
     """
     c = concrete_truth(cond, caller_site)
     if c is not None:
@@ -70,12 +73,12 @@ def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=
         return true_fn(*operands) if c else false_fn(*operands)
     try:
         return traced_if(cond, true_fn, false_fn, operands, names, state, guard=guard,
-                     unread=unread)
+                     unread=unread, rebound=rebound)
     finally:  # what the cost rule chose (runtime/cond/select_or_cond.py)
         events.note("if", _lowered_as())
 
 
-def if_chain(tests, fns, operands=(), names=None, state=None):
+def if_chain(tests, fns, operands=(), names=None, state=None, rebound=()):
     """An ``if``/``elif`` chain: the branch of the first true test, else the last.
 
     ``tests`` are thunks, ``fns`` one branch function per test and one for the
@@ -102,11 +105,12 @@ def if_chain(tests, fns, operands=(), names=None, state=None):
                 inner = Shared(*state._args) if isinstance(state, Shared) else None
 
                 def false_fn(*ops, rest_tests=rest_tests, rest=rest, inner=inner):
-                    return if_chain(rest_tests, rest, ops, names, inner)
+                    return if_chain(rest_tests, rest, ops, names, inner, rebound)
             else:
                 false_fn = rest[0]
             try:
-                return traced_if(cond, fns[i], false_fn, operands, names, state, site)
+                return traced_if(cond, fns[i], false_fn, operands, names, state, site,
+                                 rebound=rebound)
             finally:
                 events.note("if", _lowered_as(), lambda: _line_of(test))
         events.note("if", "python", lambda: _line_of(test))
@@ -146,7 +150,7 @@ def _lowered_as():
 
 @reissuing
 def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site, guard=False,
-          unread=(), expression=False):
+          unread=(), expression=False, rebound=()):
     """``cond._stage_branches``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
     n = len(names) if names is not None else None
@@ -155,7 +159,8 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
                          for fn in (true_fn, false_fn))
 
     def attempt(active):
-        all_names, wrap, split = with_state(names, shared.snapshot() if active else shared)
+        all_names, wrap, split = with_state(names, shared.snapshot() if active else shared,
+                                            rebound=rebound)
         # The branches change the state's containers in place (each starts
         # from the snapshot): an append to one is an append, not a new list.
         keep.also = {id(o) for o in shared.objects} if active else set()

@@ -124,7 +124,21 @@ def trace_fn(fn, avals):
     closed_jaxpr = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(
         a.shape, a.dtype, weak_type=getattr(a, "weak_type", False)) for a in avals])
     jaxpr, consts = consts_as_inputs(closed_jaxpr)
-    return jaxpr, tuple(consts)
+    return _named_inputs(jaxpr), tuple(consts)
+
+
+def _named_inputs(jaxpr):
+    """``jaxpr`` with a name (blank) for each input its trace made after the arguments
+    (``body inputs``): JAX 0.12 checks that a jaxpr's argument names match its inputs."""
+    info = getattr(jaxpr, "debug_info", None)
+    names = getattr(info, "arg_names", None)
+    if names is None or len(names) >= len(jaxpr.invars):
+        return jaxpr
+    try:
+        return jaxpr.replace(debug_info=info._replace(
+            arg_names=tuple(names) + ("",) * (len(jaxpr.invars) - len(names))))
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover - another JAX
+        return jaxpr
 
 
 def linear_values(jaxpr):
