@@ -157,6 +157,15 @@ def loop_dicts(fn, af, nodes=None):
     return {k: frozenset(v) for k, v in out.items() if v}
 
 
+def _of_parameter(read, params):
+    """Is ``read`` (``x[...]``, ``x.a[...][...]``) an item of a parameter in ``params``,
+    with no string key (``d["k"]``)?"""
+    root = read.value
+    while root.__class__ is gast.Subscript or root.__class__ is gast.Attribute:
+        root = root.value
+    return root.__class__ is gast.Name and root.id in params and _key_of(read.slice) is None
+
+
 def _key_of(node):
     return node.value if isinstance(node, gast.Constant) and isinstance(node.value, str) else None
 
@@ -172,8 +181,13 @@ class Tables(Transformer):
         nodes = walk(fn)  # one walk for every question (the tree does not change)
         # Only reads `x[...]` and calls `d.get(...)` can be rewritten: without them,
         # or where none of them qualifies (asked below), nothing is visited.
+        # A read of a parameter's item (`xs[i]`, `p.w[i]`) is never a table's (parameters
+        # are not tables), unless it reads a dict's key: most reads are such.
+        args = fn.args
+        own = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs
+               + [args.vararg, args.kwarg] if a is not None}
         reads = [n for n in nodes if n.__class__ is gast.Subscript
-                 and n.ctx.__class__ is gast.Load]
+                 and n.ctx.__class__ is gast.Load and not _of_parameter(n, own)]
         gets = [n for n in nodes if n.__class__ is gast.Call
                 and n.func.__class__ is gast.Attribute and n.func.attr == "get"]
         if not reads and not gets:
