@@ -73,6 +73,23 @@ def _has(node_or_list, types):
     return next(_own(node_or_list, types), None) is not None
 
 
+def _breaks(stmts) -> bool:
+    """Does ``stmts``, a loop's body, hold a ``break`` of that loop? Those of nested loops
+    are theirs, but not those in a nested loop's ``else``, which runs at this level."""
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.Break):
+            return True
+        if isinstance(n, _SCOPES):
+            continue
+        if isinstance(n, _LOOPS):
+            todo.extend(n.orelse)
+        else:
+            append_blocks(n, todo)
+    return False
+
+
 def _flagged(node, flag):
     """Is ``node`` a ``break`` of a lowered ``return`` whose flag is ``flag``?"""
     return isinstance(node, gast.Break) and getattr(node, "af_exit_flag", None) == flag
@@ -94,7 +111,7 @@ def _endless(loop):
     ``break`` of its own, so only a ``return`` or a raise leaves it?"""
     return (isinstance(loop, gast.While) and isinstance(loop.test, gast.Constant)
             and isinstance(loop.test.value, (bool, int)) and bool(loop.test.value)
-            and not _has(loop.body, gast.Break))
+            and not _breaks(loop.body))
 
 
 def _blocks(stmt):
@@ -163,7 +180,7 @@ class EarlyExits:
                 # A loop with no `break` of its own whose `else` always returns: after
                 # the loop and its `else`, only the paths that returned inside are left.
                 else_returns = bool(s.orelse) and always_returns(s.orelse) \
-                    and not _has(s.body, gast.Break)
+                    and not _breaks(s.body)
                 self._replace_returns_in_loop(s)
                 if endless:
                     s.orelse = []

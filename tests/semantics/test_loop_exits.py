@@ -522,3 +522,40 @@ def test_an_input_made_for_a_variable_the_body_binds_otherwise_is_given_up(monke
     assert _traces(rebound_to_another_type, F(3.0), I(5)) >= 2  # traced again without it
     check_cases(rebound_to_another_type, [(F(3.0), I(5)), (F(0.5), I(3))],
                 vmap=[(F(2.0), I(5)), (F(1.5), I(5))])
+
+
+# ---- a `break` in a nested loop's `else` leaves the enclosing loop ----------------------
+# The `else` of a loop runs at the enclosing loop's level, so a `break` there is that
+# loop's own: the code after it must still run when no `return` happened (found by the
+# composing scan, seed 87634: `return 3.0` below was dropped, the function returned 0.0).
+
+def break_in_inner_else_then_return_after(a, n):
+    for _ in range(n):
+        while a < 0:
+            return 1.0
+        else:
+            break
+    else:
+        return 2.0
+    return 3.0
+
+
+def break_in_inner_else_of_while_true(a, n):
+    total = 0.0
+    while True:
+        for i in range(n):
+            if a + i > 5:
+                return total - 1.0
+            total = total + a
+        else:
+            break
+    return total * 2.0
+
+
+def test_a_break_in_a_nested_loops_else_leaves_the_loop_it_stands_in():
+    for a, n in ((4, 1), (-1, 2), (4, 0), (0, 3)):
+        check(break_in_inner_else_then_return_after, I(a), I(n),
+              vmap=[(I(-1), I(2)), (I(4), I(0))])
+    for a, n in ((1.0, 3), (5.0, 2), (0.5, 0)):
+        check(break_in_inner_else_of_while_true, F(a), I(n), vmap=[(F(5.0), I(2)), (F(0.5), I(0))],
+              grad=True)
