@@ -291,27 +291,30 @@ def nested_nonlocal_names(fn) -> set[str]:
     return set().union(*(_nonlocals(s) for s in _nested_scopes(fn)))
 
 
-def private_cells(fn, af=None) -> set[str]:
-    """The names nested functions of ``fn`` declare ``nonlocal`` that no code can read
-    once ``fn`` has returned: every scope nested in ``fn`` that reads or rebinds one is
-    an undecorated ``def`` that ``fn``'s own statements only call by name (never store,
-    pass, return, or name inside another nested scope). ``af``: the runtime's alias,
-    where calls are ``af.call(f, ...)`` already."""
-    scopes = list(_nested_scopes(fn))
-    out = set()
-    for name in set().union(*(_nonlocals(s) for s in scopes)):
-        seeing = [s for s in scopes if name in _nonlocals(s) or name in _scope_reads(s)]
-        if all(s.__class__ is gast.FunctionDef and not s.decorator_list
-               and _only_called(fn, s.name, af) for s in seeing):
-            out.add(name)
-    return out
+def private_cells(fn, names, af=None) -> set[str]:
+    """Those of ``names`` (variables of ``fn`` its nested functions rebind) that no code
+    can read once ``fn`` has returned: every scope nested in ``fn`` that reads or rebinds
+    one is an undecorated ``def`` that ``fn``'s own statements only call by name (never
+    store, pass, return, or name inside another nested scope). ``af``: the runtime's
+    alias, where calls are ``af.call(f, ...)`` already."""
+    scopes = [(s, _nonlocals(s) | set(_scope_reads(s))) for s in _nested_scopes(fn)]
+    callees = _callees(fn, af)
+    plain = {}  # def name -> only called (asked once per name)
+
+    def only_called(s):
+        if s.__class__ is not gast.FunctionDef or s.decorator_list:
+            return False
+        if s.name not in plain:
+            plain[s.name] = _only_called(fn, s.name, callees)
+        return plain[s.name]
+    return {n for n in names if all(only_called(s) for s, seen in scopes if n in seen)}
 
 
-def _only_called(fn, name, af=None) -> bool:
-    """Is ``name`` read in ``fn`` only as the function of calls in ``fn``'s own scope
-    (``name(...)``, or ``af.call(name, ...)``)?"""
+def _callees(fn, af=None) -> set[int]:
+    """Ids of the names ``fn``'s own scope calls (``name(...)``, or ``af.call(name, ...)``),
+    the lambdas autoflow made included (they run at once), the user's not."""
     callees = set()
-    todo = list(fn.body)  # (into the lambdas autoflow made, which run at once, not the user's)
+    todo = list(fn.body)
     while todo:
         n = todo.pop()
         if isinstance(n, SCOPES) and getattr(n, "af_user", False):
@@ -325,6 +328,12 @@ def _only_called(fn, name, af=None) -> bool:
         elif af is not None and f.__class__ is gast.Attribute and f.attr == "call" \
                 and f.value.__class__ is gast.Name and f.value.id == af and n.args:
             callees.add(id(n.args[0]))
+    return callees
+
+
+def _only_called(fn, name, callees) -> bool:
+    """Is ``name`` read in ``fn`` only as one of ``callees`` (``_callees``), and declared
+    ``global``/``nonlocal`` nowhere?"""
     for n in walk(fn):
         if n.__class__ is gast.Name and n.id == name and n.ctx.__class__ is gast.Load \
                 and id(n) not in callees:

@@ -32,7 +32,7 @@ from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
 from .loop_statements import LoopStatements
-from .util import _SCOPES, contains, holds_blocks, is_generator, stamp
+from .util import _SCOPES, contains, holds_blocks, is_generator, param_names, stamp
 
 
 def _drop_annotations(stmts, names):
@@ -60,13 +60,6 @@ def _drop_annotations(stmts, names):
                 c.body = _drop_annotations(c.body, names) or [gast.Pass()]
         out.append(s)
     return out
-
-
-def _params_of(fn):
-    a = fn.args
-    names = [x.id for x in a.posonlyargs + a.args + a.kwonlyargs]
-    names += [x.id for x in (a.vararg, a.kwarg) if x is not None]
-    return names
 
 
 # A test that binds a name or suspends cannot move into a thunk.
@@ -103,7 +96,7 @@ class ControlFlow(LoopStatements):
 
     # ---- functions and blocks ---------------------------------------------
     def convert_function(self, fn):
-        params = _params_of(fn)
+        params = param_names(fn)
         user = getattr(fn, "af_user", False)
         saved = (self.cells, self.maybe_unbound, self.called_cells, self.generated,
                  self.user_local, self.loop_unbound, self.private_cells)
@@ -123,7 +116,7 @@ class ControlFlow(LoopStatements):
             self.cells = frozenset(nested_free_names(fn) & local) if scopes else frozenset()
             self.called_cells = (frozenset(nested_nonlocal_names(fn) & local)
                                  if scopes and declarations else frozenset())
-            self.private_cells = (frozenset(private_cells(fn, self.ctx.af)) & self.called_cells
+            self.private_cells = (frozenset(private_cells(fn, self.called_cells, self.ctx.af))
                                   if self.called_cells else frozenset())
         else:
             local |= declared & self.cells  # cells of the user function, shared by name

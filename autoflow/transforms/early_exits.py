@@ -76,18 +76,8 @@ def _has(node_or_list, types):
 def _breaks(stmts) -> bool:
     """Does ``stmts``, a loop's body, hold a ``break`` of that loop? Those of nested loops
     are theirs, but not those in a nested loop's ``else``, which runs at this level."""
-    todo = list(stmts)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, gast.Break):
-            return True
-        if isinstance(n, _SCOPES):
-            continue
-        if isinstance(n, _LOOPS):
-            todo.extend(n.orelse)
-        else:
-            append_blocks(n, todo)
-    return False
+    return any(isinstance(n, gast.Break) or _breaks(n.orelse)
+               for n in _own(stmts, (gast.Break,) + _LOOPS))
 
 
 def _flagged(node, flag):

@@ -27,6 +27,7 @@ import gast
 
 from ..core.nodes import Transformer, walk
 from ..core.templates import replace_expr
+from .util import param_names
 
 _LOOPS = (gast.For, gast.While)
 
@@ -183,9 +184,7 @@ class Tables(Transformer):
         # or where none of them qualifies (asked below), nothing is visited.
         # A read of a parameter's item (`xs[i]`, `p.w[i]`) is never a table's (parameters
         # are not tables), unless it reads a dict's key: most reads are such.
-        args = fn.args
-        own = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs
-               + [args.vararg, args.kwarg] if a is not None}
+        own = set(param_names(fn))
         reads = [n for n in nodes if n.__class__ is gast.Subscript
                  and n.ctx.__class__ is gast.Load and not _of_parameter(n, own)]
         gets = [n for n in nodes if n.__class__ is gast.Call

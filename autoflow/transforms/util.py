@@ -13,6 +13,13 @@ from ..analysis.activity import BLOCK_FIELDS, SCOPES as _SCOPES, holds_blocks  #
 _LOOPS = (gast.For, gast.While, gast.AsyncFor)
 
 
+def param_names(fn) -> list[str]:
+    """The names of the parameters of ``fn`` (a ``def`` or ``lambda``), in order."""
+    a = fn.args
+    names = [x.id for x in a.posonlyargs + a.args + a.kwonlyargs]
+    return names + [x.id for x in (a.vararg, a.kwarg) if x is not None]
+
+
 def walk_local(node, stop_at_loops=False):
     """Walk ``node``'s subtree without entering nested scopes (or loops)."""
     todo = list(children(node))

@@ -43,12 +43,7 @@ import gast
 from ..analysis.activity import MUTATING_METHODS, SCOPES, bound_names, chain_text, target_names
 from ..core.nodes import append_children
 from ..core.templates import replace
-
-
-def _params(fn):
-    a = fn.args
-    names = {x.id for x in a.posonlyargs + a.args + a.kwonlyargs}
-    return names | {x.id for x in (a.vararg, a.kwarg) if x is not None}
+from .util import param_names
 
 
 def _root_chain(node):
@@ -70,7 +65,7 @@ class Writes:
         to the functions ``fn`` is nested in (within the converted tree)."""
         if not getattr(fn, "af_user", False):
             return
-        params = _params(fn)
+        params = set(param_names(fn))
         self.globals, self.nonlocals = _declared(fn.body)
         # `x = af.setitem(x, ...)` rebinds a parameter in form only: still outside.
         rebound = {n for n in bound_names(fn.body) if n not in params} \
@@ -208,7 +203,7 @@ def enclosing_names(tree):
 
     def own(fn):  # a def's local names
         glob, nonloc = _declared(fn.body)
-        return (set(bound_names(fn.body)) | _params(fn)) - glob - nonloc
+        return (set(bound_names(fn.body)) | set(param_names(fn))) - glob - nonloc
 
     if isinstance(tree, (gast.FunctionDef, gast.AsyncFunctionDef)):
         out[id(tree)] = frozenset()
@@ -227,7 +222,7 @@ def enclosing_names(tree):
                 out[id(child)] = outer
                 todo.append((child, outer | frozenset(own(child))))
             elif cls is gast.Lambda:
-                todo.append((child, outer | frozenset(_params(child))))
+                todo.append((child, outer | frozenset(param_names(child))))
             else:
                 todo.append((child, outer))
         kids.clear()
