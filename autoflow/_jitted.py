@@ -151,26 +151,34 @@ def _zero_trip_read(fn) -> bool:
     body reads above where it binds it: the value of an earlier iteration), or an
     ``if`` on one of its paths only, and that nothing binds before it? (Such a read
     raises Python's ``UnboundLocalError`` when the compiled code runs and nothing
-    bound it.)"""
+    bound it.) A ``del`` of a name in a loop, an ``if`` or a ``match`` leaves it unbound on
+    a path: so does a ``match`` case that binds it."""
     def names(node, ctx):
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
 
-    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.While, ast.For, ast.If))]
+    loops = [n for n in ast.walk(fn) if isinstance(n, (ast.While, ast.For, ast.If, ast.Match))]
     if not loops:
         return False
+    if any(names(loop, ast.Del) for loop in loops):
+        return True
     args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    # (`y: float` alone binds nothing)
+    declared = {id(n.target) for n in ast.walk(fn) if isinstance(n, ast.AnnAssign) and n.value is None}
     for loop in loops:
-        inside = set().union(set(), *(names(s, ast.Store) for s in loop.body))
+        body = [s for case in loop.cases for s in case.body] if isinstance(loop, ast.Match) \
+            else loop.body
+        inside = set().union(set(), *(names(s, ast.Store) for s in body))
         if isinstance(loop, ast.For):
             inside |= names(loop.target, ast.Store)
         elif isinstance(loop, ast.If):  # bound on one path only (an `if` can leave it unbound)
             inside ^= set().union(set(), *(names(s, ast.Store) for s in loop.orelse))
         before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
-                         and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
+                         and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno
+                         and id(n) not in declared}
         end = loop.end_lineno or loop.lineno
         loads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
         for name in inside - before:
-            first = min((n.lineno for s in loop.body for n in ast.walk(s)
+            first = min((n.lineno for s in body for n in ast.walk(s)
                          if isinstance(n, ast.Name) and n.id == name
                          and isinstance(n.ctx, ast.Store)), default=end)
             # read after the loop, or in the body above its first binding (an

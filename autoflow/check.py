@@ -108,6 +108,7 @@ class _TracedFacts:
         import ast
 
         from ._pitfall_reading import _Module, implicit_entries
+        from ._plain_objects import plain_classes
 
         try:
             with warnings.catch_warnings():
@@ -115,7 +116,7 @@ class _TracedFacts:
                 tree = ast.parse(source)
             module = _Module(tree)
         except (SyntaxError, ValueError, RecursionError):
-            self.nodes, self.static, self.traced = {}, {}, set()
+            self.nodes, self.static, self.traced, self.plain = {}, {}, set(), set()
             return
         self.nodes = {(n.lineno, n.name): n for n in ast.walk(tree)
                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -125,11 +126,13 @@ class _TracedFacts:
         # function of a module that jits none (as pitfalls reads them)
         self.traced = {id(fn) for fn in module.jitted} | {
             id(fn) for fn in implicit_entries(module, static)}
+        self.plain = plain_classes(tree)
 
     def apply(self, node, found, filename, qual):
         """``found`` (the findings of gast function ``node``) with the statements that
         fail when traced marked ``FAILS``, and their reasons."""
         from . import traced
+        from ._plain_objects import problems as plain_objects
 
         fn = self.nodes.get((node.lineno, node.name))
         if fn is None or isinstance(fn, __import__("ast").AsyncFunctionDef) \
@@ -142,7 +145,7 @@ class _TracedFacts:
             problems = traced.do_not_convert_problems(fn, static)
             becomes = "python"
         else:
-            problems = traced.problems(fn, static)
+            problems = traced.problems(fn, static) + plain_objects(fn, static, self.plain)
             becomes = None
         if not problems:
             return found

@@ -29,6 +29,7 @@ import warnings
 from pathlib import Path
 
 import jax.numpy as jnp
+import pytest
 
 import autoflow
 from autoflow import check, pitfalls
@@ -63,6 +64,7 @@ ERROR_CASES = {
         "float_in_body": (4.0,), "lambdas_in_traced_loop": (3,), "string_label": (1.0,),
         "string_label_expression": (1.0,),
         "none_on_one_path": (1.0,), "function_on_each_path": (1.0,), "string_in_loop": (3.0,),
+        "object_made_again_in_loop": (1.0,),
         "runaway": (3.0,), "checked": (X3 - 1.0,), "raises_at_run_time": (1.0,),
         "doubling": (1.5,), "counted_scale": (2.0, 3), "lambdas_in_traced_range": (X3, 3),
     },
@@ -357,3 +359,53 @@ if __name__ == "__main__":
               f"{'raised ' + r.raised[:100] if r.failed else 'ok'}"
               + (f"\n      check: {r.said[:160]}" if r.said else ""))
     print(f"{sum(r.agrees for r in rows)} of {len(rows)} agree")
+
+
+PYTREE_OR_NOT = '''
+import dataclasses
+from typing import NamedTuple
+
+import jax
+
+
+class Plain:
+    def __init__(self, pos):
+        self.pos = pos
+
+
+class Named(NamedTuple):
+    pos: object
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Registered:
+    pos: object
+
+
+def walk(cls, x):
+    w = cls(x)
+    while w.pos < 4:
+        w = cls(w.pos + 1)
+    return w.pos
+'''
+
+
+@pytest.mark.parametrize("cls", ["Plain", "Named", "Registered"])
+def test_an_object_made_again_in_a_traced_loop_fails_only_for_a_plain_class(cls, tmp_path):
+    # `autoflow check` says what the first call does: only a class that is no pytree fails
+    source = PYTREE_OR_NOT + f"\n\ndef run(x):\n    return walk_{cls}(x)\n"
+    source = source.replace("def walk(cls, x):\n    w = cls(x)", f"def walk_{cls}(x):\n    w = {cls}(x)")
+    source = source.replace("        w = cls(w.pos + 1)", f"        w = {cls}(w.pos + 1)")
+    path = tmp_path / "walkers.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("walkers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fails = any(not f.ok for f in check.check_source(source, str(path)))
+    try:
+        autoflow.jit(getattr(module, f"walk_{cls}"))(jnp.float32(1.0))
+        raised = False
+    except autoflow.ConversionError:
+        raised = True
+    assert fails == raised == (cls == "Plain")

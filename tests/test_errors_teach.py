@@ -184,6 +184,14 @@ def test_string_changed_in_a_traced_loop():
     assert_no_array_advice(msg)
 
 
+def test_object_of_a_plain_class_made_again_in_a_traced_loop():
+    # (it read "`w` is a Walker on one path and a Walker on the other")
+    exc = reissued(teach.object_made_again_in_loop, 1.0, catch=ConversionError)
+    check_message(exc, teach.object_made_again_in_loop, names=["w"],
+                  mentions=["not a JAX pytree", "register_dataclass", "in place"],
+                  construct="while")
+
+
 # ---------------------------------------------------------------------------
 # 2. run-time failures: the user's message once, first, at the user's line
 # ---------------------------------------------------------------------------

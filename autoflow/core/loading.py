@@ -83,11 +83,17 @@ def compile_function(fn_node, filename, freevars, alias):
 # code objects are kept here, so autoflow still tells them apart (`generated`).
 _GENERATED_NAME = re.compile(r"^(if_true|if_false|loop_test|loop_body)(_\d+)?$")
 _generated_codes: weakref.WeakSet = weakref.WeakSet()  # (a code object goes with its functions)
+_converted_codes: weakref.WeakSet = weakref.WeakSet()  # every code object compiled here
 
 
 def generated(code) -> bool:
     """Is ``code`` a function the rewriter made for a branch or a loop body?"""
     return code in _generated_codes
+
+
+def converted(code) -> bool:
+    """Is ``code`` converted code (a converted function, or a function defined in one)?"""
+    return code in _converted_codes
 
 
 def _renamed(code, old, new, outer=None):
@@ -110,6 +116,7 @@ def _renamed(code, old, new, outer=None):
     changes["co_consts"] = tuple(_renamed(c, old, new, outer) if isinstance(c, types.CodeType)
                                  else c for c in code.co_consts)
     out = code.replace(**changes)
+    _converted_codes.add(out)
     if made:
         _generated_codes.add(out)
     return out

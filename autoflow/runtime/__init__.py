@@ -34,7 +34,8 @@ from .python import (all, and_, any, ascii, bin, bit_count, bit_length, bool, bo
                      join, len, match_is, match_subject, max, min, not_, oct, or_, ord, percent, python_condition,
                      python_operand, repr, sort, sorted, str, sum, truth)
 from .cond import if_chain, if_exp, if_stmt
-from .effects import append, assert_, exception, ld, print, setitem, setitem_in  # noqa: A004
+from .effects import (append, assert_, checks_after_finally, exception, finally_part, ld, print,  # noqa: A004
+                      setitem, setitem_in)
 from .effects import passthrough as _passthrough
 from .loops import enumerate, for_stmt, range, reversed, roll, unroll, while_stmt, zip  # noqa: A004
 from .state import mutates, mutates_global, rebinds_global, rebinds_nonlocal, state
@@ -42,7 +43,7 @@ from .common.values import Undefined
 
 internal_errors = _passthrough()
 
-__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "compare", "contains", "converted",
+__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "checks_after_finally", "finally_part", "compare", "contains", "converted",
            "enumerate", "exception", "filtered", "generated", "get", "fstring", "percent", "repr", "str", "ascii", "format", "bin", "hex", "oct", "chr", "ord", "join", "getitem", "match_is", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "bit_length", "bit_count", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "setitem_in", "state", "unroll", "while_stmt", "zip"]

@@ -85,6 +85,15 @@ class Raises(Transformer):
             guard = replace("try:\n    pass\nexcept AF.internal_errors:\n    raise",
                             AF=self.ctx.af)[0].handlers[0]
             node.handlers.insert(0, stamp(guard, node))
+        if node.finalbody and type(node).__name__ == "Try":
+            # a check staged in the body raises after the `finally` clause, which runs
+            # on every path (runtime.effects.raising.checks_after_finally)
+            outer = stamp(replace("with AF.checks_after_finally():\n    pass",
+                                  AF=self.ctx.af)[0], node)
+            inner = stamp(replace("with AF.finally_part():\n    pass", AF=self.ctx.af)[0], node)
+            inner.body, node.finalbody = node.finalbody, [inner]
+            outer.body = [node]
+            return outer
         return node
 
     def _visit_list(self, stmts):

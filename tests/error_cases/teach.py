@@ -98,6 +98,18 @@ def string_in_loop(x):
     return x, state
 
 
+class Walker:  # (a plain class: not a pytree)
+    def __init__(self, pos):
+        self.pos = pos
+
+
+def object_made_again_in_loop(x):
+    w = Walker(x)
+    while w.pos < 4:  # ERROR
+        w = Walker(w.pos + 1)
+    return w.pos
+
+
 def runaway(x):
     steps = 0
     while x > 0:  # ERROR

@@ -189,6 +189,7 @@ class Raised:
 
     def __init__(self, exc):
         self.exc = exc
+        self.wrapped_ok = False
 
     def __repr__(self):
         return f"Raised({type(self.exc).__name__}: {self.exc})"
@@ -245,7 +246,10 @@ def run_traced(fn, args, static_argnums=(), options=None):
         full = [next(outs) if is_array else v for v, is_array in zip(box["leaves"], box["arrays"])]
         return jax.tree_util.tree_unflatten(box["tree"], full)
 
-    return _run(call)
+    out = _run(call)
+    if isinstance(out, Raised):  # (`jax.jit`, not `autoflow.jit`: JAX's own report of the
+        out.wrapped_ok = True    # user's exception raised when the compiled code ran)
+    return out
 
 
 def _chain(exc):
@@ -289,8 +293,9 @@ def _expect(actual, expected, context, *, traced, fn, may_refuse, where):
         got = actual.exc
         if isinstance(got, type(e)):
             return
-        if traced:
-            # A traced run may report the user's error at run time, wrapped by JAX.
+        if traced and getattr(actual, "wrapped_ok", False):
+            # Under `jax.jit` (not `autoflow.jit`, which raises the user's exception
+            # itself) JAX reports the user's error at run time, wrapped.
             text = str(e)
             if any(isinstance(c, type(e)) for c in _chain(got)) or (text and text in str(got)):
                 return

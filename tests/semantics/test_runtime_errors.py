@@ -24,6 +24,7 @@ where it is defined, the same exception where it is not).
 from __future__ import annotations
 
 import math
+import traceback
 
 import jax
 import jax.numpy as jnp
@@ -757,3 +758,35 @@ def test_a_loop_bodys_check_under_grad():
     _, want = _run(lambda: sqrt_in_loop(1.5, 3))
     _, got = _run(lambda: grad(jnp.float32(1.5), 3))
     _assert_same_error(got, want, "grad sqrt_in_loop(1.5, 3)")
+
+
+def raise_in_a_loop(n):
+    i = 0
+    while i < n:
+        if i == 3:
+            raise ValueError(f"n={n} reached 3")
+        i += 1
+    return i
+
+
+def sqrt_in_a_loop(x):
+    total = 0.0
+    for v in x:
+        total = total + math.sqrt(v)
+    return total
+
+
+@needs_primitives  # (on a JAX without them a loop is JAX's own: its error is JAX's)
+@pytest.mark.parametrize("fn, lanes", [
+    (raise_in_a_loop, [jnp.array([1, 5, 2])]),
+    (sqrt_in_a_loop, [jnp.array([[1.0, 4.0], [9.0, -4.0]])]),
+])
+def test_vmap_without_jit_raises_the_users_exception_itself(fn, lanes):
+    # Op by op, a loop under `jax.vmap` runs compiled (JAX's own error of a failed
+    # callback, `JaxRuntimeError`, was what reached the user); now Python's own, as
+    # under `jit`, from the user's line
+    want = _run(lambda: [fn(*lane) for lane in zip(*lanes)])[1]
+    assert want is not None
+    got = _run(lambda: jax.vmap(autoflow.convert(fn))(*lanes))[1]
+    assert type(got) is type(want) and str(got) == str(want), repr(got)
+    assert traceback.extract_tb(got.__traceback__)[-1].filename == __file__  # (the user's line)

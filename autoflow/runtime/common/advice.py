@@ -81,6 +81,17 @@ def value_advice(label, a, b, construct):
                 f"Give {lbl} an array value on every path (for example `jnp.zeros(shape)` "
                 "before the statement, with a separate boolean array saying whether it is "
                 "set).")
+    if type(a) is type(b) and a is not b:  # (two objects of one class: not a pytree)
+        name = type(a).__name__
+        why = ("a new one on each path, and `{0}` is not a JAX pytree, so the traced "
+               "condition cannot choose between them at run time" if construct == "if" else
+               "a new one after an iteration, and `{0}` is not a JAX pytree: a traced loop "
+               "carries only arrays, and pytrees of them").format(name)
+        return (f"{lbl} is {_show(a)} made again: {why}",
+                f"Make `{name}` a pytree (`jax.tree_util.register_dataclass` for a "
+                f"dataclass, `jax.tree_util.register_pytree_node_class`), or change its "
+                f"attributes in place (`{label}.attr = ...`) instead of making a new one, or "
+                "carry the arrays it holds in variables of their own.")
     return (f"{lbl} is {_show(a)} on one path and {_show(b)} on the other, and {choose}",
             f"Give {lbl} {same} (it is a Python object, not an array), or carry the "
             "arrays it holds in variables of their own.")

@@ -29,7 +29,7 @@ from ..common.carries import (RETURN_LABEL, Restart, caller_site, fill, free_nam
 from .select_or_cond import GPU_SELECT
 from ..common.coupling import now
 from .primitive import stage_if
-from ..effects.raising import Signal, StagedRaise
+from ..effects.raising import Signal, StagedRaise, on_its_path
 from ..state.shared import Shared, settle
 from ..state.reach import closure_cells, names_of
 from ..state.aliasing import kept
@@ -348,7 +348,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         def branch():
             undo = undoer(operands)
             with staged_block(), path_condition.on_path(pred if key == "t" else _negate(pred),
-                                               carries_ok=True) as path:
+                                               carries_ok=True, fresh=True) as path:
                 try:
                     with _unbound_reads_raise():
                         out = fn(*operands)
@@ -513,7 +513,8 @@ class _unbound_reads_raise:
     """Context: a read of an unbound variable in a staged branch raises Python's
     ``UnboundLocalError`` when the compiled code runs and takes that branch (as
     a ``raise`` there would), not while tracing: Python raises it only on that
-    path (``for i in ...: if i > 0: use(prev)`` then ``prev = ...``)."""
+    path (``for i in ...: if i > 0: use(prev)`` then ``prev = ...``). So does any other
+    error Python raises in the user's code there (``raising.on_its_path``)."""
 
     def __enter__(self):
         return self
@@ -525,6 +526,9 @@ class _unbound_reads_raise:
             log_fills([exc.name])
             python = exc.python()
             raise StagedRaise(lambda: python, exc.site) from None
+        staged = on_its_path(exc)
+        if staged is not None:  # (Python's own error, raised only on this path)
+            raise staged from None
         return False
 
 

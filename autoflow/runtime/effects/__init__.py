@@ -11,8 +11,8 @@
 * ``unset``: variables and dict keys a staged loop may leave unset (``af.ld``).
 """
 
-from .raising import exception, passthrough
+from .raising import checks_after_finally, exception, finally_part, passthrough
 from .statements import append, assert_, print, setitem, setitem_in  # noqa: A004
 from .unset import ld
 
-__all__ = ["append", "assert_", "exception", "ld", "passthrough", "print", "setitem", "setitem_in"]
+__all__ = ["append", "assert_", "checks_after_finally", "exception", "finally_part", "ld", "passthrough", "print", "setitem", "setitem_in"]

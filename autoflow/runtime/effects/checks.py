@@ -126,12 +126,14 @@ def _fast_checks_here():
     sink = getattr(_local, "sink", None)
     if sink is None or sink.ordered or not _effects_as_primitive():
         return False
-    # Each block open here hands its result to the trace around it (its own, or the
-    # one it was started from: no trace of the user's own `jax.vmap` between), up
-    # to the function's.
+    # Each block open here hands its result to the trace around it: its own, or, for a
+    # branch or loop body JAX traces for autoflow (`fresh`), the one it was started
+    # from; up to the function's. No trace of the user's own between (`jax.grad`, whose
+    # primal results may be dropped; `jax.vmap`; the body of a `lax.scan`).
     prev = sink.trace
     for b in (getattr(_local, "blocks", ()) if getattr(_local, "depth", 0) else ()):
-        if not b.carries_ok or b.trace is not prev and jx.parent_trace(b.trace) is not prev:
+        if not b.carries_ok or b.trace is not prev and not (
+                b.fresh and jx.parent_trace(b.trace) is prev):
             return False
         prev = b.trace
     return current_trace() is prev

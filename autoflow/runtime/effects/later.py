@@ -246,7 +246,7 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=Fa
     else None."""
     if getattr(_local, "quiet", False):  # (a loop's test computed for its value only)
         return None
-    if raises and when is None and checks._fast_checks_here():
+    if raises and when is None and (checks._fast_checks_here() or _held_here()):
         when = True
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
                                               is_leaf=lambda x: x is None)
@@ -395,6 +395,12 @@ class Deferring:
 def _collector():
     stack = getattr(_local, "deferring", None)
     return stack[-1] if stack else None
+
+
+def _held_here():
+    """Are the checks staged here held for later (``raising.checks_after_finally``)?"""
+    c = _collector()
+    return getattr(c, "holds", False) and c.trace is current_trace()
 
 
 class deferring:

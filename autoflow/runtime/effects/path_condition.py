@@ -78,10 +78,13 @@ class on_path:
     ``carries_ok``: whoever opened the block reads ``ok()`` when it ends and hands
     it on to the code around (a branch's result, a loop's carry): then a check
     staged inside may be a ``_Check`` (see ``fast_checks``), whose result reaches
-    the function's outputs through it."""
+    the function's outputs through it. ``fresh``: the block is a branch or loop body
+    that JAX traces for autoflow (its trace, if not the one around, is started from
+    that one); any other block is traced where it opens, and a trace between it and
+    the block around is the user's own (``jax.grad``, ``jax.vmap``, ``lax.scan``)."""
 
-    def __init__(self, pred=None, carries_ok=False):
-        self.pred, self.carries_ok = pred, carries_ok
+    def __init__(self, pred=None, carries_ok=False, fresh=False):
+        self.pred, self.carries_ok, self.fresh = pred, carries_ok, fresh
 
     def __enter__(self):
         depth = getattr(_local, "depth", 0)
@@ -108,9 +111,9 @@ class on_path:
         _local.blocks.pop()
 
 
-def scope(carries_ok=False):
+def scope(carries_ok=False, fresh=False):
     """A block whose ``after_raise`` entries end with it (a loop body)."""
-    return on_path(None, carries_ok)
+    return on_path(None, carries_ok, fresh)
 
 
 def after_raise(pred):
@@ -124,6 +127,23 @@ def after_raise(pred):
     if base.trace is not trace:
         base.trace, base.entries = trace, []
     base.entries.append(entry)
+
+
+def raise_mark():
+    """Where this block's ``after_raise`` entries end now (for ``drop_raises_since``)."""
+    if getattr(_local, "depth", 0):
+        return _local.path, len(_local.path)
+    base, trace = _base(), current_trace()
+    if base.trace is not trace:
+        base.trace, base.entries = trace, []
+    return base.entries, len(base.entries)
+
+
+def drop_raises_since(mark):
+    """Forget the ``after_raise`` entries added since ``mark`` (``raise_mark``): what
+    follows runs whether those checks failed (a ``finally`` clause, before they raise)."""
+    entries, n = mark
+    entries[n:] = [e for e in entries[n:] if not isinstance(e, _NoRaise)]
 
 
 def _conjunction(preds):

@@ -26,13 +26,20 @@ user's exception itself (see ``api.jit``).
 
 from __future__ import annotations
 
+import copy
+import threading
+
 import jax
 
+from .. import jax as jx
 from ...core.origin import message, user_site
-from ...errors import ConversionError
+from ...core.libraries import is_library_file
+from ...errors import AutoflowError, ConversionError
+from . import later as later_module, path_condition
 from .later import Thunk, later
 from .checks import fail, last_user_exception  # noqa: F401 - api's
 from ..common.values import in_staged_block
+from ..jax import current_trace
 
 
 class Signal(BaseException):
@@ -42,18 +49,19 @@ class Signal(BaseException):
 class StagedRaise(Signal):
     """A ``raise`` reached while tracing a staged branch or loop body."""
 
-    def __init__(self, make, site, first=None, staged=None):
+    def __init__(self, make, site, first=None, staged=None, what="the `raise`"):
         super().__init__("internal: raise on a traced path")
         # ``make`` is None for an `if` both of whose branches raise: their
         # checks are staged already (``staged``: the second one's result, if it is a
         # ``effects.checks._Check``), and ``first`` is one branch's signal.
         self.make, self.site, self.first, self.staged = make, site, first, staged
+        self.what = what  # (for the note: what raised, at `site`)
 
     def emit(self):
         """Stage the run-time check for this ``raise`` in the current trace; where
         nothing raised, if that is a traced result (``emit_check``), else None."""
         if self.make is not None:
-            return emit_check(self.make, self.site)
+            return emit_check(self.make, self.site, self.what)
         return self.staged
 
     def at_trace_time(self):
@@ -97,6 +105,61 @@ def at_user_line(exc):
     return exc
 
 
+def users_exception(e):
+    """The user's exception that JAX's error ``e`` reports (a staged check that failed
+    in a callback: ``checks.last_user_exception``), at the user's line; else None."""
+    user = last_user_exception()
+    if user is None or not jx.raised_in_callback(e, user):
+        return None
+    return at_user_line(user)
+
+
+jx.callbacks.on_users_exception(users_exception)
+
+
+def _caught_around(exc, frame):
+    """Would an ``except`` of the user's code around ``frame``'s line, or around a call
+    that led there in the code being traced, catch ``exc``? (Read from each frame's
+    source, up to the first user frame that is not converted code above converted code:
+    the caller of the traced function, whose ``except`` the run-time error reaches; an
+    ``except`` whose type cannot be evaluated counts as catching it.)"""
+    import ast
+    import linecache
+
+    from ...core.loading import converted
+    from ...core.parsing import module_ast
+
+    seen_converted = False
+    while frame is not None:
+        code = frame.f_code
+        if not is_library_file(code.co_filename):
+            if converted(code):
+                seen_converted = True
+            elif seen_converted:
+                return False
+            tree = module_ast(code.co_filename, linecache.getlines(code.co_filename))
+            line = frame.f_lineno
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.Try) and node.body \
+                        and node.body[0].lineno <= line <= node.body[-1].end_lineno:
+                    for h in node.handlers:
+                        if h.type is None or _catches(h.type, exc, frame):
+                            return True
+        frame = frame.f_back
+    return False
+
+
+def _catches(node, exc, frame):
+    import ast
+
+    try:
+        kinds = eval(compile(ast.Expression(node), "<except>", "eval"),  # noqa: S307
+                     frame.f_globals, dict(frame.f_locals))
+        return isinstance(exc, kinds)
+    except Exception:  # noqa: BLE001 - unknown: as if it caught it
+        return True
+
+
 def _enclosing_function(site):
     """The name of the user's function whose body holds ``site``'s line."""
     import ast
@@ -115,19 +178,57 @@ def _enclosing_function(site):
     return best.name if best is not None else None
 
 
-def _raise_made(make, site):
+def _raise_made(make, site, what="the `raise`"):
     exc = make()
     if isinstance(exc, type):
         exc = exc()
-    raise fail(exc, site, f"(raised by the `raise` at {site}, checked when the compiled "
+    raise fail(exc, site, f"(raised by {what} at {site}, checked when the compiled "
                "code ran)")
 
 
-def emit_check(make, site):
+def emit_check(make, site, what="the `raise`"):
     """Stage a check that raises ``make()``, built from run-time values, when
     the compiled code runs and the path to the ``raise`` is taken; its result where
     nothing raised, if it is a ``effects.checks._Check`` (else None)."""
-    return later(_raise_made, (Thunk(make), site), site=site, raises=True)
+    return later(_raise_made, (Thunk(make), site, what), site=site, raises=True)
+
+
+def on_its_path(exc):
+    """A ``StagedRaise`` for ``exc``, an exception Python raised in the user's own code
+    while autoflow traced a staged branch (``d["b"]``, ``1 // 0``, ``obj.missing``), so
+    that it is raised where the compiled code takes that path, as Python raises it only
+    there (its own ``except`` around the ``if`` no longer sees it while tracing); None
+    for any other: autoflow's and JAX's errors, one that shows a tracer (an operation
+    eager Python would not fail on), one raised in library code or autoflow's."""
+    if not isinstance(exc, Exception) or isinstance(exc, _PASSTHROUGH + (AutoflowError,)) \
+            or type(exc).__module__.split(".")[0] in ("jax", "jaxlib", "autoflow") \
+            or jx.matches_jax_error("tracer named", str(exc)):
+        return None
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or is_library_file(tb.tb_frame.f_code.co_filename):
+        return None
+    site = user_site(frame=tb.tb_frame)  # (the innermost frame: the failing line and column)
+    if _caught_around(exc, tb.tb_frame):
+        raise ConversionError(message(
+            site, f"this line raises {type(exc).__name__} on a path chosen by a traced "
+            "condition, and an `except` around it would catch it; on that path it is "
+            "raised when the compiled code runs, where `except` cannot catch it",
+            "Test for the case instead of catching the error (`if key in d:`), or make the "
+            "condition static.")) from None
+
+    def make():
+        try:  # (a fresh one at each run: notes and traceback are its own)
+            new = copy.copy(exc)
+        except Exception:  # noqa: BLE001 - an exception that cannot be copied
+            new = exc
+        for name in ("__notes__", "__autoflow_site__"):
+            new.__dict__.pop(name, None)
+        if "__notes__" in exc.__dict__:
+            new.__notes__ = list(exc.__notes__)
+        return new.with_traceback(None)
+    return StagedRaise(make, site, what="this line")
 
 
 def exception(make, handlers=None):
@@ -155,6 +256,66 @@ def exception(make, handlers=None):
                 "Compute the fallback value without an exception (e.g. "
                 "`jnp.where(b == 0, 0.0, a / b)`), or make the condition static."))
     raise StagedRaise(make, site)
+
+
+class _Held:
+    """The checks staged in one trace (``later.stage``'s collector), kept to be staged later."""
+
+    holds = True
+
+    def __init__(self, trace):
+        self.trace, self.records = trace, []
+
+    def record(self, call, operands, pred):
+        if current_trace() is not self.trace:
+            return False
+        self.records.append((call, list(operands), pred))
+        return True
+
+
+_finally = threading.local()
+
+
+class checks_after_finally:
+    """Context (the rewriter's, around a ``try`` with a ``finally`` clause): a check
+    staged in the ``try`` body (a traced ``raise``, a failed ``assert``) stops what
+    follows it there, but raises only after the ``finally`` clause (``finally_part``),
+    which runs on every path, as Python runs it on the way out."""
+
+    def __enter__(self):
+        self.held = _Held(current_trace())
+        self.mark = path_condition.raise_mark()
+        self.released = False
+        later_module._local.__dict__.setdefault("deferring", []).append(self.held)
+        _finally.__dict__.setdefault("stack", []).append(self)
+        return self
+
+    def release(self):
+        if not self.released:
+            self.released = True
+            later_module._local.deferring.remove(self.held)
+
+    def __exit__(self, *exc):
+        self.release()
+        _finally.stack.pop()
+        return False
+
+
+class finally_part:
+    """Context (the rewriter's, around a ``finally`` clause's statements): they run
+    whether a check of the ``try`` body failed; then those checks are staged."""
+
+    def __enter__(self):
+        self.outer = _finally.stack[-1]
+        self.outer.release()
+        path_condition.drop_raises_since(self.outer.mark)
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is None:
+            for call, operands, pred in self.outer.held.records:
+                later_module.stage(call, operands, when=pred, check=True)
+        return False
 
 
 def passthrough():

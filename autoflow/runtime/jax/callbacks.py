@@ -64,6 +64,21 @@ def is_runtime_error(e) -> bool:
         type(e) is ValueError and matches_jax_error("internal", str(e)[:80]))
 
 
+_USERS = [None]  # (effects.raising's `users_exception`: set there, a layer above)
+
+
+def on_users_exception(find):
+    """``find(e)``: the user's exception that JAX's error ``e`` reports (a staged
+    ``raise`` or check that failed in a callback), ready to raise, or None."""
+    _USERS[0] = find
+
+
+def users_exception(e):
+    """The user's exception behind ``e`` (``on_users_exception``), or None."""
+    find = _USERS[0]
+    return find(e) if find is not None else None
+
+
 def raised_in_callback(e, user) -> bool:
     """Is ``e`` JAX's report of the exception ``user`` raised in a callback (its text
     holds the callback's traceback)?"""

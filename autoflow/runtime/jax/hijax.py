@@ -23,7 +23,7 @@ import numpy as np
 from . import private
 from .paths import _check, _lose, _lose_late, _why, lost, primitives
 from .traces import _core, _user_line
-from . import jaxprs
+from . import callbacks, jaxprs
 from .jaxprs import has_effects
 
 
@@ -222,9 +222,16 @@ def _low_rules():
     def impl(*args_flat, _prim):
         if not _low(_prim):
             return orig_impl(*args_flat, _prim=_prim)
-        if _prim.effects or jax.config.jax_disable_jit:
-            return expand(*args_flat, _prim=_prim)
-        return _eager_compiled(functools.partial(expand, _prim=_prim), args_flat)
+        try:
+            if _prim.effects or jax.config.jax_disable_jit:
+                return expand(*args_flat, _prim=_prim)
+            return _eager_compiled(functools.partial(expand, _prim=_prim), args_flat)
+        except Exception as e:  # noqa: BLE001 - (`vmap` without `jit`): a staged `raise`
+            # that failed in the compiled loop is the user's exception, as under `jit`
+            user = callbacks.users_exception(e)
+            if user is None:
+                raise
+            raise user from None
 
     def staging_for(prim_p):
         def staging(trace, source_info, *args_flat, _prim):

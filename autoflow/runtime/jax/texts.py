@@ -36,6 +36,8 @@ JAX_TEXTS = {
     "must be static": re.compile(r"must be static"),
     # a tracer's text (`JitTracer(~int32[])`, `VmapTracer(...)`, older JAX's `Traced<...>`)
     "tracer": re.compile(r"\b\w*Tracer\(|Traced<"),
+    # a tracer's class or text anywhere ("unhashable type: 'DynamicJaxprTracer'", "tracer")
+    "tracer named": re.compile(r"Tracer\b|Traced<|\btracer"),
     # a failed callback, as JAX's C++ dispatch reports it (a ValueError)
     "internal": re.compile(r"INTERNAL"),
     # Ctrl-C delivered inside a callback (the callback's traceback is in JAX's message)

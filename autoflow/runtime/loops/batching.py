@@ -110,8 +110,11 @@ class Batched:
 
         def ax(flags):
             return tuple(0 if f else None for f in flags)
-        vcond = jax.vmap(self._cond, (ax(in_cc), ax(batched)), 0 if pred_batched else None,
-                         axis_size=size)
+        def vcond(cc, x, running=None):
+            # (`running`: the lanes whose loop still runs; only they may print or
+            # raise in the test, as only they reach it in Python: `lanes.mask_for`)
+            return lanes.vmap(self._cond, (ax(in_cc), ax(batched)),
+                              0 if pred_batched else None, size, running)(cc, x)
         vbody = jax.vmap(self._body, (ax(in_bc), ax(batched)), ax(batched), axis_size=size)
 
         if not pred_batched:
@@ -154,7 +157,7 @@ class Batched:
             x = tuple(jnp.where(per_lane(go, n), n, o) if b and j not in self.free else n
                       for j, (n, o, b) in enumerate(zip(new, x, batched)))
             shadow = tuple(jnp.where(per_lane(go, s), x[j], s) for j, s in zip(shadowed, shadow))
-            return go & vcond(cc, x), x, shadow
+            return go & vcond(cc, x, go), x, shadow
         return step
 
     def _batch_masked(self, size, cc, bc, carry, batched, vcond, needed, bc_axes, x_axes):
@@ -181,7 +184,7 @@ class Batched:
 
         shadow0 = tuple(jnp.broadcast_to(carry[j], (size,) + jnp.shape(carry[j]))
                         for j in shadowed)
-        go0 = vcond(cc, carry)
+        go0 = vcond(cc, carry, needed)
         go0 = jnp.broadcast_to(go0 if needed is None else go0 & needed, (size,))
         go, x, shadow = self.loops()(bcond, bbody, (go0, tuple(carry), shadow0),
                                      checkpoints=self.checkpoints)

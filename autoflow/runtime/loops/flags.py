@@ -165,7 +165,7 @@ def _stopped_by_raises(body, merge, init, raises):
     each iteration does (``path_condition.after_raise``); without, a body that stages one
     restarts the loop with it (``Restart("raises")``)."""
     def run(k, dyn):
-        with path_condition.scope(carries_ok=True) as block:  # (its ok() is the last carry)
+        with path_condition.scope(carries_ok=True, fresh=True) as block:  # (ok(): last carry)
             if raises:
                 path_condition.after_raise(dyn[-1])
                 dyn = dyn[:-1]

@@ -114,8 +114,8 @@ def _as_seq(it):
             return None
         s = it.start
         return _Seq(inner.length, lambda k: (s + k, inner.item(k)),
-                    None if inner.python is None else builtins.enumerate(inner.python, s),
-                    inner.traced_items)
+                    None if inner.python is None else
+                    _Again(lambda: builtins.enumerate(inner.python, s)), inner.traced_items)
     if isinstance(it, Zip):
         inners = [_as_seq(x) for x in it.iterables]
         if not inners or any(x is None for x in inners):
@@ -129,9 +129,24 @@ def _as_seq(it):
             length = jnp.min(jnp.stack([jnp.asarray(n) for n in lengths]))
         pythons = [x.python for x in inners]
         return _Seq(length, lambda k: tuple(x.item(k) for x in inners),
-                    None if builtins.any(p is None for p in pythons) else builtins.zip(*pythons),
+                    None if builtins.any(p is None for p in pythons) else
+                    _Again(lambda: builtins.zip(*pythons)),
                     builtins.any(x.traced_items for x in inners))
     return None
+
+
+class _Again:
+    """The items of ``make()``, iterable more than once (a ``for`` loop looks at the first
+    item before it decides how to run: an ``enumerate`` or ``zip`` object, iterated
+    again, would go on from the second and lose it)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+    def __iter__(self):
+        return iter(self.make())
 
 
 class ScalarIterationError(ConversionError, TypeError):

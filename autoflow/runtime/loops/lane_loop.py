@@ -180,7 +180,8 @@ def build(loop, size, cc, bc, go0, carry, batched, in_cc, in_bc):
     that run (their condition holds, and their results are needed)."""
     invariant, shadowed = loop.shared_carries(batched)
     bc_axes, x_axes, cc_axes = _axes(in_bc), _axes(batched), _axes(in_cc)
-    vcond = jax.vmap(loop._cond, (cc_axes, x_axes), 0, axis_size=size)
+    def vcond(cc, x, running=None):  # (no effects here: running is not needed)
+        return jax.vmap(loop._cond, (cc_axes, x_axes), 0, axis_size=size)(cc, x)
     lockstep = loop.lockstep_step(size, vcond, bc_axes, x_axes, batched, shadowed)
     ncc, nx = len(cc), len(carry)
 

@@ -366,14 +366,14 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             # (so are the attributes and containers a loop carries: `Shared.keeping`).
             # (`carries_ok`: all of the body is in the block of `_stopped_by_raises`)
             with path_condition.on_path(_keeping_cells(running, cond_fn) if callable(running)
-                               else running, carries_ok=True):
+                               else running, carries_ok=True, fresh=True):
                 return full_body(k, dyn)[0]
 
         def test(dyn):
             # A check in the test (`while j >= 0 and xs[j] > key`: the index) is of the
             # test's own trace: what it adds to the path ends with the test, and where
             # it failed the loop ends (Python raised there).
-            with path_condition.scope(carries_ok=True) as block:  # (its ok() is in the test)
+            with path_condition.scope(carries_ok=True, fresh=True) as block:  # (ok(): the test's)
                 c = cond_fn(merge(dyn))
                 ok = block.ok()
             if c.__class__ is not Mixed and np.shape(c) != () and np.size(c) != 1:

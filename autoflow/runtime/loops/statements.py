@@ -51,8 +51,8 @@ from ..state.journal import journal
 from ..state.aliasing import kept
 from ..state.scopes import recording
 from ..common.teach import reissuing, traced_shape_error
-from ..common.values import (Tracer, Undefined, describe, flatten, is_array_like, is_traced, staging as under_trace,
-                             concrete_truth)
+from ..common.values import (Tracer, Undefined, as_pred, describe, flatten, is_array_like, is_traced,
+                             staging as under_trace, concrete_truth)
 from .iterables import LoopOptions, _as_seq, _scalar_iterable, enumerate
 
 
@@ -249,7 +249,10 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
     # (and `last`, under a trace: what that iteration wrote besides the carries)
     watch = journal if under_trace() else contextlib.nullcontext
     while True:
-        c = concrete_truth(test(*state), caller_site, what="loop condition")
+        tested = later.count.staged
+        with watch() as in_test:
+            t = test(*state)
+        c = concrete_truth(t, caller_site, what="loop condition")
         if c is None:
             break
         if not c:
@@ -266,6 +269,9 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
                   cond_fn=lambda s: test(*pack(s, n)), max_iterations=max_iterations,
                   checkpoints=checkpoints, memo=body, lanes=lanes,
                   debug_loops=debug_loops)
+    if max_iterations is None and (later.count.staged != tested or in_test is not None
+                                   and in_test.written):
+        return _rotated(test, body, t, state, names, shared, kwargs)
     if previous is not None and under_trace() \
             and _rerunnable(previous, shared, last, (body, test)):
         # The last Python iteration made the carries traced: stage the loop from
@@ -278,6 +284,27 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
         except _NEEDS_CONCRETE as e:
             log.debug("autoflow: loop at %s staged from its peeled state (%s)", caller_site(), e)
     return _loop_with_state("while", unpack(state), names, shared, **kwargs)
+
+
+_TESTED = "(the loop's test)"  # (the label of the carry `_rotated` adds)
+
+
+def _rotated(test, body, first, state, names, shared, kwargs):
+    """The staged loop, where its test, traced just now (``first``, on ``state``), has an
+    effect (a ``print``) or changed state (``self.count += 1``): a loop whose test is
+    evaluated again from that state would print twice, and the changes a staged loop's
+    test makes are not carried. Evaluated at the end of the body instead, as Python
+    evaluates it after each iteration, its result carried to the loop's test."""
+    n = len(names)
+
+    def step(k, s):  # (`s`: the n + 1 carries, a tuple)
+        new = pack(body(*s[:n]), n)
+        return new + (as_pred(test(*new)),)
+
+    kwargs = dict(kwargs, step=step, cond_fn=lambda s: s[n], memo=None)
+    out = _loop_with_state("while", tuple(state) + (as_pred(first),),
+                           tuple(names) + (_TESTED,), shared, **kwargs)
+    return unpack(tuple(out)[:n])
 
 
 def _has_traced(state):
