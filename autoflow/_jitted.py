@@ -15,7 +15,6 @@ import functools
 import inspect
 import sys
 import types
-import weakref
 from typing import Any
 
 from .core.caches import Bounded
@@ -44,9 +43,11 @@ def _generator_error(fn):
     return refuse
 
 
-# id(converted function) -> its `common.teach.teaching` wrapper, held weakly: the wrapper
-# holds the function, so the id cannot be reused while the entry exists.
-_teachers: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
+# id(converted function) -> its `common.teach.teaching` wrapper: the wrapper holds the
+# function, so the id cannot be reused while the entry exists. Held, not weakly: JAX's
+# cache of compiled programs is keyed by the wrapper, and `autoflow.jit(f)(x)` made
+# again at each call (the wrapper dropped in between) compiled again at each call.
+_teachers: Bounded = Bounded(512)  # (key -> (fn, wrapper))
 
 
 def _teaching(fn, fast=False):
@@ -57,10 +58,9 @@ def _teaching(fn, fast=False):
     from .runtime.common.teach import teaching
 
     hit = _teachers.get((id(fn), fast))
-    if hit is None or inspect.unwrap(hit) is not fn:
-        hit = teaching(fast_checks(fn) if fast else fn)
-        _teachers[(id(fn), fast)] = hit
-    return hit
+    if hit is None or hit[0] is not fn:  # (not `inspect.unwrap`: `fn` may wrap another)
+        hit = _teachers[(id(fn), fast)] = (fn, teaching(fast_checks(fn) if fast else fn))
+    return hit[1]
 
 
 def _may_raise(fn) -> bool:

@@ -167,3 +167,22 @@ def test_the_cache_holds_a_bounded_number_of_programs(monkeypatch):
         np.testing.assert_allclose(np.asarray(jax.vmap(autoflow.convert(newton_sqrt))(xs)),
                                    np.sqrt(np.asarray(xs)), rtol=1e-4)
     assert len(hijax._EAGER_CACHE) <= 2
+
+
+def branching(x):
+    if x > 0:
+        return x * 2
+    return -x
+
+
+def test_autoflow_jit_made_again_at_each_call_compiles_once():
+    # `autoflow.jit(f)(x)` written inline (a new jitted function at each call) compiled
+    # again at each call, 30 ms each: the wrapper JAX's cache is keyed by was made again
+    for fn in (branching, newton_sqrt):
+        values = (2.0, -3.0, 0.5) if fn is branching else (2.0, 3.0, 0.5)
+        wants = [fn(jnp.float32(v)) for v in values]  # (eager Python: its own compiles)
+        autoflow.jit(fn)(jnp.float32(1.5))
+        with _Compiles() as compiles:
+            got = [autoflow.jit(fn)(jnp.float32(v)) for v in values]
+        assert compiles.count == 0, fn.__name__
+        np.testing.assert_allclose(np.array(got), np.array(wants), rtol=1e-6)

@@ -449,6 +449,26 @@ def test_typed_keys_under_vmap():
         assert_same(x_a[i], x_e)
 
 
+KEY = jax.random.key(3)  # (a concrete key the function reads: not an argument)
+
+
+def walk_from_a_global_key(x, n):
+    key = KEY
+    for i in range(n):
+        key, sub = jax.random.split(key)
+        x = x + jax.random.normal(sub) * x
+    return x
+
+
+def test_a_concrete_typed_key_carried_by_a_staged_loop():
+    # (staging read the key's bytes with NumPy, which a typed key refuses: TypeError)
+    want = walk_from_a_global_key(jnp.float32(1.0), 3)
+    assert_same(autoflow.jit(walk_from_a_global_key)(jnp.float32(1.0), 3), want)
+    lanes = jax.vmap(autoflow.convert(walk_from_a_global_key), in_axes=(0, None))(
+        jnp.array([1.0, 2.0]), 3)
+    assert_same(lanes[1], walk_from_a_global_key(jnp.float32(2.0), 3))
+
+
 def test_key_and_array_in_one_variable_is_a_clear_error():
     def f(key, x):
         if x > 0:

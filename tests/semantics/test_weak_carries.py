@@ -132,3 +132,58 @@ def test_a_carry_promoted_from_int_to_float_stays_weak():
     assert autoflow.jit(f)(h, 2).dtype == f(h, 2).dtype == jnp.bfloat16
     assert np.allclose(np.asarray(autoflow.jit(f)(h, 2), np.float32),
                        np.asarray(f(h, 2), np.float32))
+
+
+
+def returned_counter(x):
+    it = 0
+    while it < 10:
+        it += 1
+        if x * it > 5.0:
+            return it
+    return -1
+
+
+def returned_midpoint(x):
+    lo, hi = 0.0, 4.0
+    while hi - lo > 1e-3:
+        mid = 0.5 * (lo + hi)
+        if abs(mid * mid - x) < 1e-6:
+            return mid
+        if mid * mid < x:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def first_bound_in_the_loop(x):
+    k = 0
+    while k < 3:
+        found = k * 2  # (first bound here: a Python int)
+        k += 1
+        if x > k:
+            break
+    return found
+
+
+def _with_small(fn, dtype):
+    def run(x, h):
+        return fn(x) + h  # (the value's weak type decides the sum's dtype)
+    return run
+
+
+@pytest.mark.parametrize("fn, dtype", [(returned_counter, jnp.int8), (returned_midpoint, jnp.float16),
+                                       (first_bound_in_the_loop, jnp.int8),
+                                       (returned_midpoint, jnp.bfloat16)])
+def test_a_value_first_bound_in_a_loop_keeps_its_weak_type(fn, dtype):
+    # (a `return` in a loop, a variable first bound in its body: the value a Python number
+    # gives them was strongly typed: `counter() + int8` was int32, eagerly int8)
+    h = jnp.ones((2,), dtype)
+    for x in (2.0, 0.5, 9.0):
+        want = _with_small(fn, dtype)(jnp.float32(x), h)
+        got = autoflow.jit(_with_small(fn, dtype))(jnp.float32(x), h)
+        assert got.dtype == want.dtype == dtype, (x, got.dtype, want.dtype)
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32))
+        weak = jax.typeof(autoflow.jit(fn)(jnp.float32(x))).weak_type
+        assert weak == jax.typeof(jnp.asarray(fn(jnp.float32(x)))).weak_type, x

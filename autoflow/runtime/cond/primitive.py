@@ -254,14 +254,42 @@ class _Cond(RunsForItsEffects, jx.HiPrimitive):
     def jvp(self, primals, tangents):
         pred, tc, fc = primals
         ttc, tfc = (instantiate(t, a) for t, a in zip(tangents[1:], self.in_avals[1:]))
+        if self.inner is None and not self.free and not jx.in_custom_rule() \
+                and not jx.partially_evaluated():
+            return self._jvp_if(pred, tc, fc, ttc, tfc)
         out, tout = jax.jvp(lambda tc, fc: self.expand(pred, tc, fc), (tuple(tc), tuple(fc)),
                             (ttc, tfc))
         tout = tuple(t if inexact(a) else jx.Zero(a.to_tangent_aval())
                      for t, a in zip(tout, self.out_aval))
         return tuple(out), tout
 
+    def _jvp_if(self, pred, tc, fc, ttc, tfc):
+        """The ``if`` of the branches' JVPs, an ``if`` of autoflow's: under a ``vmap``
+        around it, a loop in a branch runs only for the lanes that take the branch
+        (JAX's own ``cond``, batched, runs both branches for every lane, and a loop the
+        lane does not reach may never end for it)."""
+        exact = [i for i, a in enumerate(self.out_aval) if inexact(a)]
+
+        def branch(jaxpr, ops, tans):
+            def run():
+                out, tout = jax.jvp(lambda *o: jx.eval_jaxpr(jaxpr, (), *o), tuple(ops),
+                                    tuple(tans))
+                return [*out, *(tout[i] for i in exact)]
+            return jx.trace_thunk(run)
+
+        t, f = branch(self.t, tc, ttc), branch(self.f, fc, tfc)
+        outs = _staged_if(pred, t, f, self.kind, select_on=self.params["select_on"])
+        n = len(self.out_aval)
+        touts = iter(outs[n:])
+        return tuple(outs[:n]), tuple(next(touts) if inexact(a) else jx.Zero(a.to_tangent_aval())
+                                      for a in self.out_aval)
+
     def lin(self, nzs_in, *primals):
-        return self.expand(*primals), primals
+        # (bound one level up: vmapped, its batching rule masks the loops of the branches;
+        # where JAX partially evaluates it, `jax.checkpoint`, its expansion, which it splits)
+        if jx.in_custom_rule():
+            return self.expand(*primals), primals
+        return self(*primals), primals
 
     def linearized(self, residuals, *tangents):
         return self.quiet().jvp(residuals, tangents)[1]  # (the effects ran in `lin`)
@@ -269,7 +297,8 @@ class _Cond(RunsForItsEffects, jx.HiPrimitive):
     # -- reverse mode -----------------------------------------------------------
 
     def vjp_fwd(self, nzs_in, pred, tc, fc):
-        return self.expand(pred, tc, fc), (pred, tc, fc)
+        out = self.expand(pred, tc, fc) if jx.in_custom_rule() else self(pred, tc, fc)
+        return out, (pred, tc, fc)
 
     def bwd(self, pred, tc, fc, ct):
         """Cotangents of the inexact operands of each branch (two lists)."""
@@ -277,9 +306,17 @@ class _Cond(RunsForItsEffects, jx.HiPrimitive):
             def zeros(avals):
                 return [jnp.zeros(a.shape, a.dtype) for a in avals if inexact(a)]
 
-            return lax.cond(pred,
-                            lambda: (_vjp(self.t, tc, ct), zeros(self.in_avals[2])),
-                            lambda: (zeros(self.in_avals[1]), _vjp(self.f, fc, ct)))
+            if jx.in_custom_rule():
+                return lax.cond(pred,
+                                lambda: (_vjp(self.t, tc, ct), zeros(self.in_avals[2])),
+                                lambda: (zeros(self.in_avals[1]), _vjp(self.f, fc, ct)))
+            # (an `if` of autoflow's: under a `vmap` around the gradient a loop the
+            # branch's VJP runs again runs only for the lanes that take the branch)
+            n = sum(inexact(a) for a in self.in_avals[1])
+            t = jx.trace_thunk(lambda: [*_vjp(self.t, tc, ct), *zeros(self.in_avals[2])])
+            f = jx.trace_thunk(lambda: [*zeros(self.in_avals[1]), *_vjp(self.f, fc, ct)])
+            outs = _staged_if(pred, t, f, "cond")
+            return list(outs[:n]), list(outs[n:])
         (tc, _), (fc, _) = self._split(tc), self._split(fc)
         gt, gf = jax.vmap(self.inner.bwd, (*self._inner_axes(), 0), 0, axis_size=self.size)(
             pred, tc, fc, ct)
@@ -329,7 +366,33 @@ class _Cond(RunsForItsEffects, jx.HiPrimitive):
             tuple(jx.typeof(x) for x in group) for group in args[1:])
         prim = _Cond(self.t, self.f, self.kind, in_avals, inner=self, axes=axes, size=size,
                      masked=needed is not None, free=self.free)
-        return prim(*args), tuple(0 for _ in self.out_aval)
+        outs = prim(*args)
+        flags = self._batched_outputs(axis_data, dt, df) if dp is None else None
+        if flags is None or all(flags):
+            return outs, tuple(0 for _ in self.out_aval)
+        # An output that depends on no batched operand is one value for every lane (JAX's
+        # own `cond` says so): a primal result under `jax.jacfwd`, whose `vmap` over the
+        # tangents requires it. Taken from a lane whose result is read (where a loop ran).
+        pick = 0 if needed is None else jnp.argmax(needed)
+        return (tuple(o if f else o[pick] for o, f in zip(outs, flags)),
+                tuple(0 if f else None for f in flags))
+
+    def _batched_outputs(self, axis_data, dt, df):
+        """Which outputs of this ``if`` (at the bottom: ``inner`` None) depend on its
+        operands batched at ``dt``/``df`` (the predicate is not), or None if unknown."""
+        if self.inner is not None:
+            return None
+        key = (tuple(d is not None for d in dt), tuple(d is not None for d in df))
+        memo = self.__dict__.setdefault("_out_batched", {})
+        if key not in memo:
+            probe = jx.probe_axis(axis_data) or axis_data
+            try:
+                _, ft = jx.batch_jaxpr(self.t, probe, key[0], False)
+                _, ff = jx.batch_jaxpr(self.f, probe, key[1], False)
+                memo[key] = tuple(a or b for a, b in zip(ft, ff))
+            except Exception:  # noqa: BLE001 - (a branch JAX cannot batch so: all batched)
+                memo[key] = None
+        return memo[key]
 
 
 def _unmapped(aval, d, size):

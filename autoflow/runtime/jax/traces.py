@@ -351,6 +351,23 @@ def _always(depth=2):
     return True
 
 
+def partially_evaluated() -> bool:
+    """Is what is traced now partially evaluated, some of its values unknown (JAX's
+    ``JaxprTrace`` here or around: the linearization of a ``jax.checkpoint``'s body from
+    forward-mode rules, a ``jit`` inside it)? A rule must then keep known and unknown
+    results in operations JAX can split. True where this JAX does not say."""
+    if _JAXPR_TRACE is None:
+        return True
+    trace = _core.trace_ctx.trace
+    for _ in range(64):
+        if trace is None:
+            return False
+        if type(trace) is _JAXPR_TRACE:
+            return True
+        trace = getattr(trace, "parent_trace", None)
+    return True
+
+
 in_custom_rule = _in_custom_rule
 
 

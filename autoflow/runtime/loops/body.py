@@ -222,7 +222,7 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             parts = parts_of(new, names)
             for j in sorted(defines):
                 bl, bt = flatten(parts[j])
-                adds.append((j, bt, [cast_to(jnp.asarray(x), aval_of(x)[1]) for x in bl],
+                adds.append((j, bt, [cast_to(jnp.asarray(x), *aval_of(x)[1:]) for x in bl],
                              placed[j][2] if j in placed else None))
                 parts[j] = before[j]  # unbound in the carries traced here
             new = join_parts(parts, names)

@@ -155,6 +155,13 @@ class _LaneLoop(while_primitive._WhileLoop):
         cc2 = [merge(a, d, f) for a, d, f in zip(cc, dcc, self.in_cc)]
         bc2 = [merge(a, d, f) for a, d, f in zip(bc, dbc, self.in_bc)]
         x2 = [merge(a, d, f) for a, d, f in zip(x, dx, self.batched)]
+        flags = tuple(f for _, f in x2)
+        if self.loop.batched_carries(axis_data, tuple(f for _, f in cc2),
+                                     tuple(f for _, f in bc2), flags)[0] != flags:
+            # A carry the lanes share (`acc = acc * x`, `x` the same for this level's
+            # lanes) that the merged lanes do not (`x` batched one level up): not one
+            # loop of `m * size` lanes; this loop batched as a loop, one level up.
+            return super().batch(axis_data, args, dims)
         go2, _ = merge(go, dgo, True)
         needed = lanes.mask_for(axis_data)
         if needed is not None:

@@ -39,7 +39,8 @@ from ..common.carries import (LOOP, Placeholders, Restart, cast_to, join_parts, 
                               parts_of, spec_of, zeros_of)
 from ..cond.select_or_cond import loop_gate
 from ..state.reach import EMPTY, closure_cells
-from ..common.values import Mixed, Tracer, Undefined, as_pred, aval_of, flatten, is_array_like, unflatten
+from ..common.values import (Mixed, Tracer, Undefined, as_pred, aval_of, flatten, is_array_like, is_extended,
+                             unflatten)
 from .while_primitive import DEFAULT_CHECKPOINTS
 from .body import _Appended, _loop_body
 from .flags import (_Bound, _Deferred, _carrying_bound, _carrying_keys, _deferring_checks, _emit_deferred,
@@ -172,8 +173,8 @@ def _types(x, depth):
     if is_array_like(x):
         if isinstance(x, Tracer):
             return aval_of(x) + (True,)
-        if np.size(x) > 64:  # a concrete table: its values could steer the trace
-            return None
+        if np.size(x) > 64 or is_extended(jnp.result_type(x)):
+            return None  # (a concrete table, whose values could steer the trace; a PRNG key)
         return aval_of(x) + (np.asarray(x).tobytes(),)
     if x is None or isinstance(x, (bool, int, float, complex, str)):
         return (type(x), x)

@@ -232,6 +232,10 @@ def forward(cond, body, plan, cc, bc, carry, checkpoints, loop):
             tuple(False for _ in s[4]))  # (the rows)
     go, n, x, bufs, consts = loop(lambda s: s[0] & (s[1] < plan.slots), step, s,
                                   checkpoints=checkpoints, free=free)
+    # (a lane the loop did not run, under `vmap` (one that does not take the branch the
+    # loop is in: `loops.lanes`), keeps the `go` of before it: the continuation below,
+    # whose `cond` JAX batches into a select, must not run its loop for that lane)
+    go = go & (n > 0)
 
     def more(x):
         return checkpointing.forward(cond, body, cc, bc, x, checkpoints, loop, go=go)
