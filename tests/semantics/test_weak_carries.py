@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import autoflow
+from autoflow.runtime import jax as jx
 
 DTYPES = [jnp.float16, jnp.bfloat16, jnp.int8, jnp.uint8]
 STARTS = {"int": 3, "float": 0.5}
@@ -173,6 +174,8 @@ def _with_small(fn, dtype):
     return run
 
 
+@pytest.mark.skipif(not jx.primitives(), reason="this JAX has no hijax primitives (its public "
+                    "path keeps such a value strongly typed under the test runner)")
 @pytest.mark.parametrize("fn, dtype", [(returned_counter, jnp.int8), (returned_midpoint, jnp.float16),
                                        (first_bound_in_the_loop, jnp.int8),
                                        (returned_midpoint, jnp.bfloat16)])
@@ -185,5 +188,5 @@ def test_a_value_first_bound_in_a_loop_keeps_its_weak_type(fn, dtype):
         got = autoflow.jit(_with_small(fn, dtype))(jnp.float32(x), h)
         assert got.dtype == want.dtype == dtype, (x, got.dtype, want.dtype)
         np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32))
-        weak = jax.typeof(autoflow.jit(fn)(jnp.float32(x))).weak_type
-        assert weak == jax.typeof(jnp.asarray(fn(jnp.float32(x)))).weak_type, x
+        weak = autoflow.jit(fn)(jnp.float32(x)).weak_type
+        assert weak == jnp.asarray(fn(jnp.float32(x))).weak_type, x
