@@ -108,7 +108,7 @@ class _TracedFacts:
         import ast
 
         from ._pitfall_reading import _Module, implicit_entries
-        from ._plain_objects import plain_classes
+        from ._check_more import plain_classes
 
         try:
             with warnings.catch_warnings():
@@ -132,7 +132,7 @@ class _TracedFacts:
         """``found`` (the findings of gast function ``node``) with the statements that
         fail when traced marked ``FAILS``, and their reasons."""
         from . import traced
-        from ._plain_objects import problems as plain_objects
+        from ._check_more import exits_then_appends, problems as plain_objects
 
         fn = self.nodes.get((node.lineno, node.name))
         if fn is None or isinstance(fn, __import__("ast").AsyncFunctionDef) \
@@ -145,7 +145,8 @@ class _TracedFacts:
             problems = traced.do_not_convert_problems(fn, static)
             becomes = "python"
         else:
-            problems = traced.problems(fn, static) + plain_objects(fn, static, self.plain)
+            problems = traced.problems(fn, static) + plain_objects(fn, static, self.plain) \
+                + exits_then_appends(fn, static)
             becomes = None
         if not problems:
             return found

@@ -64,7 +64,7 @@ ERROR_CASES = {
         "float_in_body": (4.0,), "lambdas_in_traced_loop": (3,), "string_label": (1.0,),
         "string_label_expression": (1.0,),
         "none_on_one_path": (1.0,), "function_on_each_path": (1.0,), "string_in_loop": (3.0,),
-        "object_made_again_in_loop": (1.0,),
+        "object_made_again_in_loop": (1.0,), "collected_until_zero": (2,),
         "runaway": (3.0,), "checked": (X3 - 1.0,), "raises_at_run_time": (1.0,),
         "doubling": (1.5,), "counted_scale": (2.0, 3), "lambdas_in_traced_range": (X3, 3),
     },

@@ -192,6 +192,15 @@ def test_object_of_a_plain_class_made_again_in_a_traced_loop():
                   construct="while")
 
 
+def test_a_list_appended_after_a_traced_break():
+    # (the `if` is the one autoflow makes around what follows the `break`: its sides
+    # were called "when true" and "when false", the other way round from the user's)
+    exc = reissued(teach.collected_until_zero, jnp.int32(2), catch=ConversionError)
+    msg = check_message(exc, teach.collected_until_zero, names=["history"],
+                        mentions=["where the code after the `break`"], construct="if")
+    assert "when true" not in msg
+
+
 # ---------------------------------------------------------------------------
 # 2. run-time failures: the user's message once, first, at the user's line
 # ---------------------------------------------------------------------------

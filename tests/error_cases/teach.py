@@ -110,6 +110,16 @@ def object_made_again_in_loop(x):
     return w.pos
 
 
+def collected_until_zero(x):
+    history = []
+    for g in range(4):
+        x = x - 1
+        if x == 0:  # ERROR
+            break
+        history.append(x)
+    return x, len(history)
+
+
 def runaway(x):
     steps = 0
     while x > 0:  # ERROR

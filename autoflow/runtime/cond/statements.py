@@ -254,7 +254,7 @@ def _expression_error(site, t_value, f_value):
         "condition, known only at run time", advice))
 
 
-def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None):
+def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None, guard=False):
     if returning == "expression":
         if label is None or label in ("retval", "?", RETURN_LABEL):  # the expression's own value
             return _expression_error(site, t_leaf, f_leaf)
@@ -285,12 +285,17 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
             "but it is used after this traced `if`",
             f"Assign `{label}` before the `if`, or in both branches."))
     if t_tree is not None and t_tree != f_tree:
+        # (`guard`: the `if` autoflow made around what follows a `break`, `continue` or
+        # `return` under a traced condition, true where that code runs)
+        sides = ("where the code after the `break`/`continue`/`return` runs",
+                 "where it stopped before") if guard else ("when true", "when false")
         return ConversionError(message(
             site, f"`{label}` has a different structure in the two branches of this traced `if`: "
-            f"{structure(t_leaf)} when true, {structure(f_leaf)} when false",
-            (f"A list appended to under a traced condition would have a data-dependent "
-             f"length: preallocate an array and set `{label} = {label}.at[i].set(value)`, "
-             "or keep the append unconditional." if isinstance(t_leaf, list)
+            f"{structure(t_leaf)} {sides[0]}, {structure(f_leaf)} {sides[1]}",
+            (f"Use an array of fixed size instead of the list (a list appended to under a "
+             f"traced condition would have a data-dependent length): preallocate it and set "
+             f"`{label} = {label}.at[i].set(value)`, or keep the append unconditional."
+             if isinstance(t_leaf, list)
              and isinstance(f_leaf, list) else
              f"Give `{label}` the same structure (tuple/list/dict layout) in both branches.")))
     fit = value_advice(label, t_leaf, f_leaf, "if")
@@ -428,7 +433,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
             if names is None:
-                raise _branch_error(site(), None, returning, t_out, f[0], t_tree, f_tree)
+                raise _branch_error(site(), None, returning, t_out, f[0], t_tree, f_tree, guard)
             t_parts = t_out if len(names) > 1 else (t_out,)
             f_parts = f[0] if len(names) > 1 else (f[0],)
             for name, a, b in zip(names, t_parts, f_parts):
@@ -438,22 +443,22 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                     # (`returning` is False here but for a conditional expression
                     # carrying state, whose value is labelled `retval`)
                     if len(la) == 1 and len(lb) == 1:
-                        raise _branch_error(site(), name, returning, la[0], lb[0])
-                    raise _branch_error(site(), name, returning, a, b, ta, tb)
-            raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree)
+                        raise _branch_error(site(), name, returning, la[0], lb[0], guard=guard)
+                    raise _branch_error(site(), name, returning, a, b, ta, tb, guard)
+            raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree, guard)
         changes = {}
         j = 0
         for i, (a, b, ma, mb) in enumerate(zip(t_leaves, f_leaves, t_mask, f_mask)):
             if not ma or not mb:
                 if not (ma or mb) and same_static(a, b):
                     continue
-                raise _branch_error(site(), labels[i], returning, a, b)
+                raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
             av, bv = aval_of(a), aval_of(b)
             if av[0] != bv[0]:
-                raise _branch_error(site(), labels[i], returning, a, b)
+                raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
             if av[1] != bv[1]:
                 if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
-                    raise _branch_error(site(), labels[i], returning, a, b)
+                    raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
                 changes[j] = promote(av, bv)[0]
             j += 1
         if changes and not targets:

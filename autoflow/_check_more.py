@@ -1,10 +1,13 @@
-"""``autoflow check``: an object of a plain class made again in a traced loop or ``if``.
+"""``autoflow check``: more statements that fail when traced, read from the source only,
+as ``traced`` reads the rest.
 
-A class the module defines that is no JAX pytree (no ``register_*``, not a
-``NamedTuple``, an Equinox or Flax module...) cannot be a carry of a staged loop or a
-result of a staged ``if``: ``s = State(...)`` before a loop whose trip count is traced
-and ``s = State(...)`` again in its body fails when traced (the run's error names the
-class). Read from the source only, as ``traced`` reads the rest.
+* an object of a plain class made again in a traced loop or ``if``: a class the module
+  defines that is no JAX pytree (no ``register_*``, not a ``NamedTuple``, an Equinox or
+  Flax module...) cannot be a carry of a staged loop or a result of a staged ``if``
+  (``s = State(...)`` before a loop whose trip count is traced, and again in its body);
+* a list appended to after a ``break``/``continue``/``return`` under a traced condition
+  in a loop (``if x == 0: break`` then ``history.append(x)``): its length would depend on
+  the data (the run's error is at that ``if``).
 """
 
 from __future__ import annotations
@@ -61,6 +64,38 @@ def problems(fn, static, plain) -> list[traced.Problem]:
                     f"only arrays and pytrees of them (make `{cls}` a pytree, or change "
                     f"`{name}`'s attributes in place)")))
                 break
+    return out
+
+
+def exits_then_appends(fn, static) -> list[traced.Problem]:
+    """The ``if`` statements on a traced condition, in a loop's body, that hold a
+    ``break``, ``continue`` or ``return``, followed in that body by an append to a list
+    bound before the loop."""
+    reader = traced._Reader(fn, frozenset(static))
+    out = []
+    for loop in traced._local_walk(fn.body):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        for k, s in enumerate(loop.body):
+            if not (isinstance(s, ast.If) and reader.traced_test(s) and any(
+                    isinstance(n, (ast.Break, ast.Continue, ast.Return))
+                    for n in traced._local_walk(s.body + s.orelse))):
+                continue
+            for n in traced._local_walk(loop.body[k + 1:]):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                        and n.func.attr in ("append", "extend", "insert") \
+                        and isinstance(n.func.value, ast.Name) \
+                        and _bound_before(fn, n.func.value.id, loop):
+                    name = n.func.value.id
+                    out.append(traced.Problem(s.lineno, s.col_offset, "if", (
+                        f"`{name}` is appended to after this `if` leaves the iteration on a "
+                        f"traced condition, so its length would depend on the data: "
+                        f"preallocate an array and set `{name} = {name}.at[i].set(value)`, "
+                        "or make the condition static")))
+                    break
+            else:
+                continue
+            break
     return out
 
 
