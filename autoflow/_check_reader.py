@@ -445,6 +445,14 @@ class _Reader:
             return "it contains a `break`/`continue` that could not be lowered"
         if kind != "if" and s.orelse:
             return "its `else` clause could not be lowered"
+        declared = {name for n in walk_local(self.original) if isinstance(n, (gast.Global, gast.Nonlocal))
+                    for name in n.names}
+        assigned = sorted({n.id for n in walk_local(s) if isinstance(n, gast.Name)
+                           and isinstance(n.ctx, gast.Store) and n.id in declared})
+        if assigned:
+            return (f"it assigns `{assigned[0]}`, declared `global` or `nonlocal` (return "
+                    "the new value and assign it after the call, or keep the state in an "
+                    "argument)")
         return "the rewriter left it as Python"
 
     def findings(self):

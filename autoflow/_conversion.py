@@ -195,12 +195,23 @@ def _source(fn, options):
     return entry.source
 
 
+def _own_functions(code):
+    """The names of the functions ``code`` (a user function's) defines, at any depth."""
+    names, todo = set(), [code]
+    while todo:
+        for c in todo.pop().co_consts:
+            if isinstance(c, types.CodeType):
+                names.add(c.co_name)
+                todo.append(c)
+    return frozenset(names)
+
+
 def _convert_code(fn, options):
     """``(code, alias)`` of ``fn`` converted: transformed, then compiled once."""
     entry = _transformed(fn, options)
     if entry.code is None:
         entry.code = compile_function(entry.tree, entry.filename, entry.original.co_freevars,
-                                      entry.alias)
+                                      entry.alias, _own_functions(entry.original))
         entry.tree = None  # compiling strips parts of it; the code is what is kept
     return entry.code, entry.alias
 

@@ -26,6 +26,7 @@ import warnings
 
 import gast
 
+from .core.deep import run_deep
 from .core.naming import Namer, referenced_names
 from .transforms.module import convert_copy, import_kinds, module_shadowed
 from .transforms.util import walk_local
@@ -172,6 +173,15 @@ def parse(source: str):
 
 def check_source(source: str, filename: str = "<string>", only: str | None = None, *,
                  keep_going: bool = True, static=None):
+    """Findings for every top-level function and method of ``source`` (see
+    ``_check_source``), with a deep stack where it nests deeply (an ``elif`` chain of
+    hundreds of branches, which Python compiles and ``convert`` converts)."""
+    return run_deep(_check_source, source, filename, only, keep_going=keep_going,
+                    static=static)
+
+
+def _check_source(source: str, filename: str = "<string>", only: str | None = None, *,
+                  keep_going: bool = True, static=None):
     """Findings for every top-level function and method of ``source``.
 
     Raises ``SyntaxError`` when it does not parse, and ``LookupError`` when

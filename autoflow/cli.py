@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import errno
 import os
 import sys
 import warnings
@@ -404,11 +405,25 @@ def cmd_run(args) -> int:
         return EXIT_INPUT
     options = {"strict": True} if args.strict else {}
     try:
+        source = read_source(args.script)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, args.script, "exec", dont_inherit=True)
+    except InputError as e:
+        _error(f"autoflow: {e}")
+        return EXIT_INPUT
+    except (SyntaxError, ValueError) as e:  # (as `convert` and `check` say it: one line)
+        _error(f"autoflow: {_syntax_error(_display_name(args.script), e)}"
+               if isinstance(e, SyntaxError) else f"autoflow: {args.script}: {e}")
+        return EXIT_INPUT
+    try:
         run_script(args.script, args.script_args, **options)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except Exception:  # the user's program failed: its traceback, as Python prints it
-        traceback.print_exc()
+    except Exception as e:  # the user's program failed: its traceback, as Python prints it
+        from ._jitted import without_own_frames  # (not autoflow's own frames)
+
+        traceback.print_exception(type(e), e, without_own_frames(e.__traceback__))
         return EXIT_INPUT
     return EXIT_OK
 
@@ -435,14 +450,27 @@ def main(argv=None) -> int:
         return EXIT_INPUT
     except SystemExit:
         raise
-    except BaseException as e:  # noqa: BLE001 - never a traceback
-        if os.environ.get("AUTOFLOW_TRACEBACK", "") not in ("", "0"):
-            raise
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG):
+            return _internal_error(e)
+        # (writing the output failed: `autoflow convert f.py > /dev/full`)
         try:
-            _error(f"autoflow: internal error ({_BUG}): {_exc_line(e)}")
+            _error(f"autoflow: cannot write the output: {e.strerror or e}")
         except Exception:  # noqa: BLE001
             pass
-        return EXIT_BUG
+        return EXIT_INPUT
+    except BaseException as e:  # noqa: BLE001 - never a traceback
+        return _internal_error(e)
+
+
+def _internal_error(e) -> int:
+    if os.environ.get("AUTOFLOW_TRACEBACK", "") not in ("", "0"):
+        raise e
+    try:
+        _error(f"autoflow: internal error ({_BUG}): {_exc_line(e)}")
+    except Exception:  # noqa: BLE001
+        pass
+    return EXIT_BUG
 
 
 if __name__ == "__main__":

@@ -541,3 +541,69 @@ def test_check_reports_a_traced_raise_an_except_would_catch(tmp_path):
     lines = proc.out.splitlines()
     assert lines[0].startswith("m.py:3:9: safe: if -> lax.cond") and "may be caught" in lines[0]
     assert lines[1].startswith("m.py:12:9: lowered: if -> lax.cond") and "fails" not in lines[1]
+
+
+def test_run_shows_the_scripts_error_as_python_does(tmp_path):
+    # (a script that raised showed autoflow's `cli.py` and `hooks.py` frames above the
+    # user's; one that does not parse, a traceback through them and `ast`)
+    raising = tmp_path / "raising.py"
+    raising.write_text("import math\n\ndef f(x):\n    return math.sqrt(x)\n\nf(-1.0)\n")
+    proc = run("run", raising)
+    assert proc.returncode == 1, proc.err
+    assert "ValueError: math domain error" in proc.err
+    assert str(raising) in proc.err and "autoflow/" not in proc.err.replace(str(tmp_path), "")
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(x):\n    if x > 0\n        return x\n")
+    proc = run("run", broken)
+    assert proc.returncode == 1
+    assert proc.err.strip() == f"autoflow: {broken}:2:13: SyntaxError: expected ':'" and \
+        "Traceback" not in proc.err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_output_that_cannot_be_written_is_no_internal_error():
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(SCRIPT + ["convert", str(ROOT / "examples" / "collatz.py")],
+                              stdout=full, stderr=subprocess.PIPE, timeout=120,
+                              env={**os.environ, "AUTOFLOW_TRACEBACK": ""})
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "cannot write the output" in err and "internal" not in err
+
+
+def test_check_reads_an_elif_chain_of_hundreds_of_branches(tmp_path):
+    # (it said "too deeply nested" and exited 1 from 200 branches; `convert` converts it)
+    arms = "".join(f"    elif x == {i}:\n        y = {i}\n" for i in range(1, 300))
+    path = tmp_path / "chain.py"
+    path.write_text(f"def chain(x):\n    if x == 0:\n        y = 0\n{arms}    else:\n"
+                    "        y = -1\n    return y\n")
+    proc = run("check", path)
+    assert proc.returncode == 0, proc.err
+    assert "300 control-flow statements: 300 convert" in proc.out
+
+
+def test_check_says_why_a_statement_stays_python(tmp_path):
+    # (it said "the rewriter left it as Python", where `autoflow.jit` names the variable)
+    path = tmp_path / "counting.py"
+    path.write_text("counter = 0\n\n\ndef bump(x):\n    global counter\n    if x > 0:\n"
+                    "        counter += 1\n    return x\n")
+    proc = run("check", path)
+    assert proc.returncode == 1
+    assert "it assigns `counter`, declared `global` or `nonlocal`" in proc.out, proc.out
+
+
+def test_converted_output_with_its_jit_runs_without_warnings(tmp_path):
+    # (the output keeps `@autoflow.jit`, which converts the converted code again: the
+    # branches it had made, `if_true`, were taken for ones made now and renamed, then
+    # "cannot convert `f`: its source does not start with its `def`", once per branch)
+    src = tmp_path / "jitted.py"
+    src.write_text("import autoflow\n\n\n@autoflow.jit\ndef f(x):\n    if x > 0:\n"
+                   "        x = x + 1\n    while x < 10:\n        x = x + 3\n    return x\n\n\n"
+                   "print(float(f(1.0)), float(f(-3.0)))\n")
+    proc = run("convert", src)
+    assert proc.returncode == 0, proc.err
+    out = tmp_path / "jitted_converted.py"
+    out.write_text(proc.out)
+    ran = subprocess.run([sys.executable, "-W", "error::Warning", str(out)], capture_output=True,
+                         timeout=120, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr.decode()
+    assert ran.stdout.decode().split() == ["11.0", "12.0"]

@@ -44,10 +44,12 @@ def _strip_evaluated_parts(fn_node):
         fn_node.type_params = []
 
 
-def compile_function(fn_node, filename, freevars, alias):
+def compile_function(fn_node, filename, freevars, alias, own=frozenset()):
     """Compile ``fn_node`` (an ``ast.FunctionDef``); return its code object.
 
-    Its free variables are among ``freevars`` and ``alias``.
+    Its free variables are among ``freevars`` and ``alias``. ``own``: the names of the
+    functions the user's own code defines in it (an ``if_true`` of code autoflow
+    converted before, run again: not renamed as one the rewriter made).
     """
     _strip_evaluated_parts(fn_node)
     # Compiled under a name of its own: inside the factory, `def f` would bind
@@ -74,7 +76,7 @@ def compile_function(fn_node, filename, freevars, alias):
     inner = next(c for c in factory_code.co_consts
                  if isinstance(c, types.CodeType) and c.co_name == INNER)
     fn_node.name = name
-    return _renamed(inner, INNER, name)
+    return _renamed(inner, INNER, name, own=own)
 
 
 # The functions the rewriter makes for branches and loop bodies (`if_true`,
@@ -96,7 +98,7 @@ def converted(code) -> bool:
     return code in _converted_codes
 
 
-def _renamed(code, old, new, outer=None):
+def _renamed(code, old, new, outer=None, own=frozenset()):
     """``code`` (and the code nested in it) with the function name ``old`` -> ``new``,
     and the functions made for branches and loop bodies named after the user's
     function that holds them (``outer``: its ``(name, qualname)``)."""
@@ -106,15 +108,16 @@ def _renamed(code, old, new, outer=None):
         changes["co_name"] = new
     if qualname is not None:
         changes["co_qualname"] = qualname = qualname.replace(f"{FACTORY}.<locals>.{old}", new, 1)
-    made = outer is not None and _GENERATED_NAME.match(code.co_name)
+    made = outer is not None and _GENERATED_NAME.match(code.co_name) \
+        and code.co_name not in own
     if made:
         changes["co_name"] = outer[0]
         if qualname is not None:
             changes["co_qualname"] = outer[1]
     else:
         outer = (changes.get("co_name", code.co_name), qualname)
-    changes["co_consts"] = tuple(_renamed(c, old, new, outer) if isinstance(c, types.CodeType)
-                                 else c for c in code.co_consts)
+    changes["co_consts"] = tuple(_renamed(c, old, new, outer, own)
+                                 if isinstance(c, types.CodeType) else c for c in code.co_consts)
     out = code.replace(**changes)
     _converted_codes.add(out)
     if made:

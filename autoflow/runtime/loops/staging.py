@@ -21,7 +21,6 @@ traced, with no second trace (``Placeholders``, ``while_loop(added=...)``).
 from __future__ import annotations
 
 import dis
-import functools
 import types
 
 import jax
@@ -110,8 +109,11 @@ def _bounded(body, test, init, start, stop, max_iterations, site):
 
     (k, dyn), _ = lax.scan(scan_body, (jnp.asarray(start, jnp.int32), init), None,
                            length=max_iterations)
-    jax.debug.callback(functools.partial(_check_finished, max_iterations, site()),
-                       full_test(k, dyn))
+    # (a check of autoflow's: on the path to the loop only, and under `vmap` only for the
+    # lanes that reach it: a lane that does not take the branch the loop is in runs the
+    # scan too, and may still be "running" after it)
+    running = full_test(k, dyn)
+    later.later(_check_finished, (max_iterations, site(), running), site=site(), when=running)
     return dyn
 
 
