@@ -241,12 +241,12 @@ def cmd_explain(args) -> int:
         _error(str(e))
         return EXIT_BUG
 
-    from .errors import ConversionError
+    from .errors import AutoflowError
     from .explain import explain
 
     try:
         text = str(explain(obj, *call_args, hlo=args.hlo))
-    except ConversionError as e:
+    except AutoflowError as e:
         # Already compiler style: file:line:col, the source line, a caret, what to do.
         _error(str(e).replace(os.path.abspath(path) + ":", path + ":"))
         return EXIT_INPUT

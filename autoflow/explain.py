@@ -363,6 +363,10 @@ def explain(fn: Callable[..., Any], *args: Any, hlo: bool = False, **kwargs: Any
     specs = [_as_spec(leaves[i]) for i in traced_at]
     leaves = [leaf.value if isinstance(leaf, Static) else leaf for leaf in leaves]
 
+    from .runtime.common.teach import teaching
+
+    converted = teaching(converted)  # (JAX's tracing errors in the user's terms, as `jit`'s)
+
     def flat(*traced):
         filled = list(leaves)
         for i, t in zip(traced_at, traced):

@@ -607,3 +607,14 @@ def test_converted_output_with_its_jit_runs_without_warnings(tmp_path):
                          timeout=120, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr.decode()
     assert ran.stdout.decode().split() == ["11.0", "12.0"]
+
+
+def test_explain_words_jax_tracing_errors_as_jit_does(tmp_path):
+    # (it printed JAX's own text, "NonConcreteBooleanIndexError: Array boolean indices
+    # must be concrete", where `autoflow.jit` points at the line and says what to do)
+    path = tmp_path / "masks.py"
+    path.write_text("def positives(x):\n    return x[x > 0].sum()\n")
+    proc = run("explain", f"{path}:positives", "--args", "f32[3]")
+    assert proc.returncode == 1
+    assert f"{path}:2:12: boolean-mask indexing of `x`" in proc.err, proc.err
+    assert "jnp.where(x > 0, x, 0)" in proc.err and "Traceback" not in proc.err
