@@ -80,3 +80,15 @@ def test_vmap_of_derivatives(fn):
     ]:
         want = tangents if "jvp" in name else grads
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("fn", [loop_in_branch, loop_in_else_of_a_loop],
+                         ids=["loop_in_branch", "loop_in_else_of_a_loop"])
+def test_a_bounded_loop_a_lane_does_not_reach_does_not_raise(fn):
+    # (`max_loop_iterations`: the loop is a scan run for every lane; its limit was
+    # checked for the lanes that never reach it too: `LoopLimitError` for x = -0.3)
+    conv = autoflow.convert(fn, max_loop_iterations=50)
+    np.testing.assert_allclose(jax.vmap(conv)(XS), _lanes(fn), rtol=1e-6)
+    if jx.primitives():
+        np.testing.assert_allclose(jax.vmap(jax.grad(conv))(XS), _lanes(jax.grad(fn)),
+                                   rtol=1e-5)
