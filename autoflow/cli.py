@@ -51,6 +51,7 @@ def _convert_one(path, args):
 
     name = _display_name(path)
     source, encoding = read_source_encoding(path)
+    written = source
     # Work on "\n" lines; a file written with "\r\n" throughout gets them back.
     crlf = "\r\n" in source and source.count("\r\n") == source.count("\n")
     source = source.replace("\r\n", "\n")
@@ -69,9 +70,23 @@ def _convert_one(path, args):
             text = before  # unchanged: print it exactly as written
     if args.diff:
         text = _diff(before, text, name)
+    elif not changed and args.function is None:
+        # nothing to convert: the file as it is, byte for byte (its mixed line endings,
+        # its UTF-8 byte order mark)
+        return written, "utf-8-sig" if encoding == "utf-8" and _has_bom(path) else encoding
     elif crlf:
         text = text.replace("\n", "\r\n")
     return text, encoding
+
+
+def _has_bom(path):
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
 
 
 def cmd_convert(args) -> int:

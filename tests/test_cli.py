@@ -618,3 +618,16 @@ def test_explain_words_jax_tracing_errors_as_jit_does(tmp_path):
     assert proc.returncode == 1
     assert f"{path}:2:12: boolean-mask indexing of `x`" in proc.err, proc.err
     assert "jnp.where(x > 0, x, 0)" in proc.err and "Traceback" not in proc.err
+
+
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbfx = 1  # a byte order mark\n",
+                                  b"x = 1\r\ny = 2\nz = 3\r\n",
+                                  b"def f(x):\r\n    return x + 1\n"],
+                         ids=["bom", "mixed-endings", "function-without-control-flow"])
+def test_a_file_with_nothing_to_convert_comes_back_byte_for_byte(tmp_path, data):
+    # (a UTF-8 byte order mark was dropped, mixed line endings made "\n")
+    path = tmp_path / "plain.py"
+    path.write_bytes(data)
+    proc = run("convert", path)
+    assert proc.returncode == 0, proc.err
+    assert proc.stdout == data
