@@ -376,7 +376,7 @@ def explain(fn: Callable[..., Any], *args: Any, hlo: bool = False, **kwargs: Any
 
     flat.__name__ = getattr(original, "__name__", "f")
     flat.__qualname__ = getattr(original, "__qualname__", flat.__name__)
-    flat.__wrapped__ = original  # (JAX's messages name the user's function where it is)
+    flat.__wrapped__ = original  # type: ignore[attr-defined]  # (JAX names the user's function)
 
     from .runtime.common.events import plain_loops
 
