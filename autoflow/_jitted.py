@@ -307,18 +307,17 @@ class _Jitted:
         try:
             return self._jitted(*args, **kwargs)
         except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
-            from .runtime.jax import interrupted_in_callback, raised_in_callback
-            from .runtime.effects.raising import at_user_line
-            from .runtime.effects.checks import last_user_exception
+            from .runtime.jax import interrupted_in_callback
+            from .runtime.effects.raising import users_exception
 
-            user = last_user_exception()
+            user = users_exception(e)
             if user is None and interrupted_in_callback(e):
                 # Ctrl-C, delivered inside a callback (`debug_loops` reports)
                 raise KeyboardInterrupt("interrupted while the compiled code ran") from None
             try:
-                if user is None or not raised_in_callback(e, user):
+                if user is None:
                     raise
-                raise at_user_line(user) from None
+                raise user from None
             finally:  # (the exception in flight has this frame's entry by now)
                 err = sys.exc_info()[1]
                 if err is not None:

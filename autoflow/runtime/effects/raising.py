@@ -37,7 +37,7 @@ from ...core.libraries import is_library_file
 from ...errors import AutoflowError, ConversionError
 from . import later as later_module, path_condition
 from .later import Thunk, later
-from .checks import fail, last_user_exception  # noqa: F401 - api's
+from .checks import fail, last_user_exception
 from ..common.values import in_staged_block
 from ..jax import current_trace
 
