@@ -397,6 +397,16 @@ def _collector():
     return stack[-1] if stack else None
 
 
+def collect(collector):
+    """From now on, the checks staged in ``collector.trace`` go to ``collector`` (its
+    ``record(call, operands, pred)`` keeps one, or says no), until ``uncollect``."""
+    _local.__dict__.setdefault("deferring", []).append(collector)
+
+
+def uncollect(collector):
+    _local.deferring.remove(collector)
+
+
 def _held_here():
     """Are the checks staged here held for later (``raising.checks_after_finally``)?"""
     c = _collector()
@@ -410,11 +420,11 @@ class deferring:
         self.collector = Deferring(current_trace(), inputs)
 
     def __enter__(self):
-        _local.__dict__.setdefault("deferring", []).append(self.collector)
+        collect(self.collector)
         return self.collector
 
     def __exit__(self, *exc):
-        _local.deferring.pop()
+        uncollect(self.collector)
 
 
 if jx.install_low_staging():  # staged as a low equation, named `effect` (see runtime.jax)

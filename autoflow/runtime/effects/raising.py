@@ -286,14 +286,14 @@ class checks_after_finally:
         self.held = _Held(current_trace())
         self.mark = path_condition.raise_mark()
         self.released = False
-        later_module._local.__dict__.setdefault("deferring", []).append(self.held)
+        later_module.collect(self.held)
         _finally.__dict__.setdefault("stack", []).append(self)
         return self
 
     def release(self):
         if not self.released:
             self.released = True
-            later_module._local.deferring.remove(self.held)
+            later_module.uncollect(self.held)
 
     def __exit__(self, *exc):
         self.release()
