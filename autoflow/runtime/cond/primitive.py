@@ -306,16 +306,20 @@ class _Cond(RunsForItsEffects, jx.HiPrimitive):
             def zeros(avals):
                 return [jnp.zeros(a.shape, a.dtype) for a in avals if inexact(a)]
 
+            def true_side():
+                return _vjp(self.t, tc, ct), zeros(self.in_avals[2])
+
+            def false_side():
+                return zeros(self.in_avals[1]), _vjp(self.f, fc, ct)
+
             if jx.in_custom_rule():
-                return lax.cond(pred,
-                                lambda: (_vjp(self.t, tc, ct), zeros(self.in_avals[2])),
-                                lambda: (zeros(self.in_avals[1]), _vjp(self.f, fc, ct)))
+                return lax.cond(pred, true_side, false_side)
             # (an `if` of autoflow's: under a `vmap` around the gradient a loop the
             # branch's VJP runs again runs only for the lanes that take the branch)
-            n = sum(inexact(a) for a in self.in_avals[1])
-            t = jx.trace_thunk(lambda: [*_vjp(self.t, tc, ct), *zeros(self.in_avals[2])])
-            f = jx.trace_thunk(lambda: [*zeros(self.in_avals[1]), *_vjp(self.f, fc, ct)])
+            t, f = (jx.trace_thunk(lambda side=side: [v for part in side() for v in part])
+                    for side in (true_side, false_side))
             outs = _staged_if(pred, t, f, "cond")
+            n = sum(inexact(a) for a in self.in_avals[1])
             return list(outs[:n]), list(outs[n:])
         (tc, _), (fc, _) = self._split(tc), self._split(fc)
         gt, gf = jax.vmap(self.inner.bwd, (*self._inner_axes(), 0), 0, axis_size=self.size)(
