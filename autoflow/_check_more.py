@@ -40,11 +40,16 @@ def plain_classes(tree) -> set[str]:
 
 
 def problems(fn, static, plain) -> list[traced.Problem]:
+    """Both kinds of the module's docstring in ``fn`` (``plain``: ``plain_classes``)."""
+    reader = traced._Reader(fn, frozenset(static))  # (what is traced, read once)
+    return _plain_objects(fn, reader, plain) + _exits_then_appends(fn, reader)
+
+
+def _plain_objects(fn, reader, plain) -> list[traced.Problem]:
     """The traced loops and ``if`` statements of ``fn`` that bind a variable, bound before
     them, to a new object of a class of ``plain``."""
     if not plain:
         return []
-    reader = traced._Reader(fn, frozenset(static))
     out = []
     for s in traced._local_walk(fn.body):
         staged = reader.traced_count(s) if isinstance(s, (ast.For, ast.While)) else \
@@ -67,11 +72,10 @@ def problems(fn, static, plain) -> list[traced.Problem]:
     return out
 
 
-def exits_then_appends(fn, static) -> list[traced.Problem]:
+def _exits_then_appends(fn, reader) -> list[traced.Problem]:
     """The ``if`` statements on a traced condition, in a loop's body, that hold a
     ``break``, ``continue`` or ``return``, followed in that body by an append to a list
     bound before the loop."""
-    reader = traced._Reader(fn, frozenset(static))
     out = []
     for loop in traced._local_walk(fn.body):
         if not isinstance(loop, (ast.For, ast.While)):

@@ -133,7 +133,7 @@ class _TracedFacts:
         """``found`` (the findings of gast function ``node``) with the statements that
         fail when traced marked ``FAILS``, and their reasons."""
         from . import traced
-        from ._check_more import exits_then_appends, problems as plain_objects
+        from ._check_more import problems as more_problems
 
         fn = self.nodes.get((node.lineno, node.name))
         if fn is None or isinstance(fn, __import__("ast").AsyncFunctionDef) \
@@ -146,8 +146,7 @@ class _TracedFacts:
             problems = traced.do_not_convert_problems(fn, static)
             becomes = "python"
         else:
-            problems = traced.problems(fn, static) + plain_objects(fn, static, self.plain) \
-                + exits_then_appends(fn, static)
+            problems = traced.problems(fn, static) + more_problems(fn, static, self.plain)
             becomes = None
         if not problems:
             return found
