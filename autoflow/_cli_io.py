@@ -35,8 +35,9 @@ def read_source(path: str) -> str:
     return read_source_encoding(path)[0]
 
 
-def read_source_encoding(path: str):
-    """``(text, encoding)`` of ``path``; the encoding is its coding declaration's, or UTF-8."""
+def read_source_encoding(path: str, bom=False):
+    """``(text, encoding)`` of ``path``; the encoding is its coding declaration's, or UTF-8
+    (``utf-8-sig`` for a file that starts with a byte order mark, if ``bom``)."""
     name = _display_name(path)
     try:
         if path == "-":
@@ -64,7 +65,8 @@ def read_source_encoding(path: str):
                              "declaration") from None
         encoding = "utf-8"  # no declaration and not UTF-8: the decode below says where
     try:
-        return data.decode(encoding), ("utf-8" if encoding == "utf-8-sig" else encoding)
+        return data.decode(encoding), ("utf-8" if encoding == "utf-8-sig" and not bom
+                                       else encoding)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1

@@ -50,8 +50,9 @@ def _convert_one(path, args):
     from .transforms.module import convert_module
 
     name = _display_name(path)
-    source, encoding = read_source_encoding(path)
-    written = source
+    source, as_read = read_source_encoding(path, bom=path != "-")
+    written = source  # (printed as it is, byte order mark included, where nothing converts)
+    encoding = "utf-8" if as_read == "utf-8-sig" else as_read
     # Work on "\n" lines; a file written with "\r\n" throughout gets them back.
     crlf = "\r\n" in source and source.count("\r\n") == source.count("\n")
     source = source.replace("\r\n", "\n")
@@ -73,20 +74,10 @@ def _convert_one(path, args):
     elif not changed and args.function is None:
         # nothing to convert: the file as it is, byte for byte (its mixed line endings,
         # its UTF-8 byte order mark)
-        return written, "utf-8-sig" if encoding == "utf-8" and _has_bom(path) else encoding
+        return written, as_read
     elif crlf:
         text = text.replace("\n", "\r\n")
     return text, encoding
-
-
-def _has_bom(path):
-    if path == "-":
-        return False
-    try:
-        with open(path, "rb") as f:
-            return f.read(3) == b"\xef\xbb\xbf"
-    except OSError:
-        return False
 
 
 def cmd_convert(args) -> int:
