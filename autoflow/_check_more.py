@@ -7,7 +7,10 @@ as ``traced`` reads the rest.
   (``s = State(...)`` before a loop whose trip count is traced, and again in its body);
 * a list appended to after a ``break``/``continue``/``return`` under a traced condition
   in a loop (``if x == 0: break`` then ``history.append(x)``): its length would depend on
-  the data (the run's error is at that ``if``).
+  the data (the run's error is at that ``if``);
+* Python objects a staged statement changes (``_python_state``): an iterator advanced
+  with ``next()``, a list a traced loop pops from, a list appended to on one path of a
+  traced ``if`` only, a traced value added to a set.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ def plain_classes(tree) -> set[str]:
 def problems(fn, static, plain) -> list[traced.Problem]:
     """Both kinds of the module's docstring in ``fn`` (``plain``: ``plain_classes``)."""
     reader = traced._Reader(fn, frozenset(static))  # (what is traced, read once)
-    return _plain_objects(fn, reader, plain) + _exits_then_appends(fn, reader)
+    return (_plain_objects(fn, reader, plain) + _exits_then_appends(fn, reader)
+            + _python_state(fn, reader))
 
 
 def _plain_objects(fn, reader, plain) -> list[traced.Problem]:
@@ -94,13 +98,87 @@ def _exits_then_appends(fn, reader) -> list[traced.Problem]:
                     out.append(traced.Problem(s.lineno, s.col_offset, "if", (
                         f"`{name}` is appended to after this `if` leaves the iteration on a "
                         f"traced condition, so its length would depend on the data: "
-                        f"preallocate an array and set `{name} = {name}.at[i].set(value)`, "
+                        f"keep a buffer of fixed size and a count (`{name} = "
+                        f"{name}.at[count].set(item)`, `count = count + 1`), "
                         "or make the condition static")))
                     break
             else:
                 continue
             break
     return out
+
+
+def _calls_on(stmts, methods):
+    """``(call, name)`` of each ``name.method(...)`` (``methods``), or ``next(name)`` where
+    ``methods`` holds "next", in ``stmts`` (nested functions not entered)."""
+    for n in traced._local_walk(stmts):
+        if not isinstance(n, ast.Call):
+            continue
+        if isinstance(n.func, ast.Attribute) and n.func.attr in methods \
+                and isinstance(n.func.value, ast.Name):
+            yield n, n.func.value.id
+        elif isinstance(n.func, ast.Name) and n.func.id == "next" and "next" in methods \
+                and n.args and isinstance(n.args[0], ast.Name):
+            yield n, n.args[0].id
+
+
+def _python_state(fn, reader) -> list[traced.Problem]:
+    """Python objects that a staged loop or ``if`` changes, bound before it: an iterator
+    advanced with ``next()`` (a loop's body is traced once, both paths of an ``if``); a
+    list a loop with a traced trip count takes items from (``pop``: its length would be
+    traced); a list appended to on one path of a traced ``if`` only."""
+    out = []
+    for s in traced._local_walk(fn.body):
+        loop = isinstance(s, (ast.For, ast.While))
+        if not (reader.staged(s) if loop else isinstance(s, ast.If) and reader.traced_test(s)):
+            continue
+        kind, what = traced._stmt_kind(s), "loop" if loop else "`if`"
+        said = None
+        counted = not loop or reader.traced_count(s)  # (else it may run as Python, unrolled)
+        for call, name in _calls_on(s.body + s.orelse, ("next", "pop", "popitem")):
+            if not counted or not _bound_before(fn, name, s):
+                continue
+            if isinstance(call.func, ast.Name):
+                said = (f"`{name}` is an iterator advanced with `next()` in this traced {what}"
+                        + (", whose body is traced once, not run per iteration" if loop else
+                           ", whose two paths are both traced") + ": index an array with a "
+                        f"traced count instead of `{name}`, or make the condition static")
+            elif loop:
+                said = (f"`{name}` shrinks in each iteration (`{ast.unparse(call)}`), and the "
+                        "loop's trip count is traced, so its length would be traced: hold the "
+                        "items in an array with a count, or make the loop's bound static")
+            if said:
+                break
+        items = {n.id for n in ast.walk(s.target) if isinstance(n, ast.Name)} \
+            if isinstance(s, ast.For) else set()  # (the items of a staged loop: traced)
+        for call, name in _calls_on(s.body + s.orelse, ("add",)) if said is None else ():
+            if call.args and traced.mentions(call.args[0], reader.traced | items) \
+                    and _set_before(fn, name, s):
+                said = (f"`{name}.add({ast.unparse(call.args[0])})` puts a traced value in a "
+                        "set, but a traced value has no hash: use an array of flags "
+                        f"(`{name} = {name}.at[i].set(True)`) instead of the set")
+                break
+        if said is None and not loop:
+            grown = {name for _, name in _calls_on(s.body, ("append", "extend", "insert"))}
+            other = {name for _, name in _calls_on(s.orelse, ("append", "extend", "insert"))}
+            grown = sorted(n for n in grown ^ other if _bound_before(fn, n, s))
+            if grown:
+                said = (f"`{grown[0]}` is appended to on one path of this traced `if` only, so "
+                        "its length would depend on the data: keep a buffer of fixed size and "
+                        f"a count (`{grown[0]} = {grown[0]}.at[count].set(item)`, `count = "
+                        "count + 1`), or make the condition static")
+        if said:
+            out.append(traced.Problem(s.lineno, s.col_offset, kind, said))
+    return out
+
+
+def _set_before(fn, name, stmt) -> bool:
+    """Is ``name`` bound to a set (``set()``, ``{a, b}``) before ``stmt``?"""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                 for t in n.targets)
+               and (isinstance(n.value, ast.Set) or isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "set")
+               and n.lineno < stmt.lineno for n in traced._local_walk(fn.body))
 
 
 def _bound_before(fn, name, stmt) -> bool:

@@ -25,7 +25,8 @@ commas), or ``# autoflow: ignore`` for every code.
 * **AF108** a comprehension filtered by a traced condition (``[v for v in xs if v >
   0]``): its length depends on values (a reduction of it, ``sum(...)``, is fine).
 * **AF109** a slice with a traced bound (``x[:n]``): its size must be static.
-* **AF110** ``.item()``, ``.tolist()`` or ``np.asarray`` of a traced value.
+* **AF110** ``.item()``, ``.tolist()``, ``np.asarray`` or a NumPy function (``np.sin``)
+  of a traced value.
 * **AF111** a traced value written into a NumPy array (``buf[i] = x``).
 
 "Jitted" functions are those decorated with something named ``jit`` (or
@@ -264,6 +265,14 @@ def find(source: str, filename: str = "<string>", tree=None, static=None):
 
 _REDUCTIONS = frozenset({"sum", "any", "all", "max", "min", "len"})
 _NP = ("np", "numpy", "onp")
+# NumPy functions that turn their argument into a NumPy array (no method of a JAX array
+# stands in for them, as `x.sum()` does for `np.sum(x)`): a traced argument fails
+_NP_CONVERTS = frozenset(
+    "sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh exp "
+    "exp2 expm1 log log2 log10 log1p sqrt cbrt square abs absolute fabs sign floor ceil "
+    "trunc rint clip where maximum minimum fmax fmin power hypot mod fmod remainder dot "
+    "matmul einsum outer concatenate stack hstack vstack isnan isinf isfinite "
+    "float16 float32 float64 int8 int16 int32 int64 uint8 uint32 bool_".split())
 _NP_MADE = frozenset({"zeros", "ones", "empty", "full", "array", "arange", "zeros_like",
                       "ones_like", "empty_like", "full_like", "eye", "identity", "linspace",
                       "copy"})
@@ -323,6 +332,12 @@ def _failing(fn, traced, add):
             elif base in _NP and last in ("asarray", "array", "asanyarray") and node.args \
                     and mentions(node.args[0], traced):
                 concrete = called
+            elif base in _NP and last in _NP_CONVERTS \
+                    and any(mentions(a, traced) for a in node.args):
+                add(node, "AF110",
+                    f"`{called}` makes its argument a NumPy array, but the argument is traced "
+                    "(known only when the compiled code runs)",
+                    f"use `jnp.{last}` instead of `{called}` on traced values.")
             if concrete is not None:
                 add(node, "AF110",
                     f"`{ast.unparse(node)}` needs a concrete value, but its argument is traced "

@@ -20,10 +20,8 @@ converted statements fail when traced, and why, in the user's terms:
 * a walrus (``:=``) in a later operand of ``and``/``or`` whose first operand is traced;
 * an ``if``/``while`` on a traced value in a function marked ``do_not_convert``.
 
-What it cannot know (the shapes of the arguments: a condition on a non-scalar array,
-two arguments whose shapes do not broadcast) is listed in ``docs/cli.md``. Nothing
-here imports JAX; it reads the standard library's ``ast``.
-"""
+What it cannot know (the shapes of the arguments...) is listed in ``docs/cli.md``.
+Nothing here imports JAX; it reads the standard library's ``ast``."""
 
 from __future__ import annotations
 
@@ -76,6 +74,12 @@ def _static_expr(node) -> bool:
         if base in _ARRAY_MODULES and last in _STATIC_JAX:
             return True
     return False
+
+
+def _none_test(test, name) -> bool:
+    """Does ``test`` ask ``name is None`` (``if best is None or x > best:``, Python's)?"""
+    return any(isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == name
+               and isinstance(c.ops[0], (ast.Is, ast.IsNot)) for c in ast.walk(test))
 
 
 def mentions(node, names) -> bool:
@@ -174,9 +178,7 @@ def traced_names(fn, static=()) -> set[str]:
     return out
 
 
-# ---------------------------------------------------------------------------
-# kinds of values, as far as the source says
-# ---------------------------------------------------------------------------
+# -- kinds of values, as far as the source says ------------------------------
 
 UNKNOWN = ("unknown",)
 
@@ -283,9 +285,7 @@ def show(k) -> str:
     return "a value"
 
 
-# ---------------------------------------------------------------------------
-# statements that fail when traced
-# ---------------------------------------------------------------------------
+# -- statements that fail when traced ----------------------------------------
 
 @dataclasses.dataclass
 class Problem:
@@ -454,8 +454,8 @@ class _Reader:
         if true is None or false is None:
             return
         for name in sorted(set(true) | set(false)):
-            if name not in true or name not in false:
-                continue  # (assigned on one path only: the converter's own check)
+            if name not in true or name not in false or _none_test(s.test, name):
+                continue  # (one path only: the converter's check; `x is None`: see there)
             a, b = true[name], false[name]
             if a == kinds.get(name) and b == kinds.get(name):
                 continue

@@ -69,6 +69,12 @@ ERROR_CASES = {
         "doubling": (1.5,), "counted_scale": (2.0, 3), "lambdas_in_traced_range": (X3, 3),
     },
     "user_errors": {"divides": (1.0, 2), "bad_add": (X3,)},
+    "python_objects": {
+        "iterator_in_while": (0.0,), "generator_in_if": (1.0,), "popped_in_while": (0.0,),
+        "appended_on_one_path": (jnp.array([1.0, -2.0, 3.0]),),
+        "numpy_sine_in_branch": (1.0,), "first_best": (jnp.array([3.0, 7.0, 2.0]),),
+        "distinct_positives": (jnp.array([1.0, 2.0, 1.0, -1.0]),), "labelled": (1.0,),
+    },
 }
 
 # Disagreements that are known, each with why no reading of the source can tell:

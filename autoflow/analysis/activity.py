@@ -440,6 +440,10 @@ def shared_state_node(n):
         # setattr(obj, "x", v): the attribute `obj.x`
         attrs.append(("attr", gast.Attribute(value=n.args[0], attr=n.args[1].value,
                                              ctx=gast.Store())))
+    elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "next" \
+            and n.args and _root(n.args[0]) is not None:
+        # next(it): advances an iterator (``runtime.state``: refused when staged)
+        objects.append(("obj", _root(n.args[0])))
     elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
             and n.func.attr in MUTATING_METHODS:
         root = _root(n.func.value)

@@ -109,10 +109,10 @@ class Inventory:
             cls = n.__class__
             classes.add(cls)
             if cls is Name:
-                if n.id in ("setattr", "delattr", "truth"):
+                if n.id in ("setattr", "delattr", "truth", "next"):
                     if n.id == "truth":
                         truth = True
-                    else:
+                    else:  # (`next(it)` advances an iterator in place)
                         set_attr = True
             elif cls is Attribute:
                 attrs.add(n.attr)

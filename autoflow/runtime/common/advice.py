@@ -35,7 +35,7 @@ def _kind(x):
         return others[-1] if others else "array"
     if x is None:
         return "none"
-    if isinstance(x, (str, bytes)):
+    if isinstance(x, (str, bytes)) or getattr(x, "autoflow_kind", "").startswith("a string"):
         return "str"
     if callable(x) and not is_array_like(x):
         return "function"
@@ -168,7 +168,7 @@ def growing_list(label, before, after, site):
     """``(what, what to do)`` for a list that a traced loop appends to (its length
     would be traced): both fixes that work, the static bound spelled with the user's
     function and argument, and a buffer of fixed size with a count."""
-    from .values import aval_of, structure
+    from .values import structure
 
     what = (f"`{label}` grows in each iteration of this traced loop ({structure(before)} "
             f"before an iteration, {structure(after)} after it): a staged loop carries values "
@@ -177,14 +177,47 @@ def growing_list(label, before, after, site):
     first = static_bound(site, "so that the loop runs as Python and the list is built as "
                                "written")
     item = after[-1] if isinstance(after, list) and after else None
+    second = ("Or keep a buffer of fixed size and a count: " + _buffer(label, item)
+              + f" instead of `append`; the first `count` rows of `{label}` are the items.")
+    return what, first + " " + second
+
+
+def _buffer(label, item):
+    """How to hold the items of list ``label`` in an array of fixed size and a count
+    (``item``: one of them, for its shape and dtype)."""
+    from .values import aval_of
+
     try:
         shape, dtype, _ = aval_of(item)
         dims = "(capacity,)" if not shape else "(capacity, " + ", ".join(map(str, shape)) + ")"
         buffer = f"jnp.zeros({dims}, jnp.{dtype.name})"
     except Exception:  # noqa: BLE001 - not an array: the general form
         buffer = "jnp.zeros((capacity, *item_shape), item_dtype)"
-    second = (f"Or keep a buffer of fixed size and a count: `{label} = {buffer}` (`capacity` "
-              "a Python int, at least the most items) and `count = 0` before the loop, "
-              f"`{label} = {label}.at[count].set(item)` and `count = count + 1` in it instead "
-              f"of `append`; the first `count` rows of `{label}` are the items.")
-    return what, first + " " + second
+    return (f"`{label} = {buffer}` (`capacity` a Python int, at least the most items) and "
+            f"`count = 0` where the list is made, `{label} = {label}.at[count].set(item)` and "
+            "`count = count + 1` where it appends")
+
+
+def appended_in_branch(label, item):
+    """What to do about list ``label`` appended to on one path of a traced ``if`` only
+    (``item``: what was appended)."""
+    return ("Use a buffer of fixed size and a count instead of the list (a list appended to "
+            "under a traced condition would have a data-dependent length): "
+            + _buffer(label, item) + f"; the first `count` rows of `{label}` are "
+            "the items (take them outside the jitted function). Or keep the append "
+            "unconditional.")
+
+
+def shrinking_list(label, before, after):
+    """``(what, what to do)`` for a list that a traced loop takes items from (``pop``)."""
+    from .values import structure
+
+    what = (f"`{label}` shrinks in each iteration of this traced loop ({structure(before)} "
+            f"before an iteration, {structure(after)} after it): a staged loop carries values "
+            "of one fixed structure, and this list's length would be known only when the "
+            "compiled code runs")
+    todo = (f"Use an array and a count instead of the list: `{label} = jnp.asarray(items)` and "
+            f"`count = len(items)` before the loop, then `count = count - 1` and "
+            f"`{label}[count]` instead of `{label}.pop()`; or make the loop bound static so "
+            "that the loop runs as Python.")
+    return what, todo

@@ -54,21 +54,21 @@ _TYPES = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndex
 
 
 
-_classes: dict[type, type] = {}
+_classes: dict[str, type] = {}
 
 
-def _class_for(jax_type):
-    cls = _classes.get(jax_type)
+def _class_for(jax_type, name=None):
+    name = name or {TypeError: "TracedShapeError", IndexError: "TracedSliceError"}.get(
+        jax_type, jax_type.__name__)
+    cls = _classes.get(name)
     if cls is None:
         def __init__(self, text):  # JAX's error classes take other arguments
             Exception.__init__(self, text)
 
-        name = {TypeError: "TracedShapeError", IndexError: "TracedSliceError"}.get(
-            jax_type, jax_type.__name__)
         cls = type(name, (TracingError, jax_type),
                    {"__init__": __init__, "__str__": TracingError.__str__,
                     "__module__": "autoflow.errors", "__qualname__": name})
-        _classes[jax_type] = cls
+        _classes[name] = cls
     return cls
 
 
@@ -88,10 +88,16 @@ def _is_slice_error(exc):
     return isinstance(exc, IndexError) and jx.matches_jax_error("traced slice", str(exc))
 
 
+def _is_unhashable(exc):
+    """``seen.add(x)``, ``d[x] = v`` with a traced ``x``: Python's TypeError (a tracer
+    has no hash)."""
+    return isinstance(exc, TypeError) and jx.matches_jax_error("unhashable", str(exc))
+
+
 def handles(exc) -> bool:
     """Is ``exc`` a JAX tracing error that ``reissue`` rewrites?"""
     return not isinstance(exc, TracingError) and (isinstance(exc, _TYPES) or _is_shape_error(exc)
-                                                  or _is_slice_error(exc))
+                                                  or _is_slice_error(exc) or _is_unhashable(exc))
 
 
 def _internal(filename):
@@ -279,6 +285,14 @@ def _advice(exc, expr, line, var, param, fn_name, static_ok=True):
                 "Use static values for the shape (`x.shape`, or a parameter marked with "
                 "`static_argnames`), or keep the full shape and mask with `jnp.where`.")
         return what, todo
+    if _is_unhashable(exc):
+        what = (f"{v} is traced, and a traced value cannot be an element of a set or a key "
+                "of a dict: it has no hash, its value being known only when the compiled "
+                "code runs")
+        todo = ("Use an array instead of the set or dict: flags indexed by value "
+                "(`seen = seen.at[i].set(True)`), `jnp.unique(xs, size=N, fill_value=0)` for "
+                "distinct values, or a concrete (static) key.")
+        return what, todo
     if isinstance(exc, jax.errors.NonConcreteBooleanIndexError):
         what = (f"boolean-mask indexing of {v} gives an array whose size depends on traced "
                 "values, which compiled code cannot have")
@@ -381,7 +395,8 @@ def reissue(exc):
     # (the most derived: a TracerBoolConversionError is a ConcretizationTypeError too)
     base = type(exc) if type(exc) in _TYPES else next(
         (t for t in _TYPES if isinstance(exc, t)), IndexError if _is_slice_error(exc) else TypeError)
-    new = _class_for(base)(message(site, what, todo))
+    new = _class_for(base, "UnhashableTracerError" if _is_unhashable(exc) else None)(
+        message(site, what, todo))
     new.jax_error = exc
     new.variable, new.argument = var, param
     new.__traceback__ = _user_traceback(frames)

@@ -29,13 +29,14 @@ from ..common.carries import (RETURN_LABEL, Restart, caller_site, fill, free_nam
 from .select_or_cond import GPU_SELECT
 from ..common.coupling import now
 from .primitive import stage_if
+from ..effects.later import Deferred
 from ..effects.raising import Signal, StagedRaise, on_its_path
 from ..state.shared import Shared, settle
 from ..state.reach import closure_cells, names_of
 from ..state.aliasing import kept
 from ..state.snapshots import undoer
 from ..common.teach import reissuing
-from ..common.advice import value_advice
+from ..common.advice import appended_in_branch, value_advice
 from ..common.values import (UnboundVariableError, Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
                              is_array_like, is_extended, promote, same_static, staged_block, structure,
                              concrete_truth, unflatten)
@@ -292,9 +293,7 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         return ConversionError(message(
             site, f"`{label}` has a different structure in the two branches of this traced `if`: "
             f"{structure(t_leaf)} {sides[0]}, {structure(f_leaf)} {sides[1]}",
-            (f"Use an array of fixed size instead of the list (a list appended to under a "
-             f"traced condition would have a data-dependent length): preallocate it and set "
-             f"`{label} = {label}.at[i].set(value)`, or keep the append unconditional."
+            (appended_in_branch(label, _last_item(t_leaf, f_leaf))
              if isinstance(t_leaf, list)
              and isinstance(f_leaf, list) else
              f"Give `{label}` the same structure (tuple/list/dict layout) in both branches.")))
@@ -307,6 +306,12 @@ def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=No
         "on both paths",
         f"Make `{label}` the same shape in both branches (pad, or use `jnp.where` "
         "on arrays of one shape), or make the condition static."))
+
+
+def _last_item(a, b):
+    """The last item of the longer of lists ``a`` and ``b`` (what a branch appended)."""
+    longer = a if len(a) >= len(b) else b
+    return longer[-1] if longer else None
 
 
 _NONE = object()  # a fill of None: the other path's value is None (a bare `return`)
@@ -444,6 +449,9 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                     # carrying state, whose value is labelled `retval`)
                     if len(la) == 1 and len(lb) == 1:
                         raise _branch_error(site(), name, returning, la[0], lb[0], guard=guard)
+                    if type(a) is tuple and type(b) is tuple and len(a) == len(b) == 1 \
+                            and type(a[0]) is list and type(b[0]) is list:
+                        a, b = a[0], b[0]  # (a list the branches change in place)
                     raise _branch_error(site(), name, returning, a, b, ta, tb, guard)
             raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree, guard)
         changes = {}
@@ -452,6 +460,12 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             if not ma or not mb:
                 if not (ma or mb) and same_static(a, b):
                     continue
+                if names is not None:  # (a string made from traced values: name it, not
+                    # its template, a part of it)
+                    a, b = next(((u, v) for n, u, v in zip(names, parts_of(t_out, names),
+                                                           parts_of(f[0], names))
+                                 if n == labels[i] and (isinstance(u, Deferred)
+                                                        or isinstance(v, Deferred))), (a, b))
                 raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
             av, bv = aval_of(a), aval_of(b)
             if av[0] != bv[0]:

@@ -38,6 +38,8 @@ JAX_TEXTS = {
     "tracer": re.compile(r"\b\w*Tracer\(|Traced<"),
     # a tracer's class or text anywhere ("unhashable type: 'DynamicJaxprTracer'", "tracer")
     "tracer named": re.compile(r"Tracer\b|Traced<|\btracer"),
+    # a traced value put in a set or used as a dict key (a TypeError)
+    "unhashable": re.compile(r"unhashable type: '\w*Tracer'"),
     # a failed callback, as JAX's C++ dispatch reports it (a ValueError)
     "internal": re.compile(r"INTERNAL"),
     # Ctrl-C delivered inside a callback (the callback's traceback is in JAX's message)

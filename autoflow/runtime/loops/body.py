@@ -15,7 +15,7 @@ from ...core.origin import message
 from ...errors import ConversionError
 from ..effects import unset
 from ..common.carries import LOOP, Restart, cast_to, join_parts, parts_of, placing, same_spec, spec_of
-from ..common.advice import growing_list, static_bound, value_advice
+from ..common.advice import growing_list, shrinking_list, static_bound, value_advice
 from ..common.values import (Undefined, aval_of, describe, flatten, is_array_like, is_extended, promote, same_static,
                              staged_block, structure, unflatten)
 
@@ -43,7 +43,9 @@ def _loop_error(site, kind, label, before, after):
         f"iteration, {describe(after)} after it",
         f"Keep `{label}` one shape across iterations: make it at its largest size before the "
         f"loop and write into it, `{label} = {label}.at[i].set(...)`. Or "
-        + _lower_first(static_bound(site))))
+        + _lower_first(static_bound(site, "so that the loop runs as Python, unrolled (write it "
+                                          "`for ... in autoflow.unroll(...)` to say so: no "
+                                          "PerformanceWarning then)"))))
 
 
 def _lower_first(text):
@@ -248,6 +250,8 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                             site(), f"{fit[0]} (this loop is traced)", fit[1]))
                     if type(a) is list and type(b) is list and len(b) > len(a):
                         raise ConversionError(message(site(), *growing_list(name, a, b, site())))
+                    if type(a) is list and type(b) is list and len(b) < len(a):
+                        raise ConversionError(message(site(), *shrinking_list(name, a, b)))
                     hint = (f" (for a list built with `append`, preallocate an array and set "
                             f"`{name} = {name}.at[i].set(value)`)" if isinstance(a, list) else "")
                     raise ConversionError(message(

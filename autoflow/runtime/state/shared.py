@@ -56,6 +56,9 @@ class Shared:
                            else f"{labels[old] or 'a Variable'}[...]" for old in order)
             objects = [objects[i] for i in rest]
         k = len(self.attrs)
+        # iterators the statement advances with `next()` (refused when staged: `settle`)
+        self.iterators = tuple(lb or "an iterator" for o, lb in zip(objects, labels[k:])
+                               if type(o) not in _CONTAINERS and _is_iterator(o))
         kept = [(o, lb, k + i in self.escapes)
                 for i, (o, lb) in enumerate(zip(objects, labels[k:])) if type(o) in _CONTAINERS]
         self.escapes = tuple(i for i in self.escapes if i < k) + tuple(
@@ -184,6 +187,35 @@ class Shared:
             _set(o, n, write(current, v) if type(current) in _CONTAINERS else v)
 
 
+def _is_iterator(obj) -> bool:
+    """Is ``obj`` a Python iterator (a generator, ``iter(list)``...), whose ``next()``
+    changes it in place?"""
+    try:
+        return hasattr(type(obj), "__next__") and iter(obj) is obj
+    except Exception:  # (an object whose `__iter__` raises is no iterator)
+        return False
+
+
+def _refuse_iterators(shared, what, site):
+    """An iterator advanced by ``next()`` in a staged statement: its body is traced
+    once (a loop's), or both of its paths are (an ``if``'s), so ``next`` would not run
+    as often as Python runs it, and nothing would say so."""
+    if not shared._ready:
+        shared._setup()
+    if not shared.iterators:
+        return
+    label = shared.iterators[0]
+    why = ("the loop's body is traced once, so `next` would run once, not once per "
+           "iteration" if what == "loop" else "both paths of a traced `if` are traced, "
+           "so `next` would also run on the path not taken")
+    raise ConversionError(message(
+        site(), f"`{label}` is a Python iterator that this traced {what} advances with "
+        f"`next()`: {why}",
+        "Use an array and a traced index instead of the iterator (`xs = jnp.asarray("
+        "items)`, then `xs[i]` and `i = i + 1`), or make the condition static so that "
+        f"the {what} runs as Python."))
+
+
 class MoreState(Signal):
     """Internal: retrace a staged statement carrying more state."""
 
@@ -214,6 +246,7 @@ def settle(shared, attempt, known, what, site, retry=None):
     (it may change what the next attempt stages): then the statement is staged
     again.
     """
+    _refuse_iterators(shared, what, site)
     for _ in range(8):
         active = bool(shared)
         try:

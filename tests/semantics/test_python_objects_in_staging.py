@@ -1,0 +1,117 @@
+"""Python objects a staged statement would change in place, against eager Python.
+
+Both paths of a staged ``if`` are traced, and a staged loop's body is traced once: an
+iterator advanced with ``next()`` there would advance once (or on the path not taken),
+silently giving another answer than Python's. autoflow refuses it with its own error at
+the statement; run as Python (concrete conditions) it gives Python's answer. A traced
+value put in a set, a list a traced loop pops from and a list appended to on one path
+only get errors in the user's terms, whose advice, followed, gives Python's answer.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+from autoflow import ConversionError
+
+from ..error_cases import python_objects as po
+from ..test_errors import check_message
+
+
+def _raises(fn, *args, catch=ConversionError):
+    with pytest.raises(catch) as info:
+        autoflow.jit(fn)(*args)
+    return info.value
+
+
+@pytest.mark.parametrize("fn, arg, name, what", [
+    (po.iterator_in_while, 0.0, "it", "loop"),
+    (po.generator_in_if, 1.0, "gen", "`if`"),
+])
+def test_an_iterator_advanced_in_a_staged_statement_is_refused(fn, arg, name, what):
+    exc = _raises(fn, arg)
+    msg = check_message(exc, fn, names=[name], mentions=[f"this traced {what}", "next()"])
+    assert "xs[i]" in msg
+    # under vmap too (the statement is staged for the batch)
+    with pytest.raises(ConversionError):
+        jax.vmap(autoflow.convert(fn))(jnp.array([arg, arg + 1.0]))
+    # concrete: Python's statement, Python's answer
+    assert autoflow.convert(fn)(arg) == fn(arg)
+
+
+def test_the_iterator_advice_followed_gives_pythons_answer():
+    def indexed(x):
+        xs = jnp.asarray([1.0, 2.0, 3.0, 4.0, 5.0])
+        i = 0
+        while x < 7:
+            x = x + xs[i]
+            i = i + 1
+        return x
+
+    for x0 in (0.0, 2.5, 6.0, 9.0):
+        assert float(autoflow.jit(indexed)(x0)) == po.iterator_in_while(x0)
+    lanes = jnp.array([0.0, 2.5, 6.0, 9.0])
+    assert np.allclose(jax.vmap(autoflow.convert(indexed))(lanes),
+                       [po.iterator_in_while(float(v)) for v in lanes])
+
+
+def test_an_iterator_in_a_static_loop_runs_as_python():
+    def summed(x):
+        it = iter([1.0, 2.0, 3.0])
+        for _ in range(3):
+            x = x * 2.0 + next(it)
+        return x
+
+    assert float(autoflow.jit(summed)(1.0)) == summed(1.0)
+    assert float(jax.grad(autoflow.convert(summed))(1.0)) == 8.0
+
+
+def test_a_traced_value_in_a_set_is_a_type_error_in_the_users_terms():
+    exc = _raises(po.distinct_positives, jnp.array([1.0, 2.0, 1.0, -1.0]), catch=TypeError)
+    assert type(exc).__name__ == "UnhashableTracerError"
+    msg = check_message(exc, po.distinct_positives, names=["x"],
+                        mentions=["set", "seen.at[i].set(True)"])
+    assert "DynamicJaxprTracer" not in msg.splitlines()[0]
+
+
+def test_a_list_a_traced_loop_pops_from():
+    exc = _raises(po.popped_in_while, 0.0)
+    check_message(exc, po.popped_in_while, names=["stack"], mentions=["shrinks", "count"])
+
+
+def test_a_list_appended_on_one_path_and_its_advice():
+    xs = jnp.array([1.0, -2.0, 3.0])
+    exc = _raises(po.appended_on_one_path, xs)
+    msg = check_message(exc, po.appended_on_one_path, names=["out"],
+                        mentions=["out = out.at[count].set(item)", "count = count + 1"])
+    assert "out = jnp.zeros((capacity,), jnp.float32)" in msg
+
+    def buffered(xs):  # the advice, followed as written
+        out = jnp.zeros((3,), jnp.float32)
+        count = 0
+        for i in range(xs.shape[0]):
+            if xs[i] > 0:
+                out = out.at[count].set(xs[i])
+                count = count + 1
+        return out, count
+
+    out, count = autoflow.jit(buffered)(xs)
+    assert [float(v) for v in out[:int(count)]] == [float(v) for v in po.appended_on_one_path(xs)]
+
+
+def test_strings_made_on_two_paths_are_named_not_their_templates():
+    exc = _raises(po.labelled, 1.0)
+    msg = check_message(exc, po.labelled, names=["msg"], mentions=["a string made from traced"])
+    assert "{0}" not in msg
+
+
+def test_a_none_test_on_the_first_iteration_runs_as_python():
+    xs = jnp.array([3.0, 7.0, 2.0])
+    assert int(autoflow.jit(po.first_best)(xs)) == po.first_best(xs) == 1
+    batch = jnp.array([[3.0, 7.0, 2.0], [9.0, 1.0, 4.0]])
+    assert [int(v) for v in jax.vmap(autoflow.convert(po.first_best))(batch)] == [
+        po.first_best(row) for row in batch]
