@@ -37,6 +37,34 @@ def caller_site():
     return user_site(3)
 
 
+def key_orders(value):
+    """The key orders of the dicts in ``value`` (through lists, tuples and dicts), in
+    order: JAX flattens a dict in sorted key order and rebuilds it so, while Python
+    keeps the order the keys were added in (``keep_order`` puts it back)."""
+    out = []
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if type(v) is dict:
+            out.append(tuple(v))
+            todo.extend(reversed(list(v.values())))
+        elif type(v) in (list, tuple):
+            todo.extend(reversed(v))
+    return out
+
+
+def keep_order(value, like):
+    """``value`` (rebuilt from leaves: its dicts in sorted key order) with each dict's
+    keys in the order of the dict at its place in ``like``, which Python's statement
+    would have left (keys ``like`` lacks last, as they come)."""
+    if type(value) is dict and type(like) is dict:
+        keys = [k for k in like if k in value] + [k for k in value if k not in like]
+        return {k: keep_order(value[k], like[k]) if k in like else value[k] for k in keys}
+    if type(value) in (list, tuple) and type(like) is type(value) and len(like) == len(value):
+        return type(value)(keep_order(v, u) for v, u in zip(value, like))
+    return value
+
+
 def pack(value, n):
     """A function's carried return value as a tuple of ``n`` carries."""
     if n == 1:

@@ -8,6 +8,8 @@ branch or loop unchanged.
 
 from __future__ import annotations
 
+import math
+
 import threading
 
 import numpy as np
@@ -297,8 +299,39 @@ def promote(a, b):
         if da != db:
             raise TypeError(f"{da} and {db} have no common dtype")
         return da, False
-    dtype = np.dtype(jnp.result_type(weak_rep(da, wa), weak_rep(db, wb)))
-    return dtype, wa and wb
+    # (JAX's own flag: weak where the result's type comes from weak values only, as
+    # `True` against a weak `1` gives a weak int)
+    dtype, weak = jax.dtypes.result_type(weak_rep(da, wa), weak_rep(db, wb),
+                                         return_weak_type_flag=True)
+    return np.dtype(dtype), bool(weak)
+
+
+def _holds(dtype, value) -> bool:
+    """Does ``dtype`` hold Python number ``value`` (anything else: yes)?"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        if isinstance(value, float):
+            return True
+        info = np.iinfo(dt)
+        return int(info.min) <= value <= int(info.max)
+    if dt.kind == "f" and math.isfinite(value):
+        return abs(value) <= float(jnp.finfo(dt).max)
+    return True
+
+
+def promote_values(a, av, b, bv):
+    """``promote(av, bv)`` for values ``a`` and ``b`` (of those avals): where a Python
+    number among them does not fit the common type (``300`` against an int8 array,
+    ``1e6`` against float16), the type of a strong Python number instead, which holds
+    it (Python keeps its value on that path; the cast would change it)."""
+    dtype, weak = promote(av, bv)
+    if _holds(dtype, a) and _holds(dtype, b):
+        return dtype, weak
+    strong = [(v, (x[0], x[1], False) if not _holds(dtype, v) else x)
+              for v, x in ((a, av), (b, bv))]
+    return promote(strong[0][1], strong[1][1])
 
 
 def structure(x) -> str:

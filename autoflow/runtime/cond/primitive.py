@@ -32,9 +32,10 @@ from ..common.primitives import RunsForItsEffects, inexact, instantiate, quiet_c
 
 def _select(pred, a, b):
     a, b = jnp.asarray(a), jnp.asarray(b)
-    if a.dtype != b.dtype:  # only weak types can differ here: promote as NumPy would
-        dtype = jnp.result_type(a, b)
-        a, b = lax.convert_element_type(a, dtype), lax.convert_element_type(b, dtype)
+    if a.dtype != b.dtype:  # only weak types can differ here: promote as JAX would
+        dtype, weak = jax.dtypes.result_type(a, b, return_weak_type_flag=True)
+        convert = jx.convert_weak if weak else lax.convert_element_type
+        a, b = convert(a, dtype), convert(b, dtype)  # (weak both: 3 and 4.5 give a weak 4.5)
     if jx.typeof(a).weak_type != jx.typeof(b).weak_type:
         a, b = lax.convert_element_type(a, a.dtype), lax.convert_element_type(b, b.dtype)
     if jnp.ndim(pred) and jnp.ndim(pred) < jnp.ndim(a):  # a batched predicate (B,)

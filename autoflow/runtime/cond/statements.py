@@ -24,8 +24,8 @@ from ...core.origin import Site, message, user_site
 from ...errors import ConversionError
 from ..common import events
 from ..effects import path_condition, unset
-from ..common.carries import (RETURN_LABEL, Restart, caller_site, fill, free_names, join_parts, leaf_labels, log_fills, pack,
-                              parts_of, spec_of, unpack, with_state, cast_to)
+from ..common.carries import (RETURN_LABEL, Restart, caller_site, fill, free_names, join_parts, keep_order, key_orders,
+                              leaf_labels, log_fills, pack, parts_of, spec_of, unpack, with_state, cast_to)
 from .select_or_cond import GPU_SELECT
 from ..common.coupling import now
 from .primitive import stage_if
@@ -38,7 +38,7 @@ from ..state.snapshots import undoer
 from ..common.teach import reissuing
 from ..common.advice import appended_in_branch, value_advice
 from ..common.values import (UnboundVariableError, Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
-                             is_array_like, is_extended, promote, same_static, staged_block, structure,
+                             is_array_like, is_extended, promote_values, same_static, staged_block, structure,
                              concrete_truth, unflatten)
 
 
@@ -416,7 +416,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             if other is not None:
                 _compare(records["t"], records["f"])
             dyn = [x for x, m in zip(leaves, mask) if m]
-            dyn = [cast_to(x, targets[j]) if j in targets else x for j, x in enumerate(dyn)]
+            dyn = [cast_to(x, *targets[j]) if j in targets else x for j, x in enumerate(dyn)]
             dyn += [as_pred(bound[k]) if k in bound else jnp.bool_(True) for k in sorted(tracked)]
             if raises["both"]:
                 dyn.append(jnp.bool_(True) if ok is None else as_pred(ok))
@@ -454,6 +454,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                         a, b = a[0], b[0]  # (a list the branches change in place)
                     raise _branch_error(site(), name, returning, a, b, ta, tb, guard)
             raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree, guard)
+        if names is not None:
+            _same_key_orders(site, names, t_out, f[0])
         changes = {}
         j = 0
         for i, (a, b, ma, mb) in enumerate(zip(t_leaves, f_leaves, t_mask, f_mask)):
@@ -473,7 +475,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             if av[1] != bv[1]:
                 if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
                     raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
-                changes[j] = promote(av, bv)[0]
+                changes[j] = promote_values(a, av, b, bv)
             j += 1
         if changes and not targets:
             raise Restart(changes)
@@ -511,12 +513,28 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         dyn, defined = dyn[:-len(tracked)], dyn[-len(tracked):]
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
-    result = unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+    result = keep_order(unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)]),
+                        records["t"][0])
     if tracked:
         parts = parts_of(result, names)
         for k, flag in zip(sorted(tracked), defined):
             unset.bound_if(parts[k], names[k], flag)
     return result
+
+
+def _same_key_orders(site, names, t_out, f_out):
+    """A dict given its keys in another order on each path: Python's order (what
+    iterating it sees) would depend on the traced condition."""
+    for name, a, b in zip(names, parts_of(t_out, names), parts_of(f_out, names)):
+        ka, kb = key_orders(a), key_orders(b)
+        if ka != kb:
+            ta, tb = next((x, y) for x, y in zip(ka, kb) if x != y)
+            raise ConversionError(message(
+                site(), f"`{name}` gets its keys in another order on each path of this traced "
+                f"`if` ({list(ta)} when true, {list(tb)} when false): the order of a dict's "
+                "keys, which iterating it sees, cannot depend on a traced condition",
+                f"Give `{name}` its keys in one order on both paths (assign them in the same "
+                "order, or make the dict with every key before the `if`)."))
 
 
 def _free(record, names, unread):

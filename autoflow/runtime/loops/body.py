@@ -14,9 +14,10 @@ import jax.numpy as jnp
 from ...core.origin import message
 from ...errors import ConversionError
 from ..effects import unset
-from ..common.carries import LOOP, Restart, cast_to, join_parts, parts_of, placing, same_spec, spec_of
+from ..common.carries import (LOOP, Restart, cast_to, join_parts, keep_order, key_orders, parts_of, placing,
+                              same_spec, spec_of)
 from ..common.advice import growing_list, shrinking_list, static_bound, value_advice
-from ..common.values import (Undefined, aval_of, describe, flatten, is_array_like, is_extended, promote, same_static,
+from ..common.values import (Undefined, aval_of, describe, flatten, is_array_like, is_extended, promote_values, same_static,
                              staged_block, structure, unflatten)
 
 
@@ -143,7 +144,8 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
 
     def merge(dyn):
         it = iter(dyn)
-        return unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)])
+        return keep_order(unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)]),
+                          state)
 
     def body(k, dyn):
         merged = merge(dyn)
@@ -259,6 +261,15 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                         f"{structure(a)} before an iteration, {structure(b)} after it",
                         f"Keep `{name}` one structure across iterations{hint}, or make the "
                         "loop bound static so the loop runs as Python."))
+        for name, a, b in zip(names, parts_of(state, names), parts_of(new, names)):
+            if key_orders(a) != key_orders(b):
+                ka, kb = next((x, y) for x, y in zip(key_orders(a), key_orders(b)) if x != y)
+                raise ConversionError(message(
+                    site(), f"`{name}` has its keys in another order after an iteration of "
+                    f"this traced loop ({list(ka)} before it, {list(kb)} after): the order of "
+                    "a dict's keys, which iterating it sees, cannot change in a staged loop",
+                    f"Keep the order of `{name}`'s keys across iterations (assign to its keys "
+                    "instead of deleting them and adding them again)."))
         out, changes, reshaped = [], {}, []
         j = 0
         for i, (x, m) in enumerate(zip(new_leaves, mask)):
@@ -285,7 +296,7 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             # (a carry that started as a Python scalar stays weakly typed while the
             # body keeps it so: `s = 0.5; ... s = s * 1.01` times a float16 array is
             # float16, as in Python)
-            target, still_weak = promote(avals[j], (shape, dtype, weak))
+            target, still_weak = promote_values(leaves[i], avals[j], x, (shape, dtype, weak))
             if target == avals[j][1] and avals[j][2] and not still_weak \
                     and strengthened is not None:
                 strengthened.add(j)

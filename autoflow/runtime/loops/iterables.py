@@ -113,7 +113,8 @@ def _as_seq(it):
         if inner is None:
             return None
         s = it.start
-        return _Seq(inner.length, lambda k: (s + k, inner.item(k)),
+        # (the count is a Python int: weakly typed, as a range's items)
+        return _Seq(inner.length, lambda k: (_python_int(s + k), inner.item(k)),
                     None if inner.python is None else
                     _Again(lambda: builtins.enumerate(inner.python, s)), inner.traced_items)
     if isinstance(it, Zip):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -89,16 +90,38 @@ class TracedRange:
         """``(start, step, length)`` as arrays of one integer dtype."""
         traced_step = isinstance(self.step, Tracer) and is_traced(self.step)
         start, stop, step = (jnp.asarray(v) for v in (self.start, self.stop, self.step))
-        dtype = jnp.result_type(start, stop, step)
+        dtype = _index_dtype(jnp.result_type(start, stop, step))
         start, stop, step = (v.astype(dtype) for v in (start, stop, step))
         if not traced_step:
-            return start, step, jnp.maximum(0, (stop - start + step - jnp.sign(step)) // step)
+            return start, step, _length(start, stop, step)
         # A step of 0 raises ValueError when the compiled code runs (see `range`);
         # until then the loop runs no iteration (no division by zero).
         zero = step == 0
-        safe = jnp.where(zero, jnp.ones_like(step), step)
-        length = jnp.maximum(0, (stop - start + safe - jnp.sign(safe)) // safe)
+        length = _length(start, stop, jnp.where(zero, jnp.ones_like(step), step))
         return start, step, jnp.where(zero, jnp.zeros_like(length), length)
+
+
+def _length(start, stop, step):
+    """``len(range(start, stop, step))`` (a step other than 0), without overflow: the
+    span between the bounds in the unsigned type of their width holds every span of
+    two values of it (``range(-2**31 + 1, 2**31 - 1)``)."""
+    unsigned = jnp.dtype(f"uint{8 * start.dtype.itemsize}")
+    up = step > 0
+    low, high = jnp.where(up, start, stop), jnp.where(up, stop, start)
+    span = high.astype(unsigned) - low.astype(unsigned)
+    n = (span - 1) // jnp.where(up, step, -step).astype(unsigned) + 1
+    return jnp.where(high > low, n.astype(start.dtype), jnp.zeros_like(start))
+
+
+def _index_dtype(dtype):
+    """The integer type a traced range computes in: Python's range counts with ints of
+    any size, so the bounds' type only where it is signed and at least as wide as the
+    default integer (an unsigned bound would make a step of -1 its largest value, and a
+    narrow one overflow ``stop - start``: ``range(int8(-100), int8(100))``)."""
+    default = jnp.dtype(jax.dtypes.canonicalize_dtype(jnp.int_))
+    if jnp.issubdtype(dtype, jnp.signedinteger) and jnp.dtype(dtype).itemsize >= default.itemsize:
+        return dtype
+    return default
 
 
 def range(*args):  # noqa: A001 - mirrors the builtin

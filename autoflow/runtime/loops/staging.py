@@ -34,8 +34,8 @@ from ...errors import ConversionError
 from .. import jax as jx
 from ..effects import later, path_condition, raising, unset
 from . import debug, while_primitive
-from ..common.carries import (LOOP, Placeholders, Restart, cast_to, join_parts, leaf_labels, log_fills, logging_fills,
-                              parts_of, spec_of, zeros_of)
+from ..common.carries import (LOOP, Placeholders, Restart, cast_to, join_parts, keep_order, leaf_labels, log_fills,
+                              logging_fills, parts_of, spec_of, zeros_of)
 from ..cond.select_or_cond import loop_gate
 from ..state.reach import EMPTY, closure_cells
 from ..common.values import (Mixed, Tracer, Undefined, as_pred, aval_of, flatten, is_array_like, is_extended,
@@ -504,7 +504,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 for j, (dtype, weak) in changes.items():
                     i = dyn_index[j]
                     leaves[i] = cast_to(jnp.asarray(leaves[i]), dtype, weak)
-                state = unflatten(tree, leaves)
+                state = keep_order(unflatten(tree, leaves), state)
             continue
         if uses_while and not jx.primitives() and _reverse_mode() and any(
                 jx.is_linearize_tracer(x) for x in dyn):

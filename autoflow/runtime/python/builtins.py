@@ -122,6 +122,13 @@ def min(*args, **kwargs):  # noqa: A001
     return _extreme("min", args, kwargs, lambda v, best: v < best, jnp.nanmin)
 
 
+def _item_dtype(items):
+    """The dtype of Python's sum of ``items``' rows: theirs (``0 + int8`` is int8, and
+    wraps as the items' additions do), but for booleans (``0 + True`` is an int)."""
+    dtype = jnp.result_type(items)
+    return None if dtype == jnp.bool_ else dtype
+
+
 def sum(iterable, /, start=0):  # noqa: A001
     """``sum``; a traced array is summed over its leading axis in one op."""
     if iterable.__class__ is TracedRange:
@@ -133,11 +140,12 @@ def sum(iterable, /, start=0):  # noqa: A001
         if mapped is None:
             return _b.sum(iterable.values(jnp.zeros_like), start)
         masks, items = mapped
-        total = jnp.sum(jnp.where(_lanes(masks, items), items, jnp.zeros_like(items)), axis=0)
+        total = jnp.sum(jnp.where(_lanes(masks, items), items, jnp.zeros_like(items)), axis=0,
+                        dtype=_item_dtype(items))
         return total if isinstance(start, _b.int) and start == 0 and not isinstance(start, _b.bool) \
             else start + total
     if is_traced(iterable) and np.ndim(iterable) >= 1:
-        total = jnp.sum(iterable, axis=0)
+        total = jnp.sum(iterable, axis=0, dtype=_item_dtype(iterable))
         return total if isinstance(start, _b.int) and start == 0 and not isinstance(start, _b.bool) \
             else start + total
     return _b.sum(iterable, start)

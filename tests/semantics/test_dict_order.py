@@ -1,0 +1,107 @@
+"""The order of a dict's keys through staged statements, against eager Python.
+
+JAX flattens a dict in sorted key order and rebuilds it so; Python keeps the order the
+keys were added in, and iterating the dict (``list(d)``, ``d.values()``, a loop over it)
+sees that order. A dict carried through a traced ``if`` or loop keeps Python's order;
+one whose order would depend on a traced condition, or change in a staged loop, is
+autoflow's error at that statement.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+from autoflow import ConversionError
+
+
+def branch_writes(x):
+    d = {"w": x, "b": 2.0}
+    if x > 0:
+        d["w"] = x * 2
+    else:
+        d["b"] = -x
+    return jnp.stack(list(d.values()))
+
+
+def loop_writes(x):
+    d = {"w": x, "b": 2.0, "a": 1.0}
+    while d["w"] < 5:
+        d["w"] = d["w"] + 1
+    return jnp.stack([v * (k + 1) for k, v in enumerate(d.values())])
+
+
+def rebound_in_branch(x):
+    d = {"w": x, "b": 2.0}
+    if x > 0:
+        d = {"w": x * 3, "b": 1.0}
+    return jnp.stack(list(d.values()))
+
+
+def key_added_in_static_loop(x):
+    cfg = {"z": x}
+    for i in range(3):
+        if x > i:
+            cfg["z"] = cfg["z"] + 1
+    cfg["a"] = 1.0
+    return jnp.stack(list(cfg.values()))
+
+
+def nested_in_a_list(x):
+    ds = [{"y": x, "c": 0.0}]
+    for _ in range(2):
+        if x > 0:
+            ds[0]["y"] = ds[0]["y"] * 2
+        else:
+            ds[0]["c"] = ds[0]["c"] - x
+    return jnp.stack(list(ds[0].values()))
+
+
+PROGRAMS = [branch_writes, loop_writes, rebound_in_branch, key_added_in_static_loop,
+            nested_in_a_list]
+XS = jnp.array([1.0, -2.0, 7.0])
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_a_dict_keeps_pythons_key_order(fn):
+    for x in XS:
+        assert np.allclose(autoflow.jit(fn)(x), fn(x))
+    assert np.allclose(jax.vmap(autoflow.convert(fn))(XS), np.stack([fn(x) for x in XS]))
+    grad = jax.grad(lambda v: (autoflow.convert(fn)(v) * jnp.arange(1.0, 4.0)[:fn(v).size]).sum())
+    want = jax.grad(lambda v: (fn(v) * jnp.arange(1.0, 4.0)[:fn(v).size]).sum())
+    assert np.allclose(grad(1.5), want(1.5))
+
+
+def orders_differ(x):
+    d = {}
+    if x > 0:
+        d["a"] = x
+        d["b"] = 1.0
+    else:
+        d["b"] = 2.0
+        d["a"] = -x
+    return list(d.values())
+
+
+def reinserted(x):
+    d = {"w": x, "b": 2.0}
+    while x < 3:
+        x = x + 1
+        v = d.pop("w")
+        d["w"] = v + 1
+    return x
+
+
+def test_an_order_that_depends_on_the_path_is_an_error():
+    with pytest.raises(ConversionError, match=r"`d` gets its keys in another order"):
+        autoflow.jit(orders_differ)(-5.0)
+    assert autoflow.convert(orders_differ)(-5.0) == orders_differ(-5.0)  # concrete: Python
+
+
+def test_an_order_a_staged_loop_changes_is_an_error():
+    with pytest.raises(ConversionError, match=r"`d` has its keys in another order"):
+        autoflow.jit(reinserted)(0.0)
+    assert autoflow.convert(reinserted)(0.0) == reinserted(0.0)
