@@ -63,7 +63,7 @@ def _teaching(fn, fast=False):
     return hit[1]
 
 
-def _may_raise(fn) -> bool:
+def _may_raise(fn, _seen=None) -> bool:
     """Can a staged check fire in ``fn`` or the helpers it calls in its file (a
     ``raise``, ``assert`` or ``warn(...)`` in ``fn``, a read after a loop of a
     variable only the loop binds, or in a function or class of the same file
@@ -87,13 +87,43 @@ def _may_raise(fn) -> bool:
             return True
     if any("range(" in line and line.count(",", line.index("range(")) >= 2 for line in lines):
         return True  # a `range` with a step: a traced step of 0 raises ValueError at run time
-    if not any(line.lstrip().startswith(("raise", "assert", "while ", "for ", "if ")) or "warn(" in line
-               or any(word in line for word in _CHECKED_CALLS) for line in lines):
-        return False
-    try:
-        return _reaches_a_raise(code, lines)
-    except Exception:  # noqa: BLE001 - unreadable: keep the wrapper
-        return True
+    if any(line.lstrip().startswith(("raise", "assert", "while ", "for ", "if ")) or "warn(" in line
+           or any(word in line for word in _CHECKED_CALLS) for line in lines):
+        try:
+            if _reaches_a_raise(code, lines):
+                return True
+        except Exception:  # noqa: BLE001 - unreadable: keep the wrapper
+            return True
+    return _elsewhere_may_raise(fn, code, _seen if _seen is not None else set())
+
+
+def _elsewhere_may_raise(fn, code, seen) -> bool:
+    """May a function or class of another file of the user's that ``fn`` names (as a
+    global, or an attribute of a module it names: ``helpers.checked``) raise?"""
+    from .core.libraries import is_library_file
+
+    names, todo = set(), [code]
+    while todo:  # (the names its nested functions and lambdas read too)
+        c = todo.pop()
+        names.update(c.co_names)
+        todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    space = getattr(fn, "__globals__", None) or {}
+    for name in names:
+        value = space.get(name)
+        values = [getattr(value, n, None) for n in names] \
+            if isinstance(value, types.ModuleType) else [value]
+        for v in values:
+            target = inspect.unwrap(getattr(v, "__func__", v)) if callable(v) else None
+            other = getattr(getattr(target, "__code__", None), "co_filename", None) \
+                or getattr(inspect.getmodule(target), "__file__", None) if target is not None \
+                else None
+            if other is None or other == code.co_filename or is_library_file(other) \
+                    or id(target) in seen:
+                continue
+            seen.add(id(target))
+            if _may_raise(target, seen):
+                return True
+    return False
 
 
 # filename -> (its ast, {name: [(top-level def or class, raises?)]})

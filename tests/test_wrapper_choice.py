@@ -81,3 +81,52 @@ def test_a_function_that_reaches_no_raise_is_jax_jit_itself(module):
     assert float(f(jnp.float32(3.0))) == module.pure(3.0)
     assert float(f(jnp.float32(-3.0))) == module.pure(-3.0)
     assert type(autoflow.jit(module.uses_helper)).__name__ == "_Jitted"
+
+
+CALLER = '''
+import jax.numpy as jnp
+import wrapper_choice_mod as helpers
+from wrapper_choice_mod import check_positive, pure
+
+
+def from_import(x):
+    return check_positive(x) + 1.0
+
+
+def through_module(x):
+    return helpers.check_positive(x) * 2.0
+
+
+def in_a_lambda(x):
+    g = lambda v: check_positive(v)
+    return g(x)
+
+
+def only_pure(x):
+    return pure(x) + 1.0
+'''
+
+
+@pytest.fixture()
+def caller(module, tmp_path, monkeypatch):
+    """A file with no `raise` or `if` of its own, calling the helpers of another file."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "wrapper_choice_mod", module)
+    path = tmp_path / "wrapper_choice_caller.py"
+    path.write_text(CALLER)
+    return load_module(path)
+
+
+@pytest.mark.parametrize("name", ["from_import", "through_module", "in_a_lambda"])
+def test_a_raise_in_a_helper_of_another_file_is_re_raised_as_itself(caller, name):
+    f = autoflow.jit(getattr(caller, name))
+    assert float(f(jnp.float32(2.0))) == getattr(caller, name)(2.0)
+    with pytest.raises(ValueError, match="negative input"):
+        f(jnp.float32(-2.0)).block_until_ready()
+
+
+def test_a_helper_of_another_file_that_reaches_no_raise_keeps_jax_jit(caller):
+    f = autoflow.jit(caller.only_pure)
+    assert type(f).__name__ != "_Jitted"
+    assert float(f(jnp.float32(-3.0))) == caller.only_pure(-3.0)

@@ -137,6 +137,7 @@ class Inventory:
         self.item_writes = item_writes
         self.attrs = attrs
         self.attr_writes = attr_writes
+        self.set_attr = set_attr  # (`setattr`/`delattr`/`next` called by name)
         # Can a statement change state besides variables (activity.shared_state)?
         # Only the user's code can: the passes add no such writes.
         self.state_writes = bool(item_writes or attr_writes or attrs & MUTATING_METHODS
@@ -212,7 +213,7 @@ def _reductions(tree, ctx, inv):
 def _writes(tree, ctx, inv):
     # writes to attributes and items, mutating method calls, by statements;
     # rebindings of names declared global or nonlocal
-    if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS \
+    if inv.item_writes or inv.attr_writes or inv.attrs & MUTATING_METHODS or inv.set_attr \
             or inv.has(gast.Global, gast.Nonlocal):
         # (the names of the scopes around each nested def: none without one)
         enclosing = enclosing_names(tree) if inv.nested_scopes() else {}

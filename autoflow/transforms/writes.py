@@ -73,6 +73,10 @@ class Writes:
         self.outside = lambda name: name not in rebound
         free = set(self.ctx.free_names) | set(enclosing) | self.nonlocals | params | rebound
         self.is_global = lambda name: name in self.globals or name not in free
+        # a `for` loop's variables: `for p in pts: p.v = ...` writes objects that
+        # existed before the loop (the statement's own state cannot name them)
+        self.loop_names = {n for s in _local_nodes(fn.body) if isinstance(s, (gast.For, gast.AsyncFor))
+                           for n in target_names(s.target)}
         fn.body = self._block(fn.body)
 
     def _block(self, stmts):
@@ -122,11 +126,14 @@ class Writes:
 
     def _mark(self, obj, root, s, name=None):
         """``af.mutates(obj[, name])``, or ``af.mutates_global(...)`` when the
-        root of ``obj`` is a module global."""
-        extra = {} if name is None else {"NAME": gast.Constant(value=name, kind=None)}
+        root of ``obj`` is a module global (``name``: an attribute's name, or the
+        expression that gives it, ``setattr(o, key, v)``)."""
+        extra = {} if name is None else {
+            "NAME": name if isinstance(name, gast.AST) else gast.Constant(value=name, kind=None)}
         tail = ", NAME)" if name is not None else ")"
         if self.is_global(root.id):
-            label = gast.Constant(value=chain_text(obj), kind=None)
+            label = gast.Constant(value=chain_text(obj) if isinstance(obj, (gast.Name, gast.Attribute))
+                                  else f"{root.id}[...]", kind=None)
             return replace("AF.mutates_global(LABEL, OBJ" + tail, AF=self.ctx.af, LABEL=label,
                            OBJ=_load(obj), at=s, **extra)
         return replace("AF.mutates(OBJ" + tail, AF=self.ctx.af, OBJ=_load(obj), at=s, **extra)
@@ -160,13 +167,30 @@ class Writes:
         targets = [t for t in targets if isinstance(t, gast.Attribute)]
         for t in targets:
             root = _root_chain(t.value)
-            if root is not None and self.outside(root.id) and root.id != self.ctx.af:
-                key = chain_text(t) if isinstance(t.value, (gast.Name, gast.Attribute)) else None
-                if key is None or key in seen:
-                    continue
-                seen.add(key)
-                out += self._mark(t.value, root, s, t.attr)
+            if root is None or root.id == self.ctx.af:
+                continue
+            if isinstance(t.value, (gast.Name, gast.Attribute)):
+                if not (self.outside(root.id) or root.id in self.loop_names):
+                    continue  # (the statement's own state names it: `runtime.state`)
+                key = chain_text(t)
+            elif _pure(t.value):  # `items[0].v = x`: an object reached by index
+                key = gast.dump(t)
+            else:
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            out += self._mark(t.value, root, s, t.attr)
         expr = s.value if isinstance(s, gast.Expr) else None
+        if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) \
+                and expr.func.id == "setattr" and len(expr.args) == 3 \
+                and not isinstance(expr.args[1], gast.Constant) and _pure(expr.args[0]) \
+                and _pure(expr.args[1]):
+            # setattr(o, key, v) with the name in a variable (a constant one is
+            # `o.key = v` to the statement's own state)
+            root = _root_chain(expr.args[0])
+            if root is not None and root.id != self.ctx.af:
+                out += self._mark(expr.args[0], root, s, _load(expr.args[1]))
         if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute) \
                 and expr.func.attr in MUTATING_METHODS:
             obj = expr.func.value
@@ -178,6 +202,32 @@ class Writes:
                     and not self.ctx.is_module_name(root.id):
                 out += self._mark(obj, root, s)
         return out
+
+
+def _pure(node) -> bool:
+    """Is ``node`` names, attributes, constants and subscripts of them only (evaluated
+    twice, before a write and in it, with no effect)?"""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if not isinstance(n, (gast.Name, gast.Attribute, gast.Subscript, gast.Constant,
+                              gast.Tuple, gast.Slice, gast.expr_context, gast.UnaryOp,
+                              gast.USub)):
+            return False
+        append_children(n, todo)
+    return True
+
+
+def _local_nodes(stmts):
+    """The nodes of ``stmts``, nested scopes not entered."""
+    out, todo = [], list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, SCOPES):
+            continue
+        out.append(n)
+        append_children(n, todo)
+    return out
 
 
 def _declared(stmts):

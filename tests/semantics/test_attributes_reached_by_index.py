@@ -1,0 +1,90 @@
+"""Attributes written on objects that a staged statement reaches by index, through a
+``for`` loop's variable or with ``setattr`` and a name in a variable, against eager
+Python: the statement carries them (``af.mutates`` before the write), so the path not
+taken leaves them as they were and a traced loop sees each iteration's value (before,
+they were written while tracing: the path not taken's value, a leaked tracer, or a
+loop that never ended under ``vmap``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+
+def by_index_in_if(x):
+    b = Box(x)
+    items = [b]
+    if x > 1:
+        items[0].v = x * 5.0
+    return b.v
+
+
+def by_key_in_static_loop(x):
+    b = Box(x)
+    reg = {"b": b}
+    for _ in range(3):
+        if reg["b"].v < 5.0:
+            reg["b"].v = reg["b"].v + 2.0
+    return b.v
+
+
+def by_index_in_while(x):
+    b = Box(x)
+    items = [b]
+    n = 0
+    while items[0].v < 10.0:
+        items[0].v = items[0].v * 2
+        n += 1
+    return b.v, n
+
+
+def through_loop_variable(x):
+    pts = [Box(x), Box(2 * x)]
+    if x > 1:
+        for p in pts:
+            p.v = p.v * 10
+    return pts[0].v + pts[1].v
+
+
+def named_in_a_variable(x):
+    b = Box(0.0)
+    name = "v"
+    if x > 1:
+        setattr(b, name, x * 2)
+    return b.v
+
+
+PROGRAMS = [by_index_in_if, by_key_in_static_loop, by_index_in_while, through_loop_variable,
+            named_in_a_variable]
+XS = jnp.array([3.0, 20.0, 0.5])
+
+
+def _close(a, b):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(la) == len(lb) and all(np.allclose(x, y) for x, y in zip(la, lb))
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_an_attribute_reached_by_index_is_carried(fn):
+    for x in XS:
+        assert _close(autoflow.jit(fn)(x), fn(x)), x
+    lanes = jax.vmap(autoflow.convert(fn))(XS)
+    want = [fn(x) for x in XS]
+    assert _close(lanes, jax.tree_util.tree_map(lambda *v: jnp.stack(v), *want))
+
+
+@pytest.mark.parametrize("fn", [by_index_in_if, through_loop_variable, named_in_a_variable],
+                         ids=lambda f: f.__name__)
+def test_and_differentiated(fn):
+    for x in (0.5, 3.0):
+        assert np.allclose(jax.grad(autoflow.convert(fn))(x), jax.grad(fn)(x))
