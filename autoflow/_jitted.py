@@ -287,14 +287,15 @@ def _makes_strings(node) -> bool:
 def _raises(node, stringy=True) -> bool:
     """A ``raise``, an ``assert``, a ``warn(...)`` (an error where the filters say so), or a
     call whose traced form checks its arguments at run time (``_CHECKED_CALLS``; ``int``
-    of a string, where the code around makes strings: ``stringy``)."""
+    of a string or a float). (``stringy``: the code around makes strings.)"""
     if isinstance(node, (ast.Raise, ast.Assert)):
         return True
     if isinstance(node, ast.Call):
         f = node.func
         name = getattr(f, "attr", None) or getattr(f, "id", None)
-        if name == "int" and isinstance(f, ast.Name):
-            return stringy and bool(node.args) and not isinstance(node.args[0], ast.Constant)
+        if name == "int" and isinstance(f, ast.Name):  # (of a string, or of a float:
+            # NaN, an infinity or a value too large raise, as `math.trunc`'s)
+            return bool(node.args) and not isinstance(node.args[0], ast.Constant)
         if name in _MATH_CHECKED and isinstance(f, ast.Attribute):  # `math.sqrt`, not `jnp.sqrt`
             return isinstance(f.value, ast.Name) and f.value.id == "math"
         return name == "warn" or name in _CHECKED_NAMES

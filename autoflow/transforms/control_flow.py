@@ -112,7 +112,9 @@ class ControlFlow(LoopStatements):
             declared = set(getattr(fn, "af_nonlocal", ()))
         local = (set(self.sums.bound_block(fn.body)) | set(params)) - declared
         if user:
-            self.user_local = local
+            # (a parameter whose default is a list or dict made once, `acc=[]`: the
+            # object outlives the call, as module state does)
+            self.user_local = local - _mutable_defaults(fn)
             self.cells = frozenset(nested_free_names(fn) & local) if scopes else frozenset()
             self.called_cells = (frozenset(nested_nonlocal_names(fn) & local)
                                  if scopes and declarations else frozenset())
@@ -471,3 +473,14 @@ class ControlFlow(LoopStatements):
             if hasattr(n, "ctx"):
                 n.ctx = gast.Load()
         return new
+
+
+def _mutable_defaults(fn):
+    """The parameters of ``fn`` whose default is a list, dict or set display or call
+    (``acc=[]``, ``seen=set()``): one object for every call that does not pass them."""
+    args = fn.args
+    pairs = list(zip(args.args[len(args.args) - len(args.defaults):], args.defaults)) \
+        + [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return {a.id for a, d in pairs
+            if isinstance(d, (gast.List, gast.Dict, gast.Set)) or isinstance(d, gast.Call)
+            and isinstance(d.func, gast.Name) and d.func.id in ("list", "dict", "set")}

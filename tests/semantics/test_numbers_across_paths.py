@@ -107,3 +107,25 @@ def test_sum_of_a_traced_array_has_pythons_dtype(values, dtype):
         assert int(got) == int(want) == 2
     else:
         _same(got, want)
+
+
+def truncated(x):
+    if x != 0:
+        return int(x)
+    return 0
+
+
+@pytest.mark.parametrize("value, error", [(float("nan"), ValueError), (float("inf"), OverflowError),
+                                          (-float("inf"), OverflowError), (3e9, OverflowError)])
+def test_int_of_a_traced_float_raises_where_python_does(value, error):
+    with pytest.raises(error):
+        autoflow.jit(truncated)(jnp.float32(value)).block_until_ready()
+    if value != 3e9:  # (Python's int has no limit; int32 does)
+        with pytest.raises(error):
+            truncated(jnp.float32(value))
+
+
+def test_int_of_a_traced_float_truncates_as_python():
+    xs = jnp.array([2.7, -2.7, 0.0, 1e6], jnp.float32)
+    assert [int(autoflow.jit(truncated)(x)) for x in xs] == [truncated(x) for x in xs]
+    assert [int(v) for v in jax.vmap(autoflow.convert(truncated))(xs)] == [truncated(x) for x in xs]

@@ -48,7 +48,7 @@ from ..state.shared import Shared, settle
 from ..state.snapshots import contents
 from ..state.reach import entry_values, names_of, reachable
 from ..state.journal import journal
-from ..state.aliasing import kept
+from ..state.aliasing import kept, shared_places
 from ..state.scopes import recording
 from ..common.teach import reissuing, traced_shape_error
 from ..common.values import (Tracer, Undefined, as_pred, describe, flatten, is_array_like, is_traced,
@@ -91,6 +91,7 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
     # shared state the tracing overwrites), and come back in place when every
     # iteration keeps them (see `state.aliasing.kept`).
     keep = kept(pack(state, n))
+    places = shared_places(pack(state, n))  # (one list held at two places: checked below)
     aliased = keep.aliased(fns)
     if aliased:
         shared.extend((), aliased, names_of(names, pack(state, n)))
@@ -111,8 +112,11 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
             shared.snapshot()
 
         def checked(k, s):
+            before = flatten(pack(s, n))[0] if places else None  # (the body may write s)
             with recording(shared, names, fns, entry, frame) as rec:
                 out = step(k, s)
+            if places:
+                _same_places(places, before, flatten(pack(out, n))[0], names, caller_site)
             # (Carries come fresh from `lax` each trace: what existed before the
             # loop is what the initial state and the functions' closures reach.)
             more = rec.missing(shared, rec.found and reachable(entry))
@@ -161,6 +165,32 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
                         "loop", caller_site, peel)
     out = split(out)
     return unpack(keep.write_back(pack(out, n))) if keep.same else out
+
+
+def _same_places(places, before, after, names, site):
+    """A list or dict the state holds at two places (``shared_places``; ``before``,
+    ``after``: the leaves of the state an iteration starts from and gives): the body must
+    leave both places alike, as Python's one object is (a staged loop carries each
+    place apart: a change through one would not reach the other, and a loop whose
+    test reads the other place would run on and on)."""
+    la, lb = before, after
+    if len(la) != len(lb):
+        return
+    for i, j, path in places:
+        changed = lb[i] is not la[i], lb[j] is not la[j]
+        if changed == (False, False) or changed == (True, True) and lb[i] is lb[j]:
+            continue
+        key = path[0].idx if hasattr(path[0], "idx") else 0
+        label = (names[key] if key < len(names) else "a variable") \
+            + jax.tree_util.keystr(tuple(path[1:]))
+        raise ConversionError(message(
+            site(), f"`{label}` is a place of a list or dict that this loop's state holds "
+            "twice (one object at two places, as `[row, row]` holds `row`), and this traced "
+            "loop changes it through one place: a staged loop carries each place apart, so "
+            "the other would not see the change, as Python's one object would",
+            "Make the places separate lists where one object was not meant (`[[0.0] * k for "
+            "_ in range(m)]` instead of `[[0.0] * k] * m`), read and write it through one "
+            "place, or make the loop's bound static so the loop runs as Python."))
 
 
 def _peelable(cond_fn, kwargs):

@@ -369,6 +369,11 @@ def int(x=0, /, *args, **kwargs):  # noqa: A001
         from .strings import to_int
         return to_int(x, *args, **kwargs)
     if not args and not kwargs:
+        if is_traced(x) and np.size(x) == 1 and jnp.issubdtype(jnp.result_type(x), jnp.floating):
+            # Python's `int` of a float is `math.trunc`'s: ValueError for NaN,
+            # OverflowError for an infinity or a value the integer dtype cannot hold
+            from .floats import truncated
+            return truncated(jnp.asarray(x).reshape(()))
         out = _cast("int", x, _b.int)
         if out is not None:
             return out

@@ -351,3 +351,9 @@ def table():
     out = {n: _function(n) for n in _FUNCTIONS if hasattr(math, n)}
     out.update(isnan=jnp.isnan, isinf=jnp.isinf, isfinite=jnp.isfinite, isclose=_isclose_call)
     return out
+
+
+def truncated(x):
+    """``int(x)`` of a traced float: ``math.trunc``'s value and checks (Python's own
+    errors for NaN, an infinity, and an integer the default dtype cannot hold)."""
+    return _function("trunc")(x)

@@ -105,3 +105,42 @@ def _derives(out, inp, origins):
             return False
         out = hit[1]
     return False
+
+
+def shared_places(value):
+    """Pairs ``(i, j)`` of leaf indices of ``value`` (flattened as ``common.values.flatten``
+    does) that are one place of a list or dict that ``value`` holds twice (``grid = [row,
+    row]``: ``grid[0][0]`` and ``grid[1][0]``), each with the path of its second place;
+    ``[]`` when no list or dict is held twice (checked first, without paths)."""
+    import jax
+
+    from ..common.values import is_leaf
+
+    ids, todo, twice = set(), [value], False
+    while todo and not twice:
+        v = todo.pop()
+        if type(v) in _CONTAINERS:
+            twice = id(v) in ids
+            ids.add(id(v))
+        if type(v) in (list, tuple):
+            todo.extend(v)
+        elif type(v) is dict:
+            todo.extend(v.values())
+    if not twice:
+        return []
+    first, pairs = {}, []
+    for i, (path, _) in enumerate(jax.tree_util.tree_flatten_with_path(value, is_leaf=is_leaf)[0]):
+        obj = value
+        for depth, key in enumerate(path):
+            if type(obj) in _CONTAINERS:
+                place = (id(obj), jax.tree_util.keystr(tuple(path[depth:])))
+                if place in first and first[place] != i:
+                    pairs.append((first[place], i, path))
+                first.setdefault(place, i)
+            if hasattr(key, "idx") and type(obj) in (list, tuple):
+                obj = obj[key.idx]
+            elif hasattr(key, "key") and type(obj) is dict:
+                obj = obj[key.key]
+            else:
+                break
+    return pairs

@@ -163,7 +163,8 @@ class Shared:
                 label = where if i >= k else f"{where}.{self.attrs[i][1]}"
             raise ConversionError(message(
                 site(), f"`{label}` outlives this function (module-level or "
-                "closure state), and this traced statement would leave a traced "
+                "closure state, or a default argument's value), and this traced statement "
+                "would leave a traced "
                 "value in it, which is not valid once the compiled function returns",
                 f"Return the value instead of storing it in `{label}`, or make the "
                 "condition or loop bound static."))
