@@ -10,6 +10,8 @@ only get errors in the user's terms, whose advice, followed, gives Python's answ
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -115,3 +117,25 @@ def test_a_none_test_on_the_first_iteration_runs_as_python():
     batch = jnp.array([[3.0, 7.0, 2.0], [9.0, 1.0, 4.0]])
     assert [int(v) for v in jax.vmap(autoflow.convert(po.first_best))(batch)] == [
         po.first_best(row) for row in batch]
+
+
+@dataclasses.dataclass
+class Tagged:
+    a: jax.Array
+    n: int = 0
+
+
+jax.tree_util.register_dataclass(Tagged, data_fields=["a"], meta_fields=["n"])
+
+
+def retagged(x):
+    s = Tagged(x, 0)
+    if x > 0:
+        s = Tagged(x, 1)
+    return s.a * 2, s.n
+
+
+def test_a_static_field_that_differs_between_paths_is_named():
+    with pytest.raises(ConversionError, match=r"`s` is a `Tagged` on both paths.*static fields"):
+        autoflow.jit(retagged)(3.0)
+    assert autoflow.convert(retagged)(3.0) == retagged(3.0)  # concrete: Python

@@ -447,6 +447,9 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                     la, lb = flatten(a)[0], flatten(b)[0]
                     # (`returning` is False here but for a conditional expression
                     # carrying state, whose value is labelled `retval`)
+                    if len(la) == len(lb) and type(a) is type(b) \
+                            and type(a) not in (list, tuple, dict) and not returning:
+                        raise _static_fields_error(site(), name, a, ta, tb)
                     if len(la) == 1 and len(lb) == 1:
                         raise _branch_error(site(), name, returning, la[0], lb[0], guard=guard)
                     if type(a) is tuple and type(b) is tuple and len(a) == len(b) == 1 \
@@ -520,6 +523,19 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         for k, flag in zip(sorted(tracked), defined):
             unset.bound_if(parts[k], names[k], flag)
     return result
+
+
+def _static_fields_error(site, name, value, ta, tb):
+    """One pytree class on both paths, with as many arrays, but another static part
+    (a field marked ``pytree_node=False``, a module's metadata): a traced condition
+    cannot choose between two static values."""
+    cls = type(value).__name__
+    return ConversionError(message(
+        site, f"`{name}` is a `{cls}` on both paths of this traced `if`, but its static "
+        f"fields (those that are not arrays: `pytree_node=False`, metadata) differ: {ta} when "
+        f"true, {tb} when false; which one is chosen would depend on the traced condition",
+        f"Give `{name}` the same static fields on both paths, or make the field that differs "
+        "an array (a pytree node), which a traced condition can choose."))
 
 
 def _same_key_orders(site, names, t_out, f_out):

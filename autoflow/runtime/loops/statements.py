@@ -504,7 +504,14 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
             raise
         log.debug("autoflow: loop at %s runs as Python (%s: %s)", site(), type(e).__name__, e)
         events.note("for", f"python (unrolled: {type(e).__name__})")
+        rest = iter(seq.python)
+        for _ in builtins.range(start):
+            next(rest)
+        out = _python_for(rest, body, test, state, n, names, shared)
+        # (said once the unrolled loop has run: one that fails all the same raises its
+        # own error, with no warning about speed before it)
         _warn_unrolled(site(), seq.length, e)
+        return out
     rest = iter(seq.python)
     for _ in builtins.range(start):
         next(rest)
