@@ -30,6 +30,7 @@ from .select_or_cond import GPU_SELECT
 from ..common.coupling import now
 from .primitive import stage_if
 from ..effects.later import Deferred
+from ..loops import packed
 from ..effects.raising import Signal, StagedRaise, on_its_path
 from ..state.shared import Shared, settle
 from ..state.reach import closure_cells, names_of
@@ -158,15 +159,41 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
     keep = kept(operands if n == len(operands) else ())
     true_fn, false_fn = (keep.wrap(fn, lambda args: args, lambda out: pack(out, n))
                          for fn in (true_fn, false_fn))
+    # long lists the branches give back as one array each (see `loops.packed`)
+    lists = packed.positions(operands) if n is not None and n == len(operands) else {}
 
     def attempt(active):
+        nonlocal lists
+        if lists:
+            try:
+                return staged(active, lists)
+            except packed.Unpackable:
+                lists = {}
+                if active:
+                    shared.reset()
+        return staged(active, {})
+
+    def staged(active, lists):
         all_names, wrap, split = with_state(names, shared.snapshot() if active else shared,
                                             rebound=rebound)
         # The branches change the state's containers in place (each starts
         # from the snapshot): an append to one is an append, not a new list.
         keep.also = {id(o) for o in shared.objects} if active else set()
-        return split, _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
-                                      all_names, site, guard, unread, expression)
+        if not lists:
+            return split, _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
+                                          all_names, site, guard, unread, expression)
+
+        def packing(fn):
+            return lambda *args: unpack(packed.pack(pack(fn(*args), n), lists))
+
+        def unpacking(out):
+            if all_names is names:
+                return unpack(packed.unpack(pack(out, n), lists))
+            return packed.unpack(tuple(out[:n]), lists) + tuple(out[n:])
+
+        out = _stage_branches(cond, wrap(packing(true_fn)), wrap(packing(false_fn)), operands,
+                              all_names, site, guard, unread, expression)
+        return split, unpacking(out)
 
     try:
         split, result = settle(shared, attempt, lambda: names_of(names, operands) | free_names(

@@ -41,6 +41,7 @@ from ..effects import later
 from ..common.carries import caller_site, free_names, pack, unpack, with_state
 from ..cond.statements import traced_if
 from .body import CarryShapeError
+from . import packed
 from .staging import stage_loop
 from .ranges import TracedRange, range  # noqa: A004, F401 - (runtime.range)
 from ..state.writes import ModuleStateError
@@ -105,8 +106,20 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
                      originals)
     frame = sys._getframe()  # (for the loop's site in errors)
     peeled = None  # (the CarryShapeError that made the loop peel an iteration)
+    lists = packed.positions(pack(state, n))  # (long lists carried as arrays: `packed`)
 
     def attempt(active):
+        nonlocal lists
+        if lists:
+            try:
+                return staged(active, lists)
+            except packed.Unpackable:
+                lists = {}
+                if active:
+                    shared.reset()
+        return staged(active, {})
+
+    def staged(active, lists):
         entry = entry_values(fns, (state,))
         if active:
             shared.snapshot()
@@ -124,23 +137,33 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
                 raise more
             return out
 
+        def inner(s):  # (the packed lists as the body sees them: lists)
+            return unpack(packed.unpack(pack(s, n), lists)) if lists else s
+
+        def outer(s):
+            return unpack(packed.pack(pack(s, n), lists)) if lists else s
+
         if not active:
-            return (lambda out: out), stage_loop(kind, state, names, caller_site, step=checked,
-                                                  cond_fn=cond_fn, **kwargs)
+            out = stage_loop(kind, outer(state), names, caller_site,
+                             step=lambda k, s: outer(checked(k, inner(s))),
+                             cond_fn=None if cond_fn is None else lambda s: cond_fn(inner(s)),
+                             **kwargs)
+            return (lambda out: out), inner(out)
         all_names, _, split = with_state(names, shared, fns)
-        init = pack(state, n) + shared.values()
+        init = pack(outer(state), n) + shared.values()
 
         def step2(k, s):
             shared.assign(s[n:])
-            return pack(checked(k, unpack(s[:n])), n) + shared.values()
+            return pack(outer(checked(k, inner(unpack(s[:n])))), n) + shared.values()
 
         @shared.keeping  # (the test may run in the middle of the body: see `keeping`)
         def cond2(s):
             shared.assign(s[n:])
-            return cond_fn(unpack(s[:n]))
+            return cond_fn(inner(unpack(s[:n])))
 
-        return split, stage_loop(kind, init, all_names, caller_site, step=step2,
-                                 cond_fn=None if cond_fn is None else cond2, **kwargs)
+        out = stage_loop(kind, init, all_names, caller_site, step=step2,
+                         cond_fn=None if cond_fn is None else cond2, **kwargs)
+        return split, pack(inner(unpack(out[:n])), n) + tuple(out[n:])
 
     def peel(e):
         """Retry a loop whose carry changes shape (``e``) with its first iteration peeled."""

@@ -57,10 +57,48 @@ def _constant(items):
 
 _ITEM = (_b.int, _b.float, _b.bool, _b.complex, np.generic, np.ndarray, jax.Array)
 
-# id(list) -> (the list's items when it was stacked, the stacked array, the trace it
-# was made in): a table of traced items read again in the same trace is not stacked
-# again.
+# id(list) -> [(the list's items when it was stacked, the stacked array, the trace it
+# was made in), ...]: a table of traced items read again (its items the same objects) is
+# not stacked again.
 _STACKS = {}
+
+
+def _leaves_of(table):
+    """The items of a (nested) list or tuple, flat, in order."""
+    out = []
+    for v in table:
+        if isinstance(v, (list, tuple)):
+            out += _leaves_of(v)
+        else:
+            out.append(v)
+    return out
+
+
+def _around(trace):
+    """Is ``trace`` the current trace, or one it was started from (a branch's or a loop
+    body's parent)? (Only the current one where this JAX does not say.)"""
+    from ..jax import parent_trace
+
+    t = current_trace()
+    for _ in _b.range(64):
+        if t is None:
+            return False
+        if t is trace:
+            return True
+        t = parent_trace(t)
+    return False
+
+
+def remember_stack(table, arr):
+    """``arr`` is (nested) list ``table`` stacked, its items as they are now (rows of
+    ``arr``, written back by ``setitem_list`` or made by a packed loop carry): a read
+    or write of it at a traced index in this trace uses ``arr``, not a new stack."""
+    if _b.len(_STACKS) > 4096:
+        _STACKS.clear()
+    # (a few per list: a branch's write leaves the list as it was for the other branch)
+    entries = _STACKS.setdefault(id(table), [])
+    entries.insert(0, (_leaves_of(table), arr, current_trace()))
+    del entries[4:]
 
 
 def _stack(table):
@@ -71,6 +109,15 @@ def _stack(table):
     items = list(table)
     if not items:
         return None
+    leaves = None
+    for cached in _STACKS.get(id(table), ()) if isinstance(table, list) else ():
+        if not _around(cached[2]):
+            continue
+        # (the items are the rows of `cached[1]`, one by one: it is their stack, made in
+        # this trace or one this trace is nested in, a branch reading the table)
+        leaves = _leaves_of(table) if leaves is None else leaves
+        if _b.len(cached[0]) == _b.len(leaves) and _b.all(a is b for a, b in zip(cached[0], leaves)):
+            return cached[1]
     if _python_numbers(items):
         return _constant(items)
     if _b.all(isinstance(v, (list, tuple)) for v in items):
@@ -82,16 +129,9 @@ def _stack(table):
         return None
     if _b.len({np.shape(v) for v in items}) != 1:
         return None
-    trace = current_trace()
-    cached = _STACKS.get(id(table)) if isinstance(table, list) else None
-    if cached is not None and cached[2] is trace and _b.len(cached[0]) == _b.len(items) \
-            and _b.all(a is b for a, b in zip(cached[0], items)):
-        return cached[1]
     out = jnp.stack([jnp.asarray(v) for v in items])
     if isinstance(table, list) and any_traced(items):
-        if _b.len(_STACKS) > 256:
-            _STACKS.clear()
-        _STACKS[id(table)] = (items, out, trace)
+        remember_stack(table, out)
     return out
 
 
@@ -291,12 +331,20 @@ def is_table_row(x):
 
 
 def _write_back(x, arr):
-    """Put the items of ``arr`` into the (nested) list ``x``, in place."""
-    for k in _b.range(_b.len(x)):
-        if isinstance(x[k], list):
-            _write_back(x[k], arr[k])
-        else:
-            x[k] = arr[k]
+    """Put the items of ``arr`` into the (nested) list ``x``, in place (one ``unstack``
+    of ``arr``, flat, not a slice per item)."""
+    depth, v = 0, x
+    while isinstance(v, list) and v:
+        depth, v = depth + 1, v[0]
+    items = iter(jnp.unstack(jnp.reshape(arr, (-1,) + arr.shape[depth:])))
+
+    def put(level):
+        for k in _b.range(_b.len(level)):
+            if isinstance(level[k], list):
+                put(level[k])
+            else:
+                level[k] = next(items)
+    put(x)
 
 
 def _rows_distinct(x, seen=None):
@@ -342,6 +390,7 @@ def setitem_list(x, index, value, op, binops, path=()):
     else:
         arr = arr.at[at].set(binops[op](arr[at], value))
     _write_back(x, arr)
+    remember_stack(x, arr)  # (its items are the rows of `arr`: read again, not stacked)
     return x
 
 
