@@ -16,7 +16,6 @@ rule of ``cond.select_or_cond``). A branch that ends in ``raise`` does not fall 
 
 from __future__ import annotations
 
-import re
 
 import jax.numpy as jnp
 
@@ -24,8 +23,7 @@ from ...core.origin import Site, message, user_site
 from ...errors import ConversionError
 from ..common import events
 from ..effects import path_condition, unset
-from ..common.carries import (RETURN_LABEL, Restart, caller_site, fill, free_names, join_parts, keep_order, key_orders,
-                              leaf_labels, log_fills, pack, parts_of, spec_of, unpack, with_state, cast_to)
+from ..common.carries import (Restart, caller_site, fill, free_names, join_parts, keep_order, leaf_labels, log_fills, pack, parts_of, spec_of, unpack, with_state, cast_to)
 from .select_or_cond import GPU_SELECT
 from ..common.coupling import now
 from .primitive import stage_if
@@ -37,10 +35,9 @@ from ..state.reach import closure_cells, names_of
 from ..state.aliasing import kept
 from ..state.snapshots import undoer
 from ..common.teach import reissuing
-from ..common.advice import appended_in_branch, value_advice
-from ..common.values import (UnboundVariableError, Undefined, as_pred, aval_of, describe, flatten, in_staged_block,
-                             is_array_like, is_extended, promote_values, same_static, staged_block, structure,
-                             concrete_truth, unflatten)
+from .errors import branch_error, same_key_orders, static_fields_error
+from ..common.values import (UnboundVariableError, Undefined, as_pred, aval_of, flatten, in_staged_block,
+                             is_array_like, is_extended, promote_values, same_static, staged_block, concrete_truth, unflatten)
 
 
 def if_stmt(cond, true_fn, false_fn, operands=(), names=None, state=None, guard=False,
@@ -262,85 +259,6 @@ def _contents(v):
     return [id(x) for x in v] if type(v) is list else {id(x) for x in v}
 
 
-_RETVAL = re.compile(r"^retval(_\d+)?$")  # the flag early_exits makes for `return` in loops
-
-
-def _expression_error(site, t_value, f_value):
-    """A conditional expression ``a if c else b`` whose two values cannot be one array."""
-    from ..common.advice import _show
-
-    what = "this conditional expression (`a if c else b`)"
-    fit = value_advice("a if c else b", t_value, f_value, "if")
-    advice = fit[1].replace("`a if c else b` the same value on both paths",
-                            "both operands the same value").replace(
-        "`a if c else b`", "both operands") if fit is not None else (
-        "Give both values the same structure, shape and kind (pad, or use `jnp.where` on "
-        "arrays of one shape), or make the condition static.")
-    return ConversionError(message(
-        site, f"{what} gives {_show(t_value)} when the condition is true and "
-        f"{_show(f_value)} when it is false, and which one is chosen depends on a traced "
-        "condition, known only at run time", advice))
-
-
-def _branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=None, guard=False):
-    if returning == "expression":
-        if label is None or label in ("retval", "?", RETURN_LABEL):  # the expression's own value
-            return _expression_error(site, t_leaf, f_leaf)
-        returning = False  # state a branch changed (`log` of `log.append(...)`)
-    if label is not None and _RETVAL.match(label):
-        returning = True  # a `return` inside a loop: speak of return values
-    if returning:
-        if t_leaf is None or f_leaf is None:
-            side = "false" if (f_leaf is None) else "true"
-            return ConversionError(message(
-                site, "this function returns a value on one path and falls off its end "
-                f"(returning None) when this traced condition is {side}",
-                "Add a `return` with a value of the same shape to every path, "
-                "or make the condition static."))
-        if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
-            return ConversionError(message(
-                site, "this function returns a value on some paths and not on others "
-                "that depend on a traced value",
-                "Return a value of the same structure and shape on every path."))
-        return ConversionError(message(
-            site, "this function returns values that differ between paths that depend on a "
-            f"traced value: {structure(t_leaf)} on one, {structure(f_leaf)} on the other",
-            "Return values of the same structure and shape on every path."))
-    if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
-        side = "true" if isinstance(f_leaf, Undefined) else "false"
-        return ConversionError(message(
-            site, f"`{label}` is assigned only when the condition is {side}, "
-            "but it is used after this traced `if`",
-            f"Assign `{label}` before the `if`, or in both branches."))
-    if t_tree is not None and t_tree != f_tree:
-        # (`guard`: the `if` autoflow made around what follows a `break`, `continue` or
-        # `return` under a traced condition, true where that code runs)
-        sides = ("where the code after the `break`/`continue`/`return` runs",
-                 "where it stopped before") if guard else ("when true", "when false")
-        return ConversionError(message(
-            site, f"`{label}` has a different structure in the two branches of this traced `if`: "
-            f"{structure(t_leaf)} {sides[0]}, {structure(f_leaf)} {sides[1]}",
-            (appended_in_branch(label, _last_item(t_leaf, f_leaf))
-             if isinstance(t_leaf, list)
-             and isinstance(f_leaf, list) else
-             f"Give `{label}` the same structure (tuple/list/dict layout) in both branches.")))
-    fit = value_advice(label, t_leaf, f_leaf, "if")
-    if fit is not None:
-        return ConversionError(message(site, fit[0] + " (this `if` is traced)", fit[1]))
-    return ConversionError(message(
-        site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
-        f"{describe(f_leaf)} when it is false; a traced `if` needs the same shape "
-        "on both paths",
-        f"Make `{label}` the same shape in both branches (pad, or use `jnp.where` "
-        "on arrays of one shape), or make the condition static."))
-
-
-def _last_item(a, b):
-    """The last item of the longer of lists ``a`` and ``b`` (what a branch appended)."""
-    longer = a if len(a) >= len(b) else b
-    return longer[-1] if longer else None
-
-
 _NONE = object()  # a fill of None: the other path's value is None (a bare `return`)
 
 
@@ -465,7 +383,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
             if names is None:
-                raise _branch_error(site(), None, returning, t_out, f[0], t_tree, f_tree, guard)
+                raise branch_error(site(), None, returning, t_out, f[0], t_tree, f_tree, guard)
             t_parts = t_out if len(names) > 1 else (t_out,)
             f_parts = f[0] if len(names) > 1 else (f[0],)
             for name, a, b in zip(names, t_parts, f_parts):
@@ -476,16 +394,16 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                     # carrying state, whose value is labelled `retval`)
                     if len(la) == len(lb) and type(a) is type(b) \
                             and type(a) not in (list, tuple, dict) and not returning:
-                        raise _static_fields_error(site(), name, a, ta, tb)
+                        raise static_fields_error(site(), name, a, ta, tb)
                     if len(la) == 1 and len(lb) == 1:
-                        raise _branch_error(site(), name, returning, la[0], lb[0], guard=guard)
+                        raise branch_error(site(), name, returning, la[0], lb[0], guard=guard)
                     if type(a) is tuple and type(b) is tuple and len(a) == len(b) == 1 \
                             and type(a[0]) is list and type(b[0]) is list:
                         a, b = a[0], b[0]  # (a list the branches change in place)
-                    raise _branch_error(site(), name, returning, a, b, ta, tb, guard)
-            raise _branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree, guard)
+                    raise branch_error(site(), name, returning, a, b, ta, tb, guard)
+            raise branch_error(site(), "?", False, t_out, f[0], t_tree, f_tree, guard)
         if names is not None:
-            _same_key_orders(site, names, t_out, f[0])
+            same_key_orders(site, names, t_out, f[0])
         changes = {}
         j = 0
         for i, (a, b, ma, mb) in enumerate(zip(t_leaves, f_leaves, t_mask, f_mask)):
@@ -498,13 +416,13 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                                                            parts_of(f[0], names))
                                  if n == labels[i] and (isinstance(u, Deferred)
                                                         or isinstance(v, Deferred))), (a, b))
-                raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
+                raise branch_error(site(), labels[i], returning, a, b, guard=guard)
             av, bv = aval_of(a), aval_of(b)
             if av[0] != bv[0]:
-                raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
+                raise branch_error(site(), labels[i], returning, a, b, guard=guard)
             if av[1] != bv[1]:
                 if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
-                    raise _branch_error(site(), labels[i], returning, a, b, guard=guard)
+                    raise branch_error(site(), labels[i], returning, a, b, guard=guard)
                 changes[j] = promote_values(a, av, b, bv)
             j += 1
         if changes and not targets:
@@ -550,34 +468,6 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         for k, flag in zip(sorted(tracked), defined):
             unset.bound_if(parts[k], names[k], flag)
     return result
-
-
-def _static_fields_error(site, name, value, ta, tb):
-    """One pytree class on both paths, with as many arrays, but another static part
-    (a field marked ``pytree_node=False``, a module's metadata): a traced condition
-    cannot choose between two static values."""
-    cls = type(value).__name__
-    return ConversionError(message(
-        site, f"`{name}` is a `{cls}` on both paths of this traced `if`, but its static "
-        f"fields (those that are not arrays: `pytree_node=False`, metadata) differ: {ta} when "
-        f"true, {tb} when false; which one is chosen would depend on the traced condition",
-        f"Give `{name}` the same static fields on both paths, or make the field that differs "
-        "an array (a pytree node), which a traced condition can choose."))
-
-
-def _same_key_orders(site, names, t_out, f_out):
-    """A dict given its keys in another order on each path: Python's order (what
-    iterating it sees) would depend on the traced condition."""
-    for name, a, b in zip(names, parts_of(t_out, names), parts_of(f_out, names)):
-        ka, kb = key_orders(a), key_orders(b)
-        if ka != kb:
-            ta, tb = next((x, y) for x, y in zip(ka, kb) if x != y)
-            raise ConversionError(message(
-                site(), f"`{name}` gets its keys in another order on each path of this traced "
-                f"`if` ({list(ta)} when true, {list(tb)} when false): the order of a dict's "
-                "keys, which iterating it sees, cannot depend on a traced condition",
-                f"Give `{name}` its keys in one order on both paths (assign them in the same "
-                "order, or make the dict with every key before the `if`)."))
 
 
 def _free(record, names, unread):
