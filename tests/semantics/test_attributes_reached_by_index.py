@@ -88,3 +88,49 @@ def test_an_attribute_reached_by_index_is_carried(fn):
 def test_and_differentiated(fn):
     for x in (0.5, 3.0):
         assert np.allclose(jax.grad(autoflow.convert(fn))(x), jax.grad(fn)(x))
+
+
+class Counter:
+    def __init__(self):
+        self.n = jnp.int32(0)
+
+    def step(self, x):
+        if x > 0:
+            self.n = self.n + 1
+        return x * 2
+
+
+def _jitted_ways(c):
+    import functools
+
+    yield autoflow.jit(c.step)
+    yield autoflow.jit(functools.partial(Counter.step, c))
+    yield autoflow.jit(lambda x: c.step(x))
+
+
+def test_a_traced_value_left_in_an_object_that_outlives_the_call_is_an_error():
+    from autoflow import ConversionError
+
+    for k in range(3):
+        c = Counter()  # (a local object: no module state reaches it)
+        f = list(_jitted_ways(c))[k]
+        with pytest.raises(ConversionError, match=r"`Counter\.n` .*holds a traced value"):
+            f(jnp.float32(2.0))
+
+
+def test_an_object_made_inside_an_outer_trace_is_no_leak():
+    class Scaled:
+        def __init__(self, w):
+            self.w = w
+
+        def apply(self, x):
+            if x.sum() > 0:
+                return x * self.w
+            return x
+
+    @jax.jit
+    def outer(w, x):
+        return autoflow.jit(Scaled(w).apply)(x)
+
+    assert np.allclose(outer(2.0, jnp.ones(3)), 2.0)
+    assert np.allclose(outer(2.0, -jnp.ones(3)), -1.0)

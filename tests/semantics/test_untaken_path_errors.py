@@ -187,3 +187,58 @@ def test_errors_that_come_from_tracing_are_still_raised_while_tracing():
     assert int(tracer_error_on_the_other_path(jnp.int32(-1))) == -1
     with pytest.raises(jax.errors.TracerIntegerConversionError):
         autoflow.jit(tracer_error_on_the_other_path)(jnp.int32(1))
+
+
+class _Safe:
+    def inv(self, x):
+        if x == 0:
+            raise ZeroDivisionError("zero")
+        return 1 / x
+
+    def run(self, x):
+        try:
+            y = self.inv(x)
+        except ZeroDivisionError:
+            y = 0.0
+        return y
+
+
+def _checked_inv(x):
+    if x == 0:
+        raise ZeroDivisionError("zero")
+    return 1 / x
+
+
+def caller_catches(x):
+    try:
+        y = _checked_inv(x)
+    except ArithmeticError:
+        y = 0.0
+    return y
+
+
+def caller_catches_other(x):
+    try:
+        y = _checked_inv(x)
+    except KeyError:
+        y = 0.0
+    return y
+
+
+@pytest.mark.parametrize("fn", [_Safe().run, caller_catches], ids=["method", "function"])
+def test_a_traced_raise_that_a_callers_except_would_catch_is_an_error(fn):
+    with pytest.raises(ConversionError, match="an `except` around it would catch it"):
+        autoflow.jit(fn)(jnp.float32(0.0))
+    assert fn(jnp.float32(0.0)) == 0.0  # (Python's answer, which the staged raise cannot give)
+
+
+def test_an_except_of_another_type_lets_the_raise_stage():
+    f = autoflow.jit(caller_catches_other)
+    assert float(f(jnp.float32(2.0))) == 0.5
+    with pytest.raises(ZeroDivisionError, match="zero"):
+        f(jnp.float32(0.0)).block_until_ready()
+    # and the caller of the jitted function may catch it, as Python's caller would
+    try:
+        f(jnp.float32(0.0)).block_until_ready()
+    except ZeroDivisionError:
+        pass

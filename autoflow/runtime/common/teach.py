@@ -417,9 +417,12 @@ def teaching(fn):
     """``fn`` whose JAX tracing errors are re-issued in the user's terms (only
     while tracing: the wrapper runs when ``jax.jit`` traces, not per call)."""
     from ..python.strings import check_output
+    from ..state.reach import left_traced
 
-    # (a string made from traced values cannot leave `jit`)
-    return _reissuing(fn, check_output)
+    def check(out, f):
+        check_output(out, f)  # (a string made from traced values cannot leave `jit`)
+        left_traced(f)  # (nor a traced value stay in an object that outlives the call)
+    return _reissuing(fn, check)
 
 
 def _reissuing(fn, check=None):

@@ -27,6 +27,7 @@ user's exception itself (see ``api.jit``).
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 
 import jax
@@ -235,26 +236,39 @@ def exception(make, handlers=None):
     """``make()``, the exception a user's ``raise`` raises (see the module doc).
 
     ``handlers`` (a thunk) gives the exception types of the ``except`` clauses
-    around the ``raise`` in the same function: a traced ``raise`` they would
+    around the ``raise`` in the same function; an ``except`` of a caller in the traced
+    code is read from its source (``_caught_around``): a traced ``raise`` they would
     catch cannot keep Python's meaning, and is an error at trace time.
     """
     if not in_staged_block():
         return make()
     site = user_site(2)
-    if handlers is not None:
+    try:
+        made = make()
+    except Exception:  # (it needs run-time values: not known here)
+        made = None
+    caught = False
+    if handlers is not None and made is not None:
         try:
-            exc = make()
-            caught = isinstance(exc, handlers()) or isinstance(exc, type) and issubclass(
-                exc, handlers())
+            caught = isinstance(made, handlers()) or isinstance(made, type) and issubclass(
+                made, handlers())
         except Exception:
             caught = False
-        if caught:
-            raise ConversionError(message(
-                site, "this `raise` is on a path chosen by a traced condition, and an "
-                "`except` around it would catch it; a staged `raise` happens when the "
-                "compiled code runs, where `except` cannot catch it",
-                "Compute the fallback value without an exception (e.g. "
-                "`jnp.where(b == 0, 0.0, a / b)`), or make the condition static."))
+    if not caught and made is not None:
+        # an `except` of a caller in the traced code (`try: y = self.inv(x)`): the
+        # frames around this one, read from their source
+        try:
+            caught = _caught_around(made() if isinstance(made, type) else made,
+                                    sys._getframe(1))
+        except Exception:  # noqa: BLE001 - an exception class that needs arguments
+            caught = False
+    if caught:
+        raise ConversionError(message(
+            site, "this `raise` is on a path chosen by a traced condition, and an "
+            "`except` around it would catch it; a staged `raise` happens when the "
+            "compiled code runs, where `except` cannot catch it",
+            "Compute the fallback value without an exception (e.g. "
+            "`jnp.where(b == 0, 0.0, a / b)`), or make the condition static."))
     raise StagedRaise(make, site)
 
 

@@ -202,3 +202,60 @@ def reachable(todo):
                     nxt.extend(d.values())
         todo = nxt
     return seen
+
+
+def left_traced(fn):
+    """At the end of tracing ``fn`` for ``autoflow.jit``: an attribute of an object of the
+    user's that outlives the call (the object a method is bound to, one a closure or a
+    ``functools.partial`` holds) left holding a traced value (``self.n = self.n + 1`` in a
+    jitted method) is autoflow's error, not a tracer that fails later, far away."""
+    import inspect
+
+    import jax
+
+    from ...core.origin import Site, message
+    from ...errors import ConversionError
+    from .. import jax as jx
+    from ..common.values import Tracer
+
+    holders, target = [], fn
+    for _ in range(8):
+        if isinstance(target, functools.partial):
+            holders += [(v, "passed to `functools.partial`") for v in
+                        (*target.args, *target.keywords.values())]
+            target = target.func
+        elif getattr(target, "__self__", None) is not None \
+                and not isinstance(target.__self__, types.ModuleType):
+            holders.append((target.__self__, "the method is bound to"))
+            target = target.__func__
+        elif getattr(target, "__wrapped__", None) is not None:  # (autoflow's own wrappers)
+            target = target.__wrapped__
+        else:
+            break
+    code = getattr(inspect.unwrap(target), "__code__", None)
+    for cell in getattr(inspect.unwrap(target), "__closure__", None) or ():
+        try:
+            holders.append((cell.cell_contents, "the function closes over"))
+        except ValueError:  # (an empty cell)
+            pass
+    for obj, how in holders:
+        if isinstance(obj, (type, types.ModuleType, types.FunctionType)) \
+                or not _user_class(type(obj)):
+            continue
+        for attr, value in list(getattr(obj, "__dict__", {}).items()):
+            try:
+                leaves = jax.tree_util.tree_leaves(value)
+            except Exception:  # noqa: BLE001 - not a pytree: nothing traced in it
+                continue
+            # (a tracer of this trace: one of a trace around it was there before)
+            if any(isinstance(x, Tracer) and jx.of_current_trace(x) for x in leaves):
+                label = f"{type(obj).__name__}.{attr}"
+                site = Site(code.co_filename, code.co_firstlineno, None) if code else None
+                raise ConversionError(message(
+                    site, f"`{label}` (an attribute of the object {how}) holds a traced "
+                    "value when the jitted function returns: the object outlives the call, "
+                    "and a traced value is not valid after it (JAX would raise "
+                    "`UnexpectedTracerError` where it is next used)",
+                    f"Return the new value from the function and assign `{attr}` outside the "
+                    "jitted call, or pass the object in as an argument (a pytree: "
+                    "`jax.tree_util.register_dataclass`) and return it."))
