@@ -53,6 +53,9 @@ def _root_chain(node):
     while isinstance(node, gast.Attribute):
         parts.append(node)
         node = node.value
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+            and node.func.id == "type" and len(node.args) == 1:
+        return _root_chain(node.args[0])  # (`type(self).total`: reached from `self`)
     return node if isinstance(node, gast.Name) else None
 
 
@@ -210,6 +213,10 @@ def _pure(node) -> bool:
     todo = [node]
     while todo:
         n = todo.pop()
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "type" \
+                and len(n.args) == 1 and not n.keywords:
+            todo.append(n.args[0])  # (`type(self).total = v`: the class's attribute)
+            continue
         if not isinstance(n, (gast.Name, gast.Attribute, gast.Subscript, gast.Constant,
                               gast.Tuple, gast.Slice, gast.expr_context, gast.UnaryOp,
                               gast.USub)):

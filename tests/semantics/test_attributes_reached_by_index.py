@@ -134,3 +134,46 @@ def test_an_object_made_inside_an_outer_trace_is_no_leak():
 
     assert np.allclose(outer(2.0, jnp.ones(3)), 2.0)
     assert np.allclose(outer(2.0, -jnp.ones(3)), -1.0)
+
+
+class Registry:
+    total = 0.0
+
+    def add(self, x):
+        if x > 0:
+            type(self).total = type(self).total + x
+        return x
+
+
+def through_the_class(x):
+    o = Registry()
+    return o.add(x)
+
+
+def test_a_class_attribute_written_through_type_of_self_is_never_left_traced():
+    from autoflow import ConversionError
+
+    before = Registry.total
+    with pytest.raises(ConversionError, match="Registry.total"):
+        autoflow.jit(through_the_class)(jnp.float32(2.0))
+    Registry.total = before
+
+
+def test_a_frozen_dataclass_written_on_the_path_not_taken():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        a: object
+
+    def write(x):
+        o = Frozen(x)
+        if x > 0:
+            o.a = x * 2  # (FrozenInstanceError, where Python takes this path)
+        return o.a
+
+    assert float(autoflow.jit(write)(jnp.float32(-2.0))) == write(jnp.float32(-2.0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        write(jnp.float32(2.0))
+    with pytest.raises(Exception, match="cannot assign to field"):
+        jax.block_until_ready(autoflow.jit(write)(jnp.float32(2.0)))

@@ -65,6 +65,7 @@ from .paths import CHECKED, FULL_RANGE, MIN_JAX, NEWEST_TESTED, PATHS, Path, los
 from .texts import JAX_TEXTS, jax_error_argument, jax_error_wants_shape, jax_text, matches_jax_error, shows_tracer
 from .traces import (Tracer, check_custom_rules, check_reverse_mode, check_trace_thunk, current_trace, hide_frames_of,
                      is_concrete, is_constant, is_linearize_tracer, is_linearizing, is_symbolic_dim, of_current_trace,
+                     of_traces_around,
                      partially_evaluated,
                      parent_trace, source_here, trace_thunk_problem, tracing, use_public_trace_thunk)
 
@@ -112,7 +113,7 @@ __all__ = [
     "is_batched", "is_concrete", "is_constant", "is_drop_var", "is_high", "is_jit_wrapper", "is_linearize_tracer",
     "is_linearizing", "is_runtime_error", "is_symbolic_dim", "jax_error_argument", "jax_error_wants_shape",
     "jax_text", "jaxprs", "jit", "jit_options", "linear_values", "live_equations", "is_probe_axis", "lost", "matches_jax_error", "name_primitives", "new_eqn",
-    "of_current_trace", "output_sources", "parent_trace", "partially_evaluated", "path", "paths", "primitive_of", "primitives", "probe_axis", "raised_in_callback",
+    "of_current_trace", "of_traces_around", "output_sources", "parent_trace", "partially_evaluated", "path", "paths", "primitive_of", "primitives", "probe_axis", "raised_in_callback",
     "recheck", "residuals", "shows_tracer", "source_here", "subjaxprs", "texts", "trace_fn", "trace_thunk_problem",
     "traces", "tracing", "unname_primitives", "use_direct_lowering", "use_public_trace_thunk", "version",
     "while_cond_jaxpr", "with_inputs", *_LIVE,

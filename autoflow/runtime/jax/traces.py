@@ -75,6 +75,31 @@ def of_current_trace(x) -> bool:
     return trace is None or trace is _core.trace_ctx.trace
 
 
+def of_traces_around(x) -> bool:
+    """Is ``x`` no tracer, or a tracer of a trace the current one was started from (a
+    value of an enclosing trace, which code here may hold)? Not one of the current trace,
+    nor of a trace that has ended (a leaked tracer). Where this JAX does not say which
+    trace a tracer is of, or whose parent a trace is: yes, unless it is of this trace."""
+    if not isinstance(x, Tracer):
+        return True
+    trace = getattr(x, "_trace", None)
+    here = _core.trace_ctx.trace
+    if trace is None:
+        return True
+    if trace is here:
+        return False
+    t = parent_trace(here)
+    if t is None:
+        return True
+    for _ in range(64):
+        if t is None:
+            return False
+        if t is trace:
+            return True
+        t = parent_trace(t)
+    return False
+
+
 def is_constant(x) -> bool:
     """A constant while staging: not a tracer, or one of a jaxpr literal."""
     if not isinstance(x, Tracer):

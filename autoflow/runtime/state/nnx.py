@@ -22,15 +22,26 @@ def _get(obj, name, default=_NO_DEFAULT):
 
 
 def _set(obj, name, value):
+    """autoflow's own write of a carried attribute (putting it back, or as a path left
+    it): a frozen dataclass's refusal is for the user's writes, which run as Python's
+    on their path (``effects.raising.on_its_path``), not for these."""
+    import dataclasses
+
     with _writable(obj):
         if isinstance(value, Undefined):
             if hasattr(obj, name):
-                delattr(obj, name)
+                try:
+                    delattr(obj, name)
+                except dataclasses.FrozenInstanceError:
+                    object.__delattr__(obj, name)
             return
         if name == "value" and _is_variable(obj):
             obj.set_value(value)
             return
-        setattr(obj, name, value)
+        try:
+            setattr(obj, name, value)
+        except dataclasses.FrozenInstanceError:
+            object.__setattr__(obj, name, value)
 
 
 # Flax NNX Variables refuse writes made in a trace other than the one they were

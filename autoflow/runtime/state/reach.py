@@ -221,12 +221,12 @@ def left_traced(fn):
     holders, target = [], fn
     for _ in range(8):
         if isinstance(target, functools.partial):
-            holders += [(v, "passed to `functools.partial`") for v in
+            holders += [(v, "of an object passed to `functools.partial`") for v in
                         (*target.args, *target.keywords.values())]
             target = target.func
         elif getattr(target, "__self__", None) is not None \
                 and not isinstance(target.__self__, types.ModuleType):
-            holders.append((target.__self__, "the method is bound to"))
+            holders.append((target.__self__, "of the object the method is bound to"))
             target = target.__func__
         elif getattr(target, "__wrapped__", None) is not None:  # (autoflow's own wrappers)
             target = target.__wrapped__
@@ -235,24 +235,38 @@ def left_traced(fn):
     code = getattr(inspect.unwrap(target), "__code__", None)
     for cell in getattr(inspect.unwrap(target), "__closure__", None) or ():
         try:
-            holders.append((cell.cell_contents, "the function closes over"))
+            holders.append((cell.cell_contents, "of an object the function closes over"))
         except ValueError:  # (an empty cell)
             pass
+    # the user's classes (class attributes: `type(self).total = ...`) and objects that
+    # the function's module holds
+    space = getattr(inspect.unwrap(target), "__globals__", None) or {}
+    holders += [(v, "of a class or an object its module holds") for v in list(space.values())
+                if isinstance(v, type) and _user_class(v)
+                or not isinstance(v, (type, types.ModuleType, types.FunctionType))
+                and _user_class(type(v))]
     for obj, how in holders:
-        if isinstance(obj, (type, types.ModuleType, types.FunctionType)) \
+        if isinstance(obj, type):
+            if not _user_class(obj):
+                continue
+        elif isinstance(obj, (types.ModuleType, types.FunctionType)) \
                 or not _user_class(type(obj)):
             continue
         for attr, value in list(getattr(obj, "__dict__", {}).items()):
+            if attr.startswith("__") or callable(value) or isinstance(value, (
+                    property, staticmethod, classmethod)):
+                continue
             try:
                 leaves = jax.tree_util.tree_leaves(value)
             except Exception:  # noqa: BLE001 - not a pytree: nothing traced in it
                 continue
-            # (a tracer of this trace: one of a trace around it was there before)
-            if any(isinstance(x, Tracer) and jx.of_current_trace(x) for x in leaves):
-                label = f"{type(obj).__name__}.{attr}"
+            # (a tracer of this trace, or of one that has ended; one of a trace around
+            # this one was there before the call)
+            if any(isinstance(x, Tracer) and not jx.of_traces_around(x) for x in leaves):
+                label = f"{(obj if isinstance(obj, type) else type(obj)).__name__}.{attr}"
                 site = Site(code.co_filename, code.co_firstlineno, None) if code else None
                 raise ConversionError(message(
-                    site, f"`{label}` (an attribute of the object {how}) holds a traced "
+                    site, f"`{label}` (an attribute {how}) holds a traced "
                     "value when the jitted function returns: the object outlives the call, "
                     "and a traced value is not valid after it (JAX would raise "
                     "`UnexpectedTracerError` where it is next used)",
