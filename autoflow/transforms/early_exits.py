@@ -383,6 +383,12 @@ class EarlyExits:
                 names.append({e.id for e in h.type.elts})
             else:
                 names.append(None)  # `except:` or a computed type: not matched by name
+        for index, h in enumerate(s.handlers):
+            # a handler that re-raises (a bare `raise`) re-raises what it caught: it runs
+            # after the `try` here, where no exception is active; left to Python (a
+            # traced `raise` it would catch is autoflow's error at the `raise`)
+            if names[index] is not None and _reraises(h.body):
+                names[index] = None
         out, flags = {}, {}
         todo = list(s.body)
         while todo:
@@ -412,14 +418,33 @@ class EarlyExits:
             if isinstance(s, _SCOPES):
                 out.append(s)
                 continue
-            if (isinstance(s, gast.While) and not s.orelse
+            if (isinstance(s, gast.While)
                     and any(isinstance(n, gast.NamedExpr) for n in walk(s.test))):
                 # `while (v := f()) > 0:` binds `v` for the body: test at the top of
                 # the body instead (`while True: if not test: break`), so the
-                # binding happens where the body can see it.
-                guard = replace("if not TEST:\n    break", TEST=s.test, at=s)
+                # binding happens where the body can see it. Its `else:` runs where
+                # that test ended the loop (a flag), not after a `break` of the body.
+                ended = None
+                if s.orelse:
+                    ended = self.ctx.namer.unique("ended")
+                    guard = replace("if not TEST:\n    ENDED = True\n    break", TEST=s.test,
+                                    ENDED=gast.Name(id=ended, ctx=gast.Store(), annotation=None,
+                                                    type_comment=None), at=s)
+                else:
+                    guard = replace("if not TEST:\n    break", TEST=s.test, at=s)
                 s.body = guard + s.body
                 s.test = stamp(gast.Constant(value=True, kind=None), s)
+                if ended is not None:
+                    orelse, s.orelse = s.orelse, []
+                    out += replace("ENDED = False", ENDED=gast.Name(
+                        id=ended, ctx=gast.Store(), annotation=None, type_comment=None), at=s)
+                    for owner, field in _blocks(s):
+                        setattr(owner, field, self.lower_jumps(getattr(owner, field)))
+                    out += self._lower_loop(s)
+                    out += self.lower_jumps(replace("if ENDED:\n    pass", ENDED=gast.Name(
+                        id=ended, ctx=gast.Load(), annotation=None, type_comment=None), at=s))
+                    out[-1].body = self.lower_jumps(orelse)
+                    continue
             for owner, field in _blocks(s):
                 setattr(owner, field, self.lower_jumps(getattr(owner, field)))
             if isinstance(s, _LOOPS):
@@ -568,3 +593,17 @@ class EarlyExits:
         if kind is gast.Break:
             out[0].af_loop_guard = flag
         return out
+
+
+def _reraises(stmts) -> bool:
+    """Is there a bare ``raise`` in ``stmts`` (nested scopes and ``try`` statements,
+    which have exceptions of their own, not entered)?"""
+    todo = list(stmts)
+    while todo:
+        x = todo.pop()
+        if isinstance(x, _SCOPES) or (_TRY and isinstance(x, _TRY)):
+            continue
+        if isinstance(x, gast.Raise) and x.exc is None:
+            return True
+        append_children(x, todo)
+    return False

@@ -173,6 +173,13 @@ def path_condition():
     return _conjunction([*_base_entries(), *_path()])
 
 
+def raises_staged() -> int:
+    """How many staged ``raise`` gates stand before here on this path (one more after a
+    statement that staged a ``raise``: ``loops.statements.while_stmt`` then stages the
+    rest of a loop it ran as Python, whose end the ``raise`` decides)."""
+    return sum(isinstance(e, _NoRaise) for e in (*_base_entries(), *_path()))
+
+
 def raise_gate():
     """Where no staged ``raise`` before here (on this path) raised, or None if none
     was staged: a loop staged here runs only there."""

@@ -146,6 +146,15 @@ def _caught_around(exc, frame):
                     for h in node.handlers:
                         if h.type is None or _catches(h.type, exc, frame):
                             return True
+                if isinstance(node, ast.With) and node.body \
+                        and node.body[0].lineno <= line <= node.body[-1].end_lineno:
+                    # `with contextlib.suppress(E):` catches E
+                    for item in node.items:
+                        call = item.context_expr
+                        if isinstance(call, ast.Call) and (getattr(call.func, "attr", None) or getattr(
+                                call.func, "id", None)) == "suppress" and call.args \
+                                and _catches(ast.Tuple(elts=call.args, ctx=ast.Load()), exc, frame):
+                            return True
         frame = frame.f_back
     return False
 
@@ -265,8 +274,8 @@ def exception(make, handlers=None):
     if caught:
         raise ConversionError(message(
             site, "this `raise` is on a path chosen by a traced condition, and an "
-            "`except` around it would catch it; a staged `raise` happens when the "
-            "compiled code runs, where `except` cannot catch it",
+            "`except` around it would catch it (or a `contextlib.suppress`); a staged "
+            "`raise` happens when the compiled code runs, where `except` cannot catch it",
             "Compute the fallback value without an exception (e.g. "
             "`jnp.where(b == 0, 0.0, a / b)`), or make the condition static."))
     raise StagedRaise(make, site)

@@ -37,7 +37,7 @@ from ...core.caches import Bounded
 from ...core.origin import message
 from ...errors import ConversionError
 from ..common import events
-from ..effects import later
+from ..effects import later, path_condition
 from ..common.carries import caller_site, free_names, pack, unpack, with_state
 from ..cond.statements import traced_if
 from .body import CarryShapeError
@@ -312,11 +312,16 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
             events.note("while", "python")
             return unpack(state)
         previous = state
-        staged = later.count.staged
+        staged, gates = later.count.staged, path_condition.raises_staged()
         with watch() as last:
             state = pack(body(*state), n)
         if last is not None:
             last.effects = later.count.staged != staged
+        if path_condition.raises_staged() != gates:
+            # The iteration staged a `raise` on a traced condition: whether the loop
+            # goes on is known when the compiled code runs (Python would stop there).
+            # Stage the rest of it (it stops where the `raise` fires), not iterate on.
+            break
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     kwargs = dict(step=lambda k, s: unpack(pack(body(*pack(s, n)), n)),
                   cond_fn=lambda s: test(*pack(s, n)), max_iterations=max_iterations,
