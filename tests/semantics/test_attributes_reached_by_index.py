@@ -152,6 +152,10 @@ def through_the_class(x):
 
 def test_a_class_attribute_written_through_type_of_self_is_never_left_traced():
     from autoflow import ConversionError
+    from autoflow.runtime.jax import traces
+
+    if not traces._PARENT_TRACE:  # (a JAX whose traces do not say what they came from:
+        pytest.skip("this JAX does not say which trace a trace was started from")  # no check)
 
     before = Registry.total
     with pytest.raises(ConversionError, match="Registry.total"):
