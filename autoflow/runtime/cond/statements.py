@@ -159,17 +159,6 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
     # long lists the branches give back as one array each (see `loops.packed`)
     lists = packed.positions(operands) if n is not None and n == len(operands) else {}
 
-    def attempt(active):
-        nonlocal lists
-        if lists:
-            try:
-                return staged(active, lists)
-            except packed.Unpackable:
-                lists = {}
-                if active:
-                    shared.reset()
-        return staged(active, {})
-
     def staged(active, lists):
         all_names, wrap, split = with_state(names, shared.snapshot() if active else shared,
                                             rebound=rebound)
@@ -193,8 +182,9 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
         return split, unpacking(out)
 
     try:
-        split, result = settle(shared, attempt, lambda: names_of(names, operands) | free_names(
-            true_fn, false_fn), "`if`", site)
+        split, result = settle(shared, packed.attempting(lists, staged, shared.reset),
+                               lambda: names_of(names, operands) | free_names(true_fn, false_fn),
+                               "`if`", site)
         result = split(result)
         return unpack(keep.write_back(pack(result, n))) if keep.same else result
     except StagedRaise as r:

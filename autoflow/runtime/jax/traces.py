@@ -88,9 +88,16 @@ def of_traces_around(x) -> bool:
         return True
     if trace is here:
         return False
-    t = parent_trace(here)
-    if t is None:
+    if parent_trace(here) is None:
         return True
+    return encloses(trace, parent_trace(here))
+
+
+def encloses(trace, start=None) -> bool:
+    """Is ``trace`` the trace ``start`` (the current one by default), or one it was
+    started from (a branch's or loop body's parent, and theirs)? (Only ``start`` itself
+    where this JAX does not say.)"""
+    t = _core.trace_ctx.trace if start is None else start
     for _ in range(64):
         if t is None:
             return False

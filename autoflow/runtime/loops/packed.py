@@ -95,3 +95,21 @@ def _rows(arr, depth):
             return [next(items) for _ in range(shape[0])]
         return [level(shape[1:]) for _ in range(shape[0])]
     return level(arr.shape[:depth])
+
+
+def attempting(lists, staged, reset):
+    """A statement's ``attempt(active)`` for ``state.shared.settle``: ``staged(active,
+    lists)``, and, where a packed list came back as something else (``Unpackable``),
+    ``staged(active, {})`` from then on (``reset()`` puts the carried state back)."""
+    packing = {"lists": lists}
+
+    def attempt(active):
+        if packing["lists"]:
+            try:
+                return staged(active, packing["lists"])
+            except Unpackable:
+                packing["lists"] = {}
+                if active:
+                    reset()
+        return staged(active, {})
+    return attempt

@@ -108,17 +108,6 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
     peeled = None  # (the CarryShapeError that made the loop peel an iteration)
     lists = packed.positions(pack(state, n))  # (long lists carried as arrays: `packed`)
 
-    def attempt(active):
-        nonlocal lists
-        if lists:
-            try:
-                return staged(active, lists)
-            except packed.Unpackable:
-                lists = {}
-                if active:
-                    shared.reset()
-        return staged(active, {})
-
     def staged(active, lists):
         entry = entry_values(fns, (state,))
         if active:
@@ -184,7 +173,8 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
             kwargs["length"] = kwargs["length"] - 1
         return True
 
-    split, out = settle(shared, attempt, lambda: names_of(names, pack(state, n)) | free_names(*fns),
+    split, out = settle(shared, packed.attempting(lists, staged, shared.reset),
+                        lambda: names_of(names, pack(state, n)) | free_names(*fns),
                         "loop", caller_site, peel)
     out = split(out)
     return unpack(keep.write_back(pack(out, n))) if keep.same else out

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from ...core.origin import message, user_site
 from ...errors import ConversionError
-from ..jax import current_trace
+from ..jax import current_trace, encloses
 from ..common.values import any_traced, describe, is_array_like, is_extended, is_traced, structure
 
 
@@ -74,21 +74,6 @@ def _leaves_of(table):
     return out
 
 
-def _around(trace):
-    """Is ``trace`` the current trace, or one it was started from (a branch's or a loop
-    body's parent)? (Only the current one where this JAX does not say.)"""
-    from ..jax import parent_trace
-
-    t = current_trace()
-    for _ in _b.range(64):
-        if t is None:
-            return False
-        if t is trace:
-            return True
-        t = parent_trace(t)
-    return False
-
-
 def remember_stack(table, arr):
     """``arr`` is (nested) list ``table`` stacked, its items as they are now (rows of
     ``arr``, written back by ``setitem_list`` or made by a packed loop carry): a read
@@ -111,7 +96,7 @@ def _stack(table):
         return None
     leaves = None
     for cached in _STACKS.get(id(table), ()) if isinstance(table, list) else ():
-        if not _around(cached[2]):
+        if not encloses(cached[2]):
             continue
         # (the items are the rows of `cached[1]`, one by one: it is their stack, made in
         # this trace or one this trace is nested in, a branch reading the table)
