@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import gast
 
-from ..core.nodes import append_children, walk
+from ..core.nodes import walk
 from ..core.nodes import clone as nodes_clone
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_falling, bound_names, target_names
 from ..analysis.liveness import always_returns
+from .caught_raises import caught_raises
 from .util import (_LOOPS, _SCOPES, append_blocks, contains_return, holds_blocks, pure_test, stamp,
                    walk_local)
 
@@ -271,7 +272,7 @@ class EarlyExits:
         is_try = _TRY and isinstance(s, _TRY)
         if is_try and any(contains_return(x) for x in s.finalbody):
             return [s]  # a return in `finally` overrides: leave it to Python
-        caught = self._caught_raises(s) if is_try else {}
+        caught = caught_raises(s, self.ctx.namer) if is_try else {}
         if not caught and not any(contains_return(x) for x in s.body) and not (
                 is_try and any(contains_return(x) for h in s.handlers for x in h.body)
                 or is_try and any(contains_return(x) for x in s.orelse)):
@@ -368,48 +369,6 @@ class EarlyExits:
                                  RETURNED=returned, RETVAL=retval, at=s)
         return before + [s] + after
 
-    def _caught_raises(self, s):
-        """``raise E(...)`` statements of the ``try`` body that its first matching
-        ``except E:`` catches: ``{id(raise): (handler index, flag name)}``."""
-        if s.finalbody or type(s).__name__ != "Try":
-            return {}
-        names = []
-        for h in s.handlers:
-            if h.name is not None:
-                names.append(None)
-            elif isinstance(h.type, gast.Name):
-                names.append({h.type.id})
-            elif isinstance(h.type, gast.Tuple) and all(isinstance(e, gast.Name) for e in h.type.elts):
-                names.append({e.id for e in h.type.elts})
-            else:
-                names.append(None)  # `except:` or a computed type: not matched by name
-        for index, h in enumerate(s.handlers):
-            # a handler that re-raises (a bare `raise`) re-raises what it caught: it runs
-            # after the `try` here, where no exception is active; left to Python (a
-            # traced `raise` it would catch is autoflow's error at the `raise`)
-            if names[index] is not None and _reraises(h.body):
-                names[index] = None
-        out, flags = {}, {}
-        todo = list(s.body)
-        while todo:
-            x = todo.pop()
-            if isinstance(x, _SCOPES + _LOOPS) or (_TRY and isinstance(x, _TRY)):
-                continue
-            if isinstance(x, gast.Raise) and x.exc is not None and x.cause is None:
-                exc = x.exc.func if isinstance(x.exc, gast.Call) else x.exc
-                if isinstance(exc, gast.Name):
-                    for index, ns in enumerate(names):
-                        if ns is None:
-                            break  # an earlier clause might catch it: leave it
-                        if exc.id in ns:
-                            if index not in flags:
-                                flags[index] = self.ctx.namer.unique("caught")
-                            out[id(x)] = (index, flags[index])
-                            break
-                continue
-            append_children(x, todo)
-        return out
-
     # ---- break / continue -----------------------------------------------
     def lower_jumps(self, stmts):
         """Lower break/continue in every loop of ``stmts`` (innermost first)."""
@@ -420,31 +379,8 @@ class EarlyExits:
                 continue
             if (isinstance(s, gast.While)
                     and any(isinstance(n, gast.NamedExpr) for n in walk(s.test))):
-                # `while (v := f()) > 0:` binds `v` for the body: test at the top of
-                # the body instead (`while True: if not test: break`), so the
-                # binding happens where the body can see it. Its `else:` runs where
-                # that test ended the loop (a flag), not after a `break` of the body.
-                ended = None
-                if s.orelse:
-                    ended = self.ctx.namer.unique("ended")
-                    guard = replace("if not TEST:\n    ENDED = True\n    break", TEST=s.test,
-                                    ENDED=gast.Name(id=ended, ctx=gast.Store(), annotation=None,
-                                                    type_comment=None), at=s)
-                else:
-                    guard = replace("if not TEST:\n    break", TEST=s.test, at=s)
-                s.body = guard + s.body
-                s.test = stamp(gast.Constant(value=True, kind=None), s)
-                if ended is not None:
-                    orelse, s.orelse = s.orelse, []
-                    out += replace("ENDED = False", ENDED=gast.Name(
-                        id=ended, ctx=gast.Store(), annotation=None, type_comment=None), at=s)
-                    for owner, field in _blocks(s):
-                        setattr(owner, field, self.lower_jumps(getattr(owner, field)))
-                    out += self._lower_loop(s)
-                    out += self.lower_jumps(replace("if ENDED:\n    pass", ENDED=gast.Name(
-                        id=ended, ctx=gast.Load(), annotation=None, type_comment=None), at=s))
-                    out[-1].body = self.lower_jumps(orelse)
-                    continue
+                out += self.lower_jumps(_test_in_body(s, self.ctx.namer))
+                continue
             for owner, field in _blocks(s):
                 setattr(owner, field, self.lower_jumps(getattr(owner, field)))
             if isinstance(s, _LOOPS):
@@ -595,15 +531,23 @@ class EarlyExits:
         return out
 
 
-def _reraises(stmts) -> bool:
-    """Is there a bare ``raise`` in ``stmts`` (nested scopes and ``try`` statements,
-    which have exceptions of their own, not entered)?"""
-    todo = list(stmts)
-    while todo:
-        x = todo.pop()
-        if isinstance(x, _SCOPES) or (_TRY and isinstance(x, _TRY)):
-            continue
-        if isinstance(x, gast.Raise) and x.exc is None:
-            return True
-        append_children(x, todo)
-    return False
+def _test_in_body(loop, namer):
+    """``while (v := f()) > 0:`` binds ``v`` for the body: the test moves to the top of
+    the body (``while True: if not test: break``), so that the binding happens where the
+    body can see it. An ``else:`` runs where that test ended the loop (a flag), not after
+    a ``break`` of the body. The statements to lower in its place."""
+    if not loop.orelse:
+        loop.body = replace("if not TEST:\n    break", TEST=loop.test, at=loop) + loop.body
+        loop.test = stamp(gast.Constant(value=True, kind=None), loop)
+        return [loop]
+    ended = namer.unique("ended")
+
+    def flag(ctx):
+        return gast.Name(id=ended, ctx=ctx, annotation=None, type_comment=None)
+    loop.body = replace("if not TEST:\n    ENDED = True\n    break", TEST=loop.test,
+                        ENDED=flag(gast.Store()), at=loop) + loop.body
+    loop.test = stamp(gast.Constant(value=True, kind=None), loop)
+    orelse, loop.orelse = loop.orelse, []
+    tail = replace("if ENDED:\n    pass", ENDED=flag(gast.Load()), at=loop)
+    tail[0].body = orelse
+    return replace("ENDED = False", ENDED=flag(gast.Store()), at=loop) + [loop] + tail
