@@ -43,7 +43,7 @@ import gast
 from ..analysis.activity import MUTATING_METHODS, SCOPES, bound_names, chain_text, target_names
 from ..core.nodes import append_children
 from ..core.templates import replace
-from .util import param_names
+from .util import param_names, walk_local
 
 
 def _root_chain(node):
@@ -78,7 +78,7 @@ class Writes:
         self.is_global = lambda name: name in self.globals or name not in free
         # a `for` loop's variables: `for p in pts: p.v = ...` writes objects that
         # existed before the loop (the statement's own state cannot name them)
-        self.loop_names = {n for s in _local_nodes(fn.body) if isinstance(s, (gast.For, gast.AsyncFor))
+        self.loop_names = {n for s in walk_local(fn) if isinstance(s, (gast.For, gast.AsyncFor))
                            for n in target_names(s.target)}
         fn.body = self._block(fn.body)
 
@@ -223,18 +223,6 @@ def _pure(node) -> bool:
             return False
         append_children(n, todo)
     return True
-
-
-def _local_nodes(stmts):
-    """The nodes of ``stmts``, nested scopes not entered."""
-    out, todo = [], list(stmts)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, SCOPES):
-            continue
-        out.append(n)
-        append_children(n, todo)
-    return out
 
 
 def _declared(stmts):

@@ -165,21 +165,15 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
         # The branches change the state's containers in place (each starts
         # from the snapshot): an append to one is an append, not a new list.
         keep.also = {id(o) for o in shared.objects} if active else set()
-        if not lists:
-            return split, _stage_branches(cond, wrap(true_fn), wrap(false_fn), operands,
-                                          all_names, site, guard, unread, expression)
 
-        def packing(fn):
-            return lambda *args: unpack(packed.pack(pack(fn(*args), n), lists))
-
-        def unpacking(out):
-            if all_names is names:
-                return unpack(packed.unpack(pack(out, n), lists))
-            return packed.unpack(tuple(out[:n]), lists) + tuple(out[n:])
+        def packing(fn):  # (the branch gives the packed lists back as arrays)
+            return fn if not lists else lambda *args: packed.pack(fn(*args), n, lists)
 
         out = _stage_branches(cond, wrap(packing(true_fn)), wrap(packing(false_fn)), operands,
                               all_names, site, guard, unread, expression)
-        return split, unpacking(out)
+        if lists and all_names is not names:  # (the statement's state after its variables)
+            return split, pack(packed.unpack(unpack(out[:n]), n, lists), n) + tuple(out[n:])
+        return split, packed.unpack(out, n, lists)
 
     try:
         split, result = settle(shared, packed.attempting(lists, staged, shared.reset),

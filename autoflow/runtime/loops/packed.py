@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from ..common.carries import pack as variables, unpack as one_value
 from ..common.values import aval_of, is_array_like
 from ..effects.raising import Signal
 
@@ -59,36 +60,44 @@ def positions(values):
     return out
 
 
-def pack(values, where):
-    """``values`` with the lists at ``where`` stacked (``Unpackable`` where one is not
-    a list of the lengths it was packed with)."""
+def pack(value, n, where):
+    """``value`` (a statement's ``n`` variables, as ``carries.pack`` takes them) with the
+    lists at ``where`` stacked (``Unpackable`` where one is not a list of the lengths it
+    was packed with); ``value`` itself where ``where`` is empty."""
     from ..python.tables import stacked
 
-    out = list(values)
+    if not where:
+        return value
+    out = list(variables(value, n))
     for j, lengths in where.items():
         found = _shape(out[j])
         if found is None or found[0] != lengths \
                 or len({aval_of(x)[0] for x in found[1]}) != 1:
             raise Unpackable()
         out[j] = stacked(out[j], "this loop carries")
-    return tuple(out)
+    return one_value(tuple(out))
 
 
-def unpack(values, where):
-    """``values`` with the arrays at ``where`` made lists of their rows again."""
+def unpack(value, n, where):
+    """``value`` (as ``pack`` gives it) with the arrays at ``where`` made lists of their
+    rows again."""
     from ..python.tables import remember_stack
 
-    out = list(values)
+    if not where:
+        return value
+    out = list(variables(value, n))
     for j, lengths in where.items():
         arr = jnp.asarray(out[j])
         out[j] = _rows(arr, len(lengths))
         remember_stack(out[j], arr)
-    return tuple(out)
+    return one_value(tuple(out))
 
 
 def _rows(arr, depth):
-    """``arr``'s items as nested lists ``depth`` deep (one ``unstack`` of it, flat)."""
-    items = iter(jnp.unstack(jnp.reshape(arr, (-1,) + arr.shape[depth:])))
+    """``arr``'s items as nested lists ``depth`` deep."""
+    from ..python.tables import unstacked
+
+    items = unstacked(arr, depth)
 
     def level(shape):
         if len(shape) == 1:

@@ -127,10 +127,10 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
             return out
 
         def inner(s):  # (the packed lists as the body sees them: lists)
-            return unpack(packed.unpack(pack(s, n), lists)) if lists else s
+            return packed.unpack(s, n, lists)
 
         def outer(s):
-            return unpack(packed.pack(pack(s, n), lists)) if lists else s
+            return packed.pack(s, n, lists)
 
         if not active:
             out = stage_loop(kind, outer(state), names, caller_site,
@@ -186,12 +186,11 @@ def _same_places(places, before, after, names, site):
     leave both places alike, as Python's one object is (a staged loop carries each
     place apart: a change through one would not reach the other, and a loop whose
     test reads the other place would run on and on)."""
-    la, lb = before, after
-    if len(la) != len(lb):
+    if len(before) != len(after):
         return
     for i, j, path in places:
-        changed = lb[i] is not la[i], lb[j] is not la[j]
-        if changed == (False, False) or changed == (True, True) and lb[i] is lb[j]:
+        changed = after[i] is not before[i], after[j] is not before[j]
+        if changed == (False, False) or changed == (True, True) and after[i] is after[j]:
             continue
         key = path[0].idx if hasattr(path[0], "idx") else 0
         label = (names[key] if key < len(names) else "a variable") \
@@ -290,7 +289,8 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
     shared, state = state, _loop_state(init)
     previous = None  # the state before the last iteration run as Python
     # (and `last`, under a trace: what that iteration wrote besides the carries)
-    watch = journal if under_trace() else contextlib.nullcontext
+    tracing = under_trace()
+    watch = journal if tracing else contextlib.nullcontext
     while True:
         tested = later.count.staged
         with watch() as in_test:
@@ -302,16 +302,17 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
             events.note("while", "python")
             return unpack(state)
         previous = state
-        staged, gates = later.count.staged, path_condition.raises_staged()
+        staged = later.count.staged
+        gates = path_condition.raises_staged() if tracing else 0
         with watch() as last:
             state = pack(body(*state), n)
         if last is not None:
             last.effects = later.count.staged != staged
-        if path_condition.raises_staged() != gates:
-            # The iteration staged a `raise` on a traced condition: whether the loop
-            # goes on is known when the compiled code runs (Python would stop there).
-            # Stage the rest of it (it stops where the `raise` fires), not iterate on.
-            break
+            if last.effects and path_condition.raises_staged() != gates:
+                # The iteration staged a `raise` on a traced condition: whether the loop
+                # goes on is known when the compiled code runs (Python would stop
+                # there). Stage the rest of it (it stops where the `raise` fires).
+                break
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     kwargs = dict(step=lambda k, s: unpack(pack(body(*pack(s, n)), n)),
                   cond_fn=lambda s: test(*pack(s, n)), max_iterations=max_iterations,

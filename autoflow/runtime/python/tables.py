@@ -315,13 +315,19 @@ def is_table_row(x):
     return levels is not None and levels[0] == "list"
 
 
+def unstacked(arr, depth):
+    """The items of ``arr`` below its first ``depth`` axes, in order, from one ``unstack``
+    (not a slice per item)."""
+    return iter(jnp.unstack(jnp.reshape(arr, (-1,) + arr.shape[depth:])))
+
+
 def _write_back(x, arr):
     """Put the items of ``arr`` into the (nested) list ``x``, in place (one ``unstack``
     of ``arr``, flat, not a slice per item)."""
     depth, v = 0, x
     while isinstance(v, list) and v:
         depth, v = depth + 1, v[0]
-    items = iter(jnp.unstack(jnp.reshape(arr, (-1,) + arr.shape[depth:])))
+    items = unstacked(arr, depth)
 
     def put(level):
         for k in _b.range(_b.len(level)):

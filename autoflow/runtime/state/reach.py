@@ -209,8 +209,6 @@ def left_traced(fn):
     user's that outlives the call (the object a method is bound to, one a closure or a
     ``functools.partial`` holds) left holding a traced value (``self.n = self.n + 1`` in a
     jitted method) is autoflow's error, not a tracer that fails later, far away."""
-    import inspect
-
     import jax
 
     from ...core.origin import Site, message
@@ -232,15 +230,12 @@ def left_traced(fn):
             target = target.__wrapped__
         else:
             break
-    code = getattr(inspect.unwrap(target), "__code__", None)
-    for cell in getattr(inspect.unwrap(target), "__closure__", None) or ():
-        try:
-            holders.append((cell.cell_contents, "of an object the function closes over"))
-        except ValueError:  # (an empty cell)
-            pass
+    code = getattr(target, "__code__", None)
+    holders += [(value, "of an object the function closes over")
+                for _, _, value in closure_cells([target], 0) if value is not EMPTY]
     # the user's classes (class attributes: `type(self).total = ...`) and objects that
     # the function's module holds
-    space = getattr(inspect.unwrap(target), "__globals__", None) or {}
+    space = getattr(target, "__globals__", None) or {}
     holders += [(v, "of a class or an object its module holds") for v in list(space.values())
                 if isinstance(v, type) and _user_class(v)
                 or not isinstance(v, (type, types.ModuleType, types.FunctionType))
