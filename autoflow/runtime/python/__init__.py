@@ -21,12 +21,14 @@ from .builtins import all, any, bit_count, bit_length, bool, count, float, index
 from .calls import bound, call, converted, truth
 from .comprehensions import filtered, generated, len  # noqa: A004
 from .logical import and_, compare, contains, not_, or_, python_condition, python_operand
-from .match import match_is, match_subject
+from .match import (match_attribute, match_class, match_is, match_mapping, match_mapping_rest, match_rest,
+                    match_sequence, match_subject)
 from .strings import ascii, bin, chr, format, fstring, hex, join, oct, ord, percent, repr, str  # noqa: A004
 from .tables import get, getitem
 
 __all__ = ["all", "and_", "any", "ascii", "bin", "bit_count", "bit_length", "bool", "bound", "call", "chr",
            "compare", "contains", "converted", "count", "filtered", "float", "format", "fstring", "generated",
-           "get", "getitem", "hex", "index", "int", "join", "len", "match_is", "match_subject", "max", "min",
+           "get", "getitem", "hex", "index", "int", "join", "len", "match_attribute", "match_class", "match_is", "match_mapping",
+           "match_mapping_rest", "match_rest", "match_sequence", "match_subject", "max", "min",
            "not_", "oct", "or_", "ord", "percent", "python_condition", "python_operand", "repr", "sort",
            "sorted", "str", "sum", "truth"]
