@@ -1,10 +1,8 @@
 """``match`` statements.
 
-A ``match`` whose cases compare values only (literal and dotted-name value
-patterns, ``None``/``True``/``False``, ``|`` alternatives, ``as`` names, a
-capture or ``_`` at the end, guards) becomes the ``if``/``elif`` chain Python
-would run, so a traced subject stages like any ``if`` (the same carries,
-early ``return`` and branch temporaries)::
+Every ``match`` becomes the ``if``/``elif`` chain Python would run, so a traced
+subject stages like any ``if`` (the same carries, early ``return`` and branch
+temporaries)::
 
     match mode:                      if mode == 0 or mode == 1:
         case 0 | 1:                      y = x
@@ -16,13 +14,17 @@ early ``return`` and branch temporaries)::
 
 Python's rules are kept: the subject is evaluated once (held in a variable
 when it is not a plain name), value patterns compare with ``==``, singletons
-with ``is``, alternatives are tried left to right, a guard runs only after its
-pattern matched, and a capture with a guard binds before the guard runs.
+with ``is``, alternatives are tried left to right (a name captured inside them
+takes the first matching alternative's value), a guard runs only after its
+pattern matched and its captures are bound (a flag then says whether the case
+ran, so a false guard goes on to the next case).
 
-Any other ``match`` (class, mapping or sequence patterns, captures inside
-alternatives...) stays a Python ``match``: its subject goes through
-``af.match_subject``, which passes a concrete value through and raises a
-clear error, at the first case that cannot be staged, when it is traced.
+Sequence, mapping and class patterns test their structure with
+``af.match_sequence``/``match_mapping``/``match_class`` (Python's own rules, on
+the tuple, dict or object that holds traced values; a traced array there is
+autoflow's error at its case) and then their leaves, ``subject[i]``,
+``subject[key]`` or an attribute, like any value. A pattern this module does not
+know stays a Python ``match`` behind ``af.match_subject``.
 """
 
 from __future__ import annotations
