@@ -266,7 +266,7 @@ _MATH_CHECKED = ("sqrt", "log", "log2", "log10", "log1p", "exp", "expm1", "exp2"
                  "tan", "sinh", "cosh", "asin", "acos", "acosh", "atanh", "fmod", "pow",
                  "gamma", "lgamma", "floor", "ceil", "trunc")
 _CHECKED_CALLS = ("isqrt(", "comb(", "perm(", "factorial(", "lcm(", ".index(", "int(", "math.",
-                  "[") + tuple(f"{n}(" for n in _MATH_CHECKED)
+                  "[", "max(", "min(") + tuple(f"{n}(" for n in _MATH_CHECKED)
 _CHECKED_NAMES = frozenset({"isqrt", "comb", "perm", "factorial", "lcm", "index",
                             *_MATH_CHECKED})
 
@@ -287,7 +287,8 @@ def _makes_strings(node) -> bool:
 def _raises(node, stringy=True) -> bool:
     """A ``raise``, an ``assert``, a ``warn(...)`` (an error where the filters say so), or a
     call whose traced form checks its arguments at run time (``_CHECKED_CALLS``; ``int``
-    of a string or a float). (``stringy``: the code around makes strings.)"""
+    of a string or a float; ``max``/``min`` of a generator with no ``default``). (``stringy``:
+    the code around makes strings.)"""
     if isinstance(node, (ast.Raise, ast.Assert)):
         return True
     if isinstance(node, ast.Call):
@@ -298,6 +299,9 @@ def _raises(node, stringy=True) -> bool:
             return bool(node.args) and not isinstance(node.args[0], ast.Constant)
         if name in _MATH_CHECKED and isinstance(f, ast.Attribute):  # `math.sqrt`, not `jnp.sqrt`
             return isinstance(f.value, ast.Name) and f.value.id == "math"
+        if name in ("max", "min") and isinstance(f, ast.Name):  # of an empty generator: ValueError
+            return len(node.args) == 1 and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp)) \
+                and not any(k.arg == "default" for k in node.keywords)
         return name == "warn" or name in _CHECKED_NAMES
     return False
 

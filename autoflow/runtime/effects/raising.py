@@ -220,13 +220,10 @@ def on_its_path(exc):
     if tb is None or is_library_file(tb.tb_frame.f_code.co_filename):
         return None
     site = user_site(frame=tb.tb_frame)  # (the innermost frame: the failing line and column)
-    if _caught_around(exc, tb.tb_frame):
-        raise ConversionError(message(
-            site, f"this line raises {type(exc).__name__} on a path chosen by a traced "
-            "condition, and an `except` around it would catch it; on that path it is "
-            "raised when the compiled code runs, where `except` cannot catch it",
-            "Test for the case instead of catching the error (`if key in d:`), or make the "
-            "condition static.")) from None
+    refuse_if_caught(exc, tb.tb_frame, site, f"this line raises {type(exc).__name__} on a "
+                     "path chosen by a traced condition",
+                     "Test for the case instead of catching the error (`if key in d:`), or "
+                     "make the condition static.")
 
     def make():
         try:  # (a fresh one at each run: notes and traceback are its own)
@@ -241,7 +238,8 @@ def on_its_path(exc):
     return StagedRaise(make, site, what="this line")
 
 
-def exception(make, handlers=None):
+def exception(make, handlers=None, what="this `raise` is on a path chosen by a traced condition",
+              kind="the `raise`"):
     """``make()``, the exception a user's ``raise`` raises (see the module doc).
 
     ``handlers`` (a thunk) gives the exception types of the ``except`` clauses
@@ -272,13 +270,42 @@ def exception(make, handlers=None):
         except Exception:  # noqa: BLE001 - an exception class that needs arguments
             caught = False
     if caught:
-        raise ConversionError(message(
-            site, "this `raise` is on a path chosen by a traced condition, and an "
-            "`except` around it would catch it (or a `contextlib.suppress`); a staged "
-            "`raise` happens when the compiled code runs, where `except` cannot catch it",
-            "Compute the fallback value without an exception (e.g. "
-            "`jnp.where(b == 0, 0.0, a / b)`), or make the condition static."))
-    raise StagedRaise(make, site)
+        _refuse(site, what)
+    raise StagedRaise(make, site, what=kind)
+
+
+_FALLBACK = ("Compute the fallback value without an exception (e.g. "
+             "`jnp.where(b == 0, 0.0, a / b)`), or make the condition static.")
+
+
+def _refuse(site, what, advice=_FALLBACK):
+    raise ConversionError(message(
+        site, f"{what}, and an `except` around it would catch it (or a "
+        "`contextlib.suppress`); there it is raised when the compiled code runs, where "
+        "`except` cannot catch it", advice)) from None
+
+
+def user_frame(exc):
+    """The innermost frame of the user's code in ``exc``'s traceback, or None."""
+    tb, frame = exc.__traceback__, None
+    while tb is not None:
+        if not is_library_file(tb.tb_frame.f_code.co_filename):
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    return frame
+
+
+def refuse_if_caught(exc, frame, site, what, advice=_FALLBACK):
+    """autoflow's error at ``site`` where an ``except`` of the user's around ``frame``
+    (the user's code that raises ``exc`` on a traced path: a staged ``raise``, a
+    failed ``assert``, a read of a variable left unbound) would catch ``exc``: raised
+    when the compiled code runs, it would reach the caller instead."""
+    try:
+        caught = _caught_around(exc, frame)
+    except Exception:  # noqa: BLE001 - unreadable source: nothing to tell
+        caught = False
+    if caught:
+        _refuse(site, what, advice)
 
 
 class _Held:

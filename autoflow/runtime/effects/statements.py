@@ -23,6 +23,7 @@ import numpy as np
 from ...core.origin import message, user_frames, user_site
 from ...errors import ConversionError
 from .later import Thunk, later
+from .raising import exception, refuse_if_caught
 from .checks import fail
 from ..state.aliasing import derived, is_original
 from ..state.writes import mutates
@@ -180,8 +181,28 @@ def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001
     if not under_trace():
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return
+    std = _std_name(file)
+    if std is not None:  # `file=sys.stderr`: the stream `sys.stderr` is when the code runs
+        later(_print_std, (std,) + args, dict(sep=sep, end=end, flush=flush), site=user_site(2))
+        return
     later(builtins.print, args, dict(sep=sep, end=end, file=file, flush=flush),
           site=user_site(2))
+
+
+def _std_name(stream):
+    """``"stdout"``/``"stderr"`` where ``stream`` is ``sys.stdout``/``sys.stderr`` now
+    (Python reads ``sys.stderr`` at each call: a redirect between calls counts)."""
+    if stream is None:
+        return None
+    return "stdout" if stream is sys.stdout else "stderr" if stream is sys.stderr else None
+
+
+def _print_std(name, *args, **kwargs):
+    builtins.print(*args, file=getattr(sys, name), **kwargs)
+
+
+def _std_method(name, method, *args, **kwargs):
+    return getattr(getattr(sys, name), method)(*args, **kwargs)
 
 
 def _frames(stacklevel):
@@ -300,7 +321,11 @@ def effect_call(f, args, kwargs):
     if isinstance(self, (io.IOBase, logging.LoggerAdapter)) and name in _STREAM_METHODS:
         if not under_trace():
             return NotImplemented
-        later(f, args, kwargs, site=user_site(2))
+        std = _std_name(self)
+        if std is not None:  # `sys.stdout.write(s)`: the stream `sys.stdout` is then
+            later(_std_method, (std, name) + tuple(args), kwargs, site=user_site(2))
+        else:
+            later(f, args, kwargs, site=user_site(2))
         return _written(args) if name == "write" else None
     return NotImplemented
 
@@ -338,9 +363,16 @@ def assert_(test, msg=None):
         if not c:
             if callable(msg):
                 msg = msg()
-            raise AssertionError(msg) if msg is not None else AssertionError()
+            # (on a traced path: raised where the compiled code takes it, as a `raise`)
+            raise exception(lambda: AssertionError(msg) if msg is not None else AssertionError(),
+                            what="this `assert` fails on a path chosen by a traced condition",
+                            kind="the `assert`")
         return
     site = user_site(2)
+    refuse_if_caught(AssertionError(), sys._getframe(1), site,
+                     "this `assert`'s test is traced",
+                     "Test the condition with an `if` instead of catching the `AssertionError`, "
+                     "or make it static.")
     if callable(msg):
         try:
             msg = msg()  # its formatting of traced values is made later (`effects.later.Deferred`)

@@ -9,6 +9,7 @@ set in the body is marked likewise (``key_set_if``): ``read_key`` raises Python'
 
 from __future__ import annotations
 
+import sys
 import weakref
 
 import jax
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 from ...core.origin import user_site
 from ..common.values import Tracer, UnboundVariableError, Undefined
 from .later import check, later
+from .raising import refuse_if_caught
 
 
 # ---------------------------------------------------------------------------
@@ -92,8 +94,21 @@ def ld(value):
     info = _loop_bound.get(value)
     if info is not None:
         name, ran = info
-        later(_unbound, (ran, name), site=user_site(2), when=jnp.logical_not(ran))
+        site = user_site(2)
+        refuse_if_caught(UnboundVariableError.pythons(name), sys._getframe(1), site,
+                         unbound_read(name), assign_it(name))
+        later(_unbound, (ran, name), site=site, when=jnp.logical_not(ran))
     return value
+
+
+def unbound_read(name):
+    return (f"this read of `{name}` raises UnboundLocalError where a traced condition (or a "
+            "loop's trip count) left it unbound")
+
+
+def assign_it(name):
+    return (f"Assign `{name}` on every path that reaches this line (a default before the "
+            "`if` or loop) instead of catching the error.")
 
 
 # ---------------------------------------------------------------------------
