@@ -559,3 +559,45 @@ def test_a_break_in_a_nested_loops_else_leaves_the_loop_it_stands_in():
     for a, n in ((1.0, 3), (5.0, 2), (0.5, 0)):
         check(break_in_inner_else_of_while_true, F(a), I(n), vmap=[(F(5.0), I(2)), (F(0.5), I(0))],
               grad=True)
+
+
+# A loop over an iterator that it leaves early: Python takes no item after the one the
+# loop broke (or returned) on, so the code after it reads the rest, and a generator does
+# not run its next step.
+
+def rest_after_break(xs):
+    it = iter(xs)
+    for v in it:
+        if v == 2:
+            break
+    return list(it)
+
+
+def generator_steps(x):
+    log = []
+
+    def numbers():
+        for i in range(5):
+            log.append(i)
+            yield i * x
+
+    for v in numbers():
+        if v >= 2 * x:
+            return log, v
+    return log, x
+
+
+def next_after_break(x):
+    it = iter([1.0, 2.0, 3.0, 4.0])
+    total = x
+    for v in it:
+        total = total + v
+        if v == 2.0:
+            break
+    return total * next(it, -1.0)
+
+
+def test_a_loop_that_breaks_leaves_the_rest_of_its_iterator():
+    check(rest_after_break, [1, 2, 3, 4], traced=False)
+    check(generator_steps, 1.0, traced=False)
+    check(next_after_break, 0.5, vmap=[(1.5,)], grad=True)

@@ -361,21 +361,25 @@ def _has_traced(state):
 
 
 def _python_for(items, body, test, state, n, names, shared=None):
-    """Iterate as Python; a traced ``test`` (after a ``break``) guards the body."""
+    """Iterate as Python; a traced ``test`` (after a ``break``) guards the body. The
+    test is taken before the next item is: a loop that breaks leaves the rest of an
+    iterator (or a generator's next step) to the code after it, as Python does."""
+    t = True if test is None else test(*state)
+    if test is not None and concrete_truth(t, caller_site, what="loop condition") is False:
+        return unpack(state)
     for item in items:
+        if test is not None and concrete_truth(t, caller_site, what="loop condition") is None:
+            if n:
+                state = pack(traced_if(t, lambda *s: body(item, *s), lambda *s: unpack(s),
+                                    state, names, shared), n)
+            else:
+                traced_if(t, lambda: body(item), lambda: None, (), (), shared)
+        else:
+            state = pack(body(item, *state), n)
         if test is not None:
-            c = concrete_truth(test(*state), caller_site, what="loop condition")
-            if c is False:
+            t = test(*state)
+            if concrete_truth(t, caller_site, what="loop condition") is False:
                 break
-            if c is None:
-                t = test(*state)
-                if n:
-                    state = pack(traced_if(t, lambda *s: body(item, *s), lambda *s: unpack(s),
-                                        state, names, shared), n)
-                else:
-                    traced_if(t, lambda: body(item), lambda: None, (), (), shared)
-                continue
-        state = pack(body(item, *state), n)
     return unpack(state)
 
 
