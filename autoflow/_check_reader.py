@@ -18,7 +18,7 @@ from .analysis.activity import TRY_TYPES as _TRY
 from .analysis.activity import bound_names
 from .transforms.matching import stageable
 from .core.nodes import walk
-from .transforms.util import walk_local
+from .transforms.util import marked_as_is, walk_local
 
 
 _MATCH = getattr(gast, "Match", None)
@@ -192,7 +192,7 @@ def _user_statements(fn_node):
     """(line, col, kind) of the control flow the user wrote in ``fn_node``.
 
     Mirrors what the rewriter converts: nested ``def``s and lambdas yes,
-    class bodies and ``async def`` no.
+    class bodies, ``async def`` and ``def``s marked ``do_not_convert`` no.
     """
     out = {}
     todo = list(gast.iter_child_nodes(fn_node))
@@ -216,7 +216,8 @@ def _user_statements(fn_node):
                 kind = None
         if kind is not None:
             out[(n.lineno, n.col_offset, kind)] = n
-        if isinstance(n, (gast.ClassDef, gast.AsyncFunctionDef)):
+        if isinstance(n, (gast.ClassDef, gast.AsyncFunctionDef)) \
+                or isinstance(n, gast.FunctionDef) and marked_as_is(n):
             continue
         todo.extend(gast.iter_child_nodes(n))
     return out

@@ -29,7 +29,7 @@ import gast
 from .core.deep import run_deep
 from .core.naming import Namer, referenced_names
 from .transforms.module import convert_copy, import_kinds, module_shadowed
-from .transforms.util import walk_local
+from .transforms.util import marked_as_is, walk_local
 from ._check_reader import (ATTR_OF_KIND, CONVERTS, FAILS, FALLBACK, INFO, INTERNAL, OPERATORS, PYTHON, _MATCH,
                             Finding, _Reader)
 
@@ -47,11 +47,8 @@ def _kind_of_function(node):
     for n in walk_local(node):
         if isinstance(n, (gast.Yield, gast.YieldFrom)):
             return "generator functions are not converted; they run as written"
-    for d in node.decorator_list:
-        target = d.func if isinstance(d, gast.Call) else d
-        name = target.attr if isinstance(target, gast.Attribute) else getattr(target, "id", "")
-        if name == "do_not_convert":
-            return "marked `do_not_convert`; it runs as written"
+    if marked_as_is(node):
+        return "marked `do_not_convert`; it runs as written"
     return None
 
 

@@ -57,6 +57,24 @@ def function_source(source: str, name: str, where: str = "<converted>") -> str:
     raise AssertionError(f"{where} has no top-level function or class `{name}`")
 
 
+def _read(path):
+    """The source of the golden ``path``, read as Python (and the CLI) read it: its
+    coding declaration, a byte order mark; an ``AssertionError`` naming the file for
+    one that cannot be read or parsed."""
+    import ast
+
+    from ._cli_io import InputError, read_source
+
+    try:
+        source = read_source(str(path))
+        ast.parse(source, filename=str(path))
+    except InputError as e:
+        raise AssertionError(str(e)) from None
+    except SyntaxError as e:
+        raise AssertionError(f"{path}:{e.lineno}:{e.offset}: SyntaxError: {e.msg}") from None
+    return source
+
+
 def check_conversion(before, expected=None, *, function=None, regenerate=None) -> str:
     """Convert the file ``before`` and compare with ``expected``.
 
@@ -70,7 +88,7 @@ def check_conversion(before, expected=None, *, function=None, regenerate=None) -
     """
     before = Path(before)
     expected = Path(expected) if expected is not None else expected_path(before, function)
-    actual, _ = convert_module(before.read_text(encoding="utf-8"), str(before))
+    actual, _ = convert_module(_read(before), str(before))
     if function is not None:
         actual = function_source(actual, function, f"the conversion of {before}")
     if _regenerating(regenerate):
@@ -126,7 +144,7 @@ def check_behaviour(before, cases, *, jit=True):
     import jax
 
     before = Path(before)
-    source = before.read_text(encoding="utf-8")
+    source = _read(before)
     converted, _ = convert_module(source, str(before))
     eager_ns = {"__name__": before.stem, "__file__": str(before)}
     exec(compile(source, str(before), "exec"), eager_ns)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = Path(__file__).resolve().parent / "plugin_project"
 
@@ -109,3 +111,21 @@ def test_plugin_reports_stale_goldens_and_behaviour_mismatches(tmp_path):
     r = run_pytest(proj, "test_raise.py")
     assert "1 failed, 1 passed" in r.stdout, r.stdout
     assert "checked(-20.0,)" in r.stdout and "raises ValueError" in r.stdout, r.stdout
+
+
+def test_golden_sources_are_read_as_python_reads_them(tmp_path):
+    from autoflow.testing import check_behaviour, check_conversion
+
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbfdef f(x):\n    if x > 0:\n        return x\n    return -x\n")
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\ndef g(x):\n    s = '\xe9'\n"
+                      b"    if x > 0:\n        return x * len(s)\n    return -x\n")
+    for path, name in ((bom, "f"), (latin, "g")):
+        check_conversion(path, regenerate=True)
+        check_conversion(path)
+        check_behaviour(path, {name: [(1.5,), (-2.0,)]})
+    broken = tmp_path / "broken.py"
+    broken.write_text("def h(x)\n    return x\n")
+    with pytest.raises(AssertionError, match=r"broken\.py:1:9: SyntaxError"):
+        check_conversion(broken, regenerate=True)

@@ -26,6 +26,7 @@ from ..core.nodes import clone, mark_user
 from . import faithful, pipeline
 from .source_text import split_lines
 from .context import Context
+from .util import marked_as_is
 
 
 def convert_copy(node, namer, alias, shadowed, filename, imports=(frozenset(), frozenset())):
@@ -88,15 +89,6 @@ def import_kinds(tree, filename):
 def _is_generator(node):
     from .util import walk_local
     return any(isinstance(n, (gast.Yield, gast.YieldFrom, gast.Await)) for n in walk_local(node))
-
-
-def _do_not_convert(node):
-    for d in node.decorator_list:
-        target = d.func if isinstance(d, gast.Call) else d
-        name = target.attr if isinstance(target, gast.Attribute) else getattr(target, "id", "")
-        if name == "do_not_convert":
-            return True
-    return False
 
 
 def convert_module(source: str, filename: str = "<string>", only: str | None = None,
@@ -246,7 +238,7 @@ def _convert_module(source, filename, only, as_written):
     def visit_body(body, prefix):
         nonlocal found
         for node in body:
-            if isinstance(node, gast.FunctionDef) and (_do_not_convert(node)
+            if isinstance(node, gast.FunctionDef) and (marked_as_is(node)
                                                        or _is_generator(node)):
                 if only == prefix + node.name:
                     found = node

@@ -57,6 +57,7 @@ in it); steps 4-5 walk the whole tree at once.
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import sys
 
@@ -77,7 +78,7 @@ from .raises import Raises
 from .reductions import Reductions
 from .returns import Returns
 from .tables import Tables
-from .util import is_generator
+from .util import is_generator, marked_as_is, walk_local
 from .writes import Writes, enclosing_names
 
 
@@ -282,6 +283,11 @@ def run(fn_node, ctx):
     """Convert ``fn_node`` (a gast FunctionDef) in place and return it."""
     debug = debug_enabled(ctx)
     inventory = ctx.inventory = Inventory(fn_node)
+    held = _hold_back(fn_node, inventory)
+    if held:
+        inventory = ctx.inventory = Inventory(fn_node)
+    if inventory.has(gast.AnnAssign):
+        _declare_annotated(fn_node)
     try:
         for name, pass_fn in PASSES:
             pass_fn(fn_node, ctx, inventory)
@@ -289,7 +295,48 @@ def run(fn_node, ctx):
                 print(f"# autoflow: after pass {name!r}\n{to_source(fn_node)}", file=sys.stderr)
     finally:
         ctx.inventory = None  # the passes may keep ctx in cycles: do not hold the tree there
+        for node, body in held:
+            node.body = body
     return fn_node
+
+
+def _declare_annotated(fn_node):
+    """``y: int`` (no value) inside a statement that becomes a function of its own
+    binds nothing but makes ``y`` local to the user's function: the same annotation
+    first in that function keeps it so (a read where nothing bound it is
+    ``UnboundLocalError``, not a global's value or ``NameError``)."""
+    top = {id(s) for s in fn_node.body}
+    names = {}
+    for n in walk_local(fn_node):
+        if isinstance(n, gast.AnnAssign) and n.value is None and id(n) not in top \
+                and isinstance(n.target, gast.Name) and n.target.id not in names:
+            names[n.target.id] = n.annotation
+    fn_node.body[:0] = [ast.copy_location(gast.AnnAssign(
+        target=gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None),
+        annotation=copy.deepcopy(annotation), value=None, simple=1), fn_node)
+        for name, annotation in names.items()]
+
+
+def _hold_back(fn_node, inventory):
+    """The nested defs marked ``@autoflow.do_not_convert``, each with its body: while
+    the passes run, a stand-in takes the body's place (its ``global``/``nonlocal``
+    declarations and a read of every name the body reads, for the analyses of the
+    code around it), and the body comes back as written."""
+    if inventory.defs < 2:
+        return []
+    held = []
+    for n in inventory.nodes:
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n is not fn_node \
+                and marked_as_is(n) and not any(n is h for h, _ in held):
+            reads = sorted({m.id for m in walk(n) if isinstance(m, gast.Name)
+                            and isinstance(m.ctx, gast.Load)})
+            declared = [s for s in walk_local(n) if isinstance(s, (gast.Global, gast.Nonlocal))]
+            stand_in = gast.Expr(value=gast.Tuple(elts=[gast.Name(
+                id=r, ctx=gast.Load(), annotation=None, type_comment=None) for r in reads],
+                ctx=gast.Load()))
+            held.append((n, n.body))
+            n.body = declared + [ast.copy_location(stand_in, n)]
+    return held
 
 
 def to_ast(node):

@@ -90,6 +90,16 @@ def stamp(nodes, anchor):
     return place(nodes, anchor)
 
 
+def marked_as_is(fn) -> bool:
+    """Is def ``fn`` decorated ``@autoflow.do_not_convert`` (or ``@do_not_convert``)?"""
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, gast.Call) else d
+        name = target.attr if isinstance(target, gast.Attribute) else getattr(target, "id", "")
+        if name == "do_not_convert":
+            return True
+    return False
+
+
 def is_generator(fn) -> bool:
     """Does function ``fn`` (a gast def) contain ``yield`` (its own, not a nested scope's)?"""
     return any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in walk_local(fn))
