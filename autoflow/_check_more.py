@@ -10,7 +10,8 @@ as ``traced`` reads the rest.
   the data (the run's error is at that ``if``);
 * Python objects a staged statement changes (``_python_state``): an iterator advanced
   with ``next()``, a list a traced loop pops from, a list appended to on one path of a
-  traced ``if`` only, a traced value added to a set.
+  traced ``if`` only, a traced value added to a set;
+* a sequence, mapping or class pattern on a traced ``match`` subject.
 """
 
 from __future__ import annotations
@@ -46,7 +47,36 @@ def problems(fn, static, plain) -> list[traced.Problem]:
     """Both kinds of the module's docstring in ``fn`` (``plain``: ``plain_classes``)."""
     reader = traced._Reader(fn, frozenset(static))  # (what is traced, read once)
     return (_plain_objects(fn, reader, plain) + _exits_then_appends(fn, reader)
-            + _python_state(fn, reader))
+            + _python_state(fn, reader) + _structural_cases(fn, reader))
+
+
+_STRUCTURAL = tuple(getattr(ast, n) for n in ("MatchSequence", "MatchMapping", "MatchClass")
+                    if hasattr(ast, n))
+
+
+def _structural_cases(fn, reader) -> list[traced.Problem]:
+    """The first sequence, mapping or class pattern of a ``match`` whose subject is a
+    traced array (no tuple, list or dict display): Python tests its structure, which a
+    traced array has not."""
+    out = []
+    for m in traced._local_walk(fn.body):
+        if type(m).__name__ != "Match" or isinstance(m.subject, (ast.Tuple, ast.List, ast.Dict)) \
+                or not traced.mentions(m.subject, reader.traced):
+            continue
+        for case in m.cases:
+            p = case.pattern
+            while isinstance(p, ast.MatchAs) and p.pattern is not None:
+                p = p.pattern
+            hit = next((q for q in (p.patterns if isinstance(p, ast.MatchOr) else [p])
+                        if isinstance(q, _STRUCTURAL)), None)
+            if hit is not None:
+                out.append(traced.Problem(case.pattern.lineno, case.pattern.col_offset, "case", (
+                    f"the subject `{ast.unparse(m.subject)}` is traced, and this case's "
+                    f"{type(hit).__name__[5:].lower()} pattern tests its structure in "
+                    "Python, which a traced array has not: use value patterns and guards, "
+                    "or match a tuple of traced values (`match (x, y):`)")))
+                break
+    return out
 
 
 def _plain_objects(fn, reader, plain) -> list[traced.Problem]:
@@ -122,12 +152,29 @@ def _calls_on(stmts, methods):
             yield n, n.args[0].id
 
 
+_SHRINK = ("next", "pop", "popitem")
+_GROW = ("append", "extend", "insert")
+_STATE_METHODS = _SHRINK + _GROW + ("add",)
+
+
 def _python_state(fn, reader) -> list[traced.Problem]:
     """Python objects that a staged loop or ``if`` changes, bound before it: an iterator
     advanced with ``next()`` (a loop's body is traced once, both paths of an ``if``); a
     list a loop with a traced trip count takes items from (``pop``: its length would be
     traced); a list appended to on one path of a traced ``if`` only."""
     out = []
+    found = list(_calls_on(fn.body, _STATE_METHODS))
+    if not found:
+        return out
+
+    def calls(stmts, methods):  # (those of `found` inside `stmts`: one walk in all)
+        if not stmts:
+            return []
+        first, last = stmts[0], stmts[-1]
+        lo, hi = (first.lineno, first.col_offset), (last.end_lineno, last.end_col_offset)
+        return [(c, name) for c, name in found if lo <= (c.lineno, c.col_offset) <= hi
+                and (c.func.attr if isinstance(c.func, ast.Attribute) else "next") in methods]
+
     for s in traced._local_walk(fn.body):
         loop = isinstance(s, (ast.For, ast.While))
         if not (reader.staged(s) if loop else isinstance(s, ast.If) and reader.traced_test(s)):
@@ -135,7 +182,7 @@ def _python_state(fn, reader) -> list[traced.Problem]:
         kind, what = traced._stmt_kind(s), "loop" if loop else "`if`"
         said = None
         counted = not loop or reader.traced_count(s)  # (else it may run as Python, unrolled)
-        for call, name in _calls_on(s.body + s.orelse, ("next", "pop", "popitem")):
+        for call, name in calls(s.body, _SHRINK) + calls(s.orelse, _SHRINK):
             if not counted or not _bound_before(fn, name, s):
                 continue
             if isinstance(call.func, ast.Name):
@@ -151,7 +198,8 @@ def _python_state(fn, reader) -> list[traced.Problem]:
                 break
         items = {n.id for n in ast.walk(s.target) if isinstance(n, ast.Name)} \
             if isinstance(s, ast.For) else set()  # (the items of a staged loop: traced)
-        for call, name in _calls_on(s.body + s.orelse, ("add",)) if said is None else ():
+        for call, name in calls(s.body, ("add",)) + calls(s.orelse, ("add",)) \
+                if said is None else ():
             if call.args and traced.mentions(call.args[0], reader.traced | items) \
                     and _set_before(fn, name, s):
                 said = (f"`{name}.add({ast.unparse(call.args[0])})` puts a traced value in a "
@@ -159,8 +207,8 @@ def _python_state(fn, reader) -> list[traced.Problem]:
                         f"(`{name} = {name}.at[i].set(True)`) instead of the set")
                 break
         if said is None and not loop:
-            grown = {name for _, name in _calls_on(s.body, ("append", "extend", "insert"))}
-            other = {name for _, name in _calls_on(s.orelse, ("append", "extend", "insert"))}
+            grown = {name for _, name in calls(s.body, _GROW)}
+            other = {name for _, name in calls(s.orelse, _GROW)}
             grown = sorted(n for n in grown ^ other if _bound_before(fn, n, s))
             if grown:
                 said = (f"`{grown[0]}` is appended to on one path of this traced `if` only, so "

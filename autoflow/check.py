@@ -140,7 +140,7 @@ class _TracedFacts:
         if found and found[0].kind == "function":
             if "do_not_convert" not in found[0].note:
                 return found
-            problems = traced.do_not_convert_problems(fn, static)
+            problems = _do_not_convert_problems(fn, static)
             becomes = "python"
         else:
             problems = traced.problems(fn, static) + more_problems(fn, static, self.plain)
@@ -254,3 +254,22 @@ def report(findings, filename, warnings=()) -> str:
     lines = [text for _, text in sorted(items, key=lambda item: item[0])]
     lines.append(summary(findings, filename))
     return "\n".join(lines) + "\n"
+
+
+def _do_not_convert_problems(fn, static=()) -> list:
+    """``if``/``while`` statements on traced values in a function that runs as written."""
+    import ast
+
+    from . import traced
+    from ._pitfall_reading import _first_mentioned
+
+    names = traced.traced_names(fn, frozenset(static))
+    out = []
+    for n in traced._local_walk(fn.body):
+        if isinstance(n, (ast.If, ast.While)) and traced.mentions(n.test, names):
+            out.append(traced.Problem(
+                n.lineno, n.col_offset, traced._stmt_kind(n),
+                f"`{_first_mentioned(n.test, names) or 'its condition'}` is traced when the "
+                "function is called with traced values, and this function runs as written "
+                "(not converted): Python needs the condition's truth value"))
+    return out

@@ -83,28 +83,17 @@ def _none_test(test, name) -> bool:
 
 
 def mentions(node, names) -> bool:
-    """Is ``node`` traced given the traced ``names`` (through static properties not)?"""
-    if node is None or _static_expr(node):
-        return False
-    if isinstance(node, ast.Name):
-        return node.id in names
-    if _jax_call(node):
-        return True
-    if isinstance(node, (ast.Lambda, ast.FunctionDef)):
-        return False
-    return any(mentions(c, names) for c in ast.iter_child_nodes(node))
-
-
-def first_mentioned(node, names):
-    if node is None or _static_expr(node):
-        return None
-    if isinstance(node, ast.Name) and node.id in names:
-        return node.id
-    for c in ast.iter_child_nodes(node):
-        hit = first_mentioned(c, names)
-        if hit:
-            return hit
-    return None
+    """Is ``node`` traced given the traced ``names`` (through static properties not)?
+    (A loop, not recursion: a sum of thousands of terms nests as deep.)"""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n is None or _static_expr(n) or isinstance(n, (ast.Lambda, ast.FunctionDef)):
+            continue
+        if isinstance(n, ast.Name) and n.id in names or _jax_call(n):
+            return True
+        todo.extend(ast.iter_child_nodes(n))
+    return False
 
 
 def params(fn) -> list[str]:
@@ -221,8 +210,8 @@ def _kind(node, before, traced):
             "math",) and not node.attr[:1].isupper() and node.attr not in ("pi", "e", "inf",
                                                                          "nan", "newaxis"):
         return ("function", dotted(node))
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = kind(node.left, before, traced)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # (`_kind`: one walk)
+        left = _kind(node.left, before, traced)
         if left[0] == "str":
             return ("str", None)
     if isinstance(node, ast.Call):
@@ -298,6 +287,7 @@ class Problem:
 _LOOPS = (ast.For, ast.While)
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
 
 
 def _local_walk(nodes):
@@ -319,6 +309,7 @@ class _Reader:
         self.fn = fn
         self.traced = traced_names(fn, static)
         self.found: dict = {}
+        self.bound: dict = {}
         self.loads = [(n.lineno, n.col_offset, n.id) for n in _local_walk(fn.body)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
 
@@ -404,13 +395,27 @@ class _Reader:
                     else UNKNOWN
             elif s.value is not None:
                 kinds[s.target.id] = kind(s.value, kinds, self.traced)
-        elif isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
-            for n in _local_walk([s]):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    kinds[n.id] = kinds.get(n.id, UNKNOWN) if n.id in kinds and \
-                        kinds[n.id][0] == "dict" else UNKNOWN
-                elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    kinds[n.name] = UNKNOWN
+        elif isinstance(s, _COMPOUND):
+            for name in self.bound_in(s):
+                kinds[name] = kinds[name] if kinds.get(name, UNKNOWN)[0] == "dict" else UNKNOWN
+
+    def bound_in(self, s):
+        """The names compound statement ``s`` binds (kept: an `elif` chain nests)."""
+        hit = self.bound.get(id(s))
+        if hit is None:
+            hit, todo = set(), list(ast.iter_child_nodes(s))
+            while todo:
+                n = todo.pop()
+                if isinstance(n, _COMPOUND):
+                    hit |= self.bound_in(n)
+                    continue
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) or \
+                        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    hit.add(getattr(n, "id", None) or n.name)
+                if not isinstance(n, _SCOPES):
+                    todo.extend(ast.iter_child_nodes(n))
+            self.bound[id(s)] = hit
+        return hit
 
     # -- a if c else b ---------------------------------------------------------------
     def conditional_expressions(self, s, kinds):
@@ -584,17 +589,3 @@ def _falls_off(stmts) -> bool:
 def problems(fn, static=()) -> list[Problem]:
     """The converted statements of ``fn`` (an ``ast.FunctionDef``) that fail when traced."""
     return _Reader(fn, frozenset(static)).run()
-
-
-def do_not_convert_problems(fn, static=()) -> list[Problem]:
-    """``if``/``while`` statements on traced values in a function that runs as written."""
-    traced = traced_names(fn, frozenset(static))
-    out = []
-    for n in _local_walk(fn.body):
-        if isinstance(n, (ast.If, ast.While)) and mentions(n.test, traced):
-            out.append(Problem(n.lineno, n.col_offset, _stmt_kind(n),
-                               f"`{first_mentioned(n.test, traced) or 'its condition'}` is traced "
-                               "when the function is called with traced values, and this "
-                               "function runs as written (not converted): Python needs the "
-                               "condition's truth value"))
-    return out

@@ -632,3 +632,17 @@ def test_a_file_with_nothing_to_convert_comes_back_byte_for_byte(tmp_path, data)
     proc = run("convert", path)
     assert proc.returncode == 0, proc.err
     assert proc.stdout == data
+
+
+def test_check_reads_long_expressions_and_chains(tmp_path):
+    # a sum of thousands of terms nests as deep (it was a RecursionError on Python 3.13,
+    # and minutes on 3.11); a long `elif` chain nests its statements as deep
+    src = tmp_path / "long.py"
+    chain = "".join(f"    elif x == {i}:\n        y = {i}\n" for i in range(1, 1200))
+    src.write_text("def total(x):\n    y = " + " + ".join(["x"] * 4000) + "\n"
+                   "    if y > 0:\n        return y\n    return -y\n\n"
+                   "def pick(x):\n    if x == 0:\n        y = 0\n" + chain
+                   + "    else:\n        y = -1\n    return y\n")
+    out = run("check", src)
+    assert out.returncode == 0, out.err
+    assert "1201 control-flow statements: 1201 convert" in out.out

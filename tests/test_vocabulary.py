@@ -686,4 +686,5 @@ def test_check_reports_each_case_of_matches():
     cases = [(f.line, f.kind, f.becomes) for f in found if f.function == "f"]
     assert cases == [(3, "case", "lax.cond"), (5, "case", "lax.cond")]
     # a sequence pattern's structure is Python's test, its leaves stage: a case too
-    assert [(f.line, f.kind) for f in found if f.function == "g"] == [(13, "case")]
+    (g,) = [f for f in found if f.function == "g"]
+    assert (g.line, g.kind, g.status) == (13, "case", "fails") and "sequence pattern" in g.reason
