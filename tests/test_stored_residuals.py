@@ -326,3 +326,19 @@ def test_vmap_of_grad_where_lanes_run_long_past_the_stored_steps():
                            (0, None, 0)))(xs, W, ns)
     for k, n in enumerate(ns):
         _close((got[0][k], got[1][k]), jax.grad(counted_ref, argnums=(0, 1))(xs[k], W, int(n)))
+
+
+def _noisy_growth(x, key):
+    while x < 5.0:
+        key, s = jax.random.split(key)
+        x = x * (1.0 + 0.1 * jax.random.uniform(s)) + 0.5
+    return x
+
+
+def test_a_typed_key_carried_through_a_differentiated_loop():
+    # (its extended dtype is no NumPy dtype: sizing the stored steps failed on it)
+    x, key = jnp.float32(1.0), jax.random.key(0)
+    want = jax.grad(_noisy_growth)(x, key)
+    for g in (jax.jit(jax.grad(autoflow.convert(_noisy_growth))),
+              jax.grad(autoflow.jit(_noisy_growth))):
+        np.testing.assert_allclose(g(x, key), want, rtol=1e-5)

@@ -9,6 +9,8 @@ autoflow's error at that statement.
 
 from __future__ import annotations
 
+import collections
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +18,8 @@ import pytest
 
 import autoflow
 from autoflow import ConversionError
+
+from .oracle import check
 
 
 def branch_writes(x):
@@ -105,3 +109,48 @@ def test_an_order_a_staged_loop_changes_is_an_error():
     with pytest.raises(ConversionError, match=r"`d` has its keys in another order"):
         autoflow.jit(reinserted)(0.0)
     assert autoflow.convert(reinserted)(0.0) == reinserted(0.0)
+
+
+# Dicts of the kinds JAX flattens as dicts (OrderedDict, defaultdict) changed in place on
+# one path of a traced `if`: the change reaches the dict, as a plain dict's does (it was
+# JAX's UnexpectedTracerError); and an early `return` of a dict display in a loop keeps
+# its key order on the path that fills it (it was autoflow's error about the order).
+
+def ordered_in_place(x):
+    d = collections.OrderedDict(b=x, a=2.0 * x)
+    if x > 0:
+        d["b"] = d["b"] - 1
+    return jnp.stack(list(d.values())) * (1.0 if type(d) is collections.OrderedDict else 0.0)
+
+
+def defaulted_in_place(x):
+    d = collections.defaultdict(float, w=x)
+    d["v"] += 0.5  # (a key the factory made)
+    if x > 0:
+        d["w"] = d["w"] * 3
+    else:
+        d["v"] += 1.0
+    return d["w"] + d["v"] + len(d)
+
+
+def returns_a_dict_in_a_loop(y):
+    k = 0
+    while k < 10:
+        if y.sum() > 10:
+            return {"y": y, "k": k}
+        y = y * 1.5
+        k += 1
+    return {"y": y, "k": k}
+
+
+@pytest.mark.parametrize("x", [1.5, -2.0])
+def test_dict_kinds_changed_in_place(x):
+    check(ordered_in_place, x, vmap=[(-2.0,)])
+    check(defaulted_in_place, x, grad=True)
+
+
+def test_an_early_return_of_a_dict_keeps_its_order():
+    y = jnp.array([1.0, 2.0])
+    got = autoflow.convert(returns_a_dict_in_a_loop)(y)
+    assert list(got) == ["y", "k"]
+    check(returns_a_dict_in_a_loop, y, vmap=[(jnp.array([5.0, 6.0]),)])

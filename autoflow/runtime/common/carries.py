@@ -30,7 +30,7 @@ from .coupling import now
 from ..effects.raising import Signal
 from ..state.reach import EMPTY, closure_cells, entry_values, reachable
 from ..state.scopes import recording
-from .values import Undefined, aval_of, flatten, is_array_like, is_weak, unflatten
+from .values import DICTS, Undefined, aval_of, dict_like, flatten, is_array_like, is_weak, unflatten
 
 
 def caller_site():
@@ -45,7 +45,7 @@ def key_orders(value):
     todo = [value]
     while todo:
         v = todo.pop()
-        if type(v) is dict:
+        if type(v) in DICTS:
             out.append(tuple(v))
             todo.extend(reversed(list(v.values())))
         elif type(v) in (list, tuple):
@@ -57,9 +57,10 @@ def keep_order(value, like):
     """``value`` (rebuilt from leaves: its dicts in sorted key order) with each dict's
     keys in the order of the dict at its place in ``like``, which Python's statement
     would have left (keys ``like`` lacks last, as they come)."""
-    if type(value) is dict and type(like) is dict:
+    if type(value) in DICTS and type(like) in DICTS:
         keys = [k for k in like if k in value] + [k for k in value if k not in like]
-        return {k: keep_order(value[k], like[k]) if k in like else value[k] for k in keys}
+        return dict_like(value, {k: keep_order(value[k], like[k]) if k in like else value[k]
+                                 for k in keys})
     if type(value) in (list, tuple) and type(like) is type(value) and len(like) == len(value):
         return type(value)(keep_order(v, u) for v, u in zip(value, like))
     return value
@@ -196,11 +197,14 @@ def spec_of(value):
     leaves, tree = flatten(value)
     if isinstance(value, Undefined) or not leaves or not all(is_array_like(x) for x in leaves):
         return None
-    return unflatten(tree, [jax.ShapeDtypeStruct(*aval_of(x)[:2]) for x in leaves])
+    return keep_order(unflatten(tree, [jax.ShapeDtypeStruct(*aval_of(x)[:2]) for x in leaves]),
+                      value)
 
 
 def zeros_of(spec):
-    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), spec)
+    """Zeros of ``spec``'s shapes, its dicts' keys in its order (a path that leaves a
+    variable unbound fills it so: the other path's order, which Python keeps)."""
+    return keep_order(jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), spec), spec)
 
 
 def cast_to(x, dtype, weak=False):
@@ -308,5 +312,5 @@ def fill(undefined, spec):
     if scopes and scopes[-1] is not None:
         value = scopes[-1].value(undefined, spec)
         if value is not None:
-            return value, False
+            return keep_order(value, spec), False
     return zeros_of(spec), True

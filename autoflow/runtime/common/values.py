@@ -8,6 +8,8 @@ branch or loop unchanged.
 
 from __future__ import annotations
 
+import collections
+
 import math
 
 import threading
@@ -23,6 +25,19 @@ from ...errors import AutoflowError, ConversionError
 Tracer = jx.Tracer
 _ARRAY_SCALARS = (bool, int, float, complex)
 _PLAIN = frozenset((bool, int, float, str, type(None), list, tuple, dict))
+
+
+# The dicts JAX flattens as dicts (its own pytrees): read and changed in place as dicts.
+DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def dict_like(d, items):
+    """A dict of ``d``'s kind holding ``items`` (a ``defaultdict`` with its factory)."""
+    if type(d) is dict:
+        return items
+    if type(d) is collections.defaultdict:
+        return collections.defaultdict(d.default_factory, items)
+    return type(d)(items)
 
 
 class UnboundVariableError(AutoflowError, UnboundLocalError):

@@ -37,7 +37,7 @@ from ..state.aliasing import kept
 from ..state.snapshots import undoer
 from ..common.teach import reissuing
 from .errors import branch_error, same_key_orders, static_fields_error
-from ..common.values import (UnboundVariableError, Undefined, as_pred, aval_of, flatten, in_staged_block,
+from ..common.values import (DICTS, UnboundVariableError, Undefined, dict_like, as_pred, aval_of, flatten, in_staged_block,
                              is_array_like, is_extended, promote_values, same_static, staged_block, concrete_truth, unflatten)
 
 
@@ -232,14 +232,14 @@ def _detached(value):
         return tuple(_detached(v) for v in value)
     if type(value) is list:
         return [_detached(v) for v in value]
-    if type(value) is dict:
-        return {k: _detached(v) for k, v in value.items()}
+    if type(value) in DICTS:
+        return dict_like(value, {k: _detached(v) for k, v in value.items()})
     return value
 
 
 def _contents(v):
     """What an in-place change of a list, dict or set changes (by identity)."""
-    if type(v) is dict:
+    if type(v) in DICTS:
         return [(k, id(x)) for k, x in v.items()]
     return [id(x) for x in v] if type(v) is list else {id(x) for x in v}
 

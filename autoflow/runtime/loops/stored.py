@@ -110,7 +110,8 @@ def _merge(values, at, new):
 
 
 def _bytes(avals):
-    return sum(int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize
+    # (an extended dtype, a typed PRNG key's, is no NumPy dtype: it says its own size)
+    return sum(int(np.prod(a.shape, dtype=np.int64)) * getattr(a.dtype, "itemsize", 4)
                for a in avals)
 
 
@@ -159,7 +160,7 @@ def _groups(avals):
     write per step and dtype): ``{dtype: [(position, size, shape)...]}``."""
     groups = {}
     for k, a in enumerate(avals):
-        groups.setdefault(np.dtype(a.dtype), []).append(
+        groups.setdefault(a.dtype, []).append(
             (k, int(np.prod(a.shape, dtype=np.int64)), tuple(a.shape)))
     return groups
 

@@ -7,6 +7,7 @@ written back into the original object, so an alias sees what Python would.
 
 from __future__ import annotations
 
+from ..common.values import DICTS
 from .snapshots import _CONTAINERS, write
 from .journal import _local
 from .writes import mutates
@@ -124,7 +125,7 @@ def shared_places(value):
             ids.add(id(v))
         if type(v) in (list, tuple):
             todo.extend(v)
-        elif type(v) is dict:
+        elif type(v) in DICTS:
             todo.extend(v.values())
     if not twice:
         return []
@@ -139,7 +140,7 @@ def shared_places(value):
                 first.setdefault(place, i)
             if hasattr(key, "idx") and type(obj) in (list, tuple):
                 obj = obj[key.idx]
-            elif hasattr(key, "key") and type(obj) is dict:
+            elif hasattr(key, "key") and type(obj) in DICTS:
                 obj = obj[key.key]
             else:
                 break

@@ -8,6 +8,8 @@ values hold (what it may carry).
 
 from __future__ import annotations
 
+from ..common.values import DICTS
+
 import functools
 import sys
 import types
@@ -108,7 +110,7 @@ def module_state(fns, frame=None, limit=20_000):
                 continue
             if type(value) in (list, tuple):
                 values.extend((v, f"{label}[{i}]", depth + 1) for i, v in enumerate(value))
-            elif type(value) is dict:
+            elif type(value) in DICTS:
                 values.extend((v, f"{label}[{k!r}]", depth + 1) for k, v in value.items())
             elif type(value) is types.SimpleNamespace or _user_class(type(value)):
                 d = getattr(value, "__dict__", None)
@@ -192,7 +194,7 @@ def reachable(todo):
             seen.add(id(v))
             if type(v) in (list, tuple):
                 nxt.extend(v)
-            elif type(v) is dict:
+            elif type(v) in DICTS:
                 nxt.extend(v.values())
             elif callable(v):
                 continue  # closures were taken at entry (tracing rebinds cells)

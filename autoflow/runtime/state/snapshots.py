@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import jax
 
-from ..common.values import Tracer, is_traced
+from ..common.values import DICTS, Tracer, dict_like, is_traced
 
-
-_CONTAINERS = (list, dict)
+_CONTAINERS = (list,) + DICTS
 
 
 class _Snap:
@@ -92,8 +91,8 @@ def contents(value):
     """``value`` with every list and dict copied (the leaves are shared)."""
     if type(value) is list:
         return [contents(v) for v in value]
-    if type(value) is dict:
-        return {k: contents(v) for k, v in value.items()}
+    if type(value) in DICTS:
+        return dict_like(value, {k: contents(v) for k, v in value.items()})
     return value
 
 
@@ -109,7 +108,7 @@ def write(obj, value):
         old = list(obj)
         obj[:] = [write(old[i], v) if i < len(old) else v for i, v in enumerate(value)]
         return obj
-    if type(obj) is dict and type(value) is dict:
+    if type(obj) in DICTS and type(value) in DICTS:
         old = dict(obj)
         obj.clear()
         obj.update({k: write(old[k], v) if k in old else v for k, v in value.items()})
