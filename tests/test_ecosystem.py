@@ -177,3 +177,23 @@ def test_jaxtyped_beartype_function(hooked_models, plain_models, scale):
     with pytest.raises(jaxtyping.TypeCheckError):
         hooked_models.normalise(jnp.ones((2, 2)))
     assert "jnp.sum(x) > 1.0" in autoflow.to_source(plain_models.normalise)
+
+
+class _Halver(eqx.Module):
+    scale: jax.Array
+
+    def shrink(self, x):
+        while x.sum() > 1.0:
+            x = x * self.scale
+        return x
+
+    def __call__(self, x):
+        return self.shrink(x)  # Equinox binds `self.shrink` its own way (no MethodType)
+
+
+def test_equinox_method_called_through_self_converts_on_the_first_call():
+    x = jnp.array([4.0, 4.0])
+    for make in (lambda: autoflow.jit(lambda m, v: m(v)),
+                 lambda: eqx.filter_jit(autoflow.convert(lambda m, v: m(v)))):
+        m = _Halver(jnp.float32(0.5))  # (the first call of the first form failed)
+        np.testing.assert_allclose(make()(m, x), m(x), rtol=1e-6)

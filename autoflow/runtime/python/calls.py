@@ -59,6 +59,13 @@ def _included(fn, include):
     return any(module == m or module.startswith(m + ".") for m in include)
 
 
+def _bound_method(f) -> bool:
+    """A library's bound method (``eqx.Module``'s ``self.method``): a function
+    ``__func__`` bound to ``__self__``, as ``types.MethodType`` is."""
+    return inspect.isfunction(getattr(f, "__func__", None)) and hasattr(f, "__self__") \
+        and not isinstance(f, type)
+
+
 class Runtime(types.ModuleType):
     """The runtime as converted code sees it, with the options of one ``convert``.
 
@@ -92,7 +99,7 @@ class Runtime(types.ModuleType):
         if isinstance(f, functools.partial):
             inner = self._target(f.func)
             return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
-        if inspect.ismethod(f):
+        if inspect.ismethod(f) or _bound_method(f):  # (Equinox binds methods its own way)
             inner = self._target(f.__func__)
             return f if inner is f.__func__ else types.MethodType(inner, f.__self__)
         if inspect.isfunction(f):
