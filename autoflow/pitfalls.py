@@ -28,10 +28,14 @@ commas), or ``# autoflow: ignore`` for every code.
 * **AF110** ``.item()``, ``.tolist()``, ``np.asarray`` or a NumPy function (``np.sin``)
   of a traced value.
 * **AF111** a traced value written into a NumPy array (``buf[i] = x``).
+* **AF112** ``jnp.nonzero``, ``jnp.unique``, ``jnp.argwhere``, one-argument ``jnp.where``
+  of a traced value without ``size=``: the result's size depends on values.
+* **AF113** a traced value used as a dict key or put in a set (``{x: 1}``, ``s.add(x)``):
+  a traced value has no hash.
 
 "Jitted" functions are those decorated with something named ``jit`` (or
 ``autoflow.convert``), or passed to a call of such a name in the module. The codes that
-say the program fails (``FAILING``: AF102, AF103, AF108-AF111) are also looked for in
+say the program fails (``FAILING``: AF102, AF103, AF108-AF113) are also looked for in
 the functions the jitted ones call, or, in a module that jits nothing, in every function
 and method, read as ``autoflow.jit`` with traced arguments would trace them
 (``autoflow.traced``). No JAX here.
@@ -65,6 +69,8 @@ CODES = {
     "AF109": "traced slice bound",
     "AF110": "`.item()` or `np.asarray` of a traced value",
     "AF111": "traced value written into a NumPy array",
+    "AF112": "array size that depends on traced values",
+    "AF113": "traced value used as a dict key or in a set",
 }
 
 
@@ -85,7 +91,7 @@ class Pitfall:
                f"    fix: {self.fix}"
 
 
-FAILING = frozenset({"AF102", "AF103", "AF108", "AF109", "AF110", "AF111"})
+FAILING = frozenset({"AF102", "AF103", "AF108", "AF109", "AF110", "AF111", "AF112", "AF113"})
 
 
 def find(source: str, filename: str = "<string>", tree=None, static=None):
@@ -278,8 +284,32 @@ _NP_MADE = frozenset({"zeros", "ones", "empty", "full", "array", "arange", "zero
                       "copy"})
 
 
+# Functions whose result's size is the number of items that pass a test, unless `size=`.
+_DATA_SIZED = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "unique_values",
+                         "unique_counts", "extract", "compress"})
+
+
+def _hashed(fn, node, traced, mentions):
+    """The traced expression ``node`` hashes (a dict display's key, a set display's item,
+    ``s.add(x)`` on a set made in ``fn``), or None."""
+    if isinstance(node, ast.Dict):
+        return next((k for k in node.keys if k is not None and mentions(k, traced)), None)
+    if isinstance(node, ast.Set):
+        return next((e for e in node.elts if mentions(e, traced)), None)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "add" and isinstance(node.func.value, ast.Name) \
+            and len(node.args) == 1 and mentions(node.args[0], traced):
+        name = node.func.value.id
+        if any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                 for t in n.targets)
+               and (isinstance(n.value, ast.Set) or isinstance(n.value, ast.Call)
+                    and _dotted(n.value.func) == "set") for n in ast.walk(fn)):
+            return node.args[0]
+    return None
+
+
 def _failing(fn, traced, add):
-    """AF108-AF111: a traced value where Python needs a concrete one."""
+    """AF108-AF113: a traced value where Python needs a concrete one."""
     from .traced import mentions
 
     reduced = {id(n.args[0]) for n in ast.walk(fn) if isinstance(n, ast.Call)
@@ -291,6 +321,27 @@ def _failing(fn, traced, add):
             if base in _NP and last in _NP_MADE:
                 numpy_arrays |= {n for t in node.targets for n in ast_target_names(t)}
     for node in ast.walk(fn):
+        # AF112: a size that depends on values
+        if isinstance(node, ast.Call) and node.args and not any(
+                k.arg == "size" for k in node.keywords):
+            base, _, last = _dotted(node.func).rpartition(".")
+            if base in ("jnp", "jax.numpy") and (
+                    last in _DATA_SIZED or last == "where" and len(node.args) == 1) \
+                    and mentions(node.args[0], traced):
+                add(node, "AF112",
+                    f"`{ast.unparse(node)}`: the size of its result depends on the values of "
+                    "a traced array, and a jitted function's shapes must be known when "
+                    "compiling",
+                    f"give it a fixed size (`{_dotted(node.func)}(..., size=N, fill_value=0)`), "
+                    "or keep the whole array and mask it (`jnp.where(cond, x, 0)`).")
+        # AF113: a traced value hashed
+        hashed = _hashed(fn, node, traced, mentions)
+        if hashed is not None:
+            add(node, "AF113",
+                f"`{ast.unparse(hashed)}` is traced, and a dict key or a set item needs a hash, "
+                "which a traced value has not",
+                "use static keys (strings, Python numbers), or an array of flags indexed by the "
+                "value (`seen = seen.at[x].set(True)`) instead of the set.")
         # AF108: a comprehension filtered by a traced condition
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) \
                 and id(node) not in reduced:
@@ -380,10 +431,23 @@ def _sized_args(node):
     None. (The arguments are a new list.)"""
     name = _dotted(node.func)
     base, _, last = name.rpartition(".")
+    if base in ("jnp", "jax.numpy", "np", "numpy") and last in _RESHAPED:
+        if last == "repeat" and any(k.arg == "total_repeat_length" for k in node.keywords):
+            return None
+        return name, list(node.args[1:2])  # (the shape, reps, sections or repeats)
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "reshape" and base not in (
+            "jnp", "jax.numpy", "np", "numpy"):
+        return ast.unparse(node.func), list(node.args)  # `x.reshape(n, -1)`
     if base not in ("jnp", "jax.numpy", "np", "numpy") or last not in _SIZED:
         return None
     pos = _SIZED[last]
     return name, list(node.args if pos is None else node.args[pos:pos + 1])
+
+
+# Functions whose second argument sets the result's shape: `jnp.reshape(x, (n, -1))`,
+# `jnp.tile(x, n)`, `jnp.split(x, n)`, `jnp.repeat(x, n)`, `jnp.broadcast_to(x, (n,))`.
+_RESHAPED = frozenset({"reshape", "tile", "split", "array_split", "repeat", "broadcast_to",
+                       "resize"})
 
 
 def _enclosing_subscript(stmt, slice_node):
