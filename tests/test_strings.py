@@ -445,3 +445,12 @@ def test_pythons_errors_of_list_and_math_vocabulary():
         autoflow.jit(lambda x: math.gcd(x, 4))(2.0)
     with pytest.raises(OverflowError, match=r"math.factorial\(13\) is 6227020800"):
         autoflow.jit(lambda n: math.factorial(n))(13)
+
+
+def test_a_message_raised_while_tracing_shows_the_types_of_its_values():
+    # every path reaches the `raise`: it is raised while tracing, when no value is known
+    def always(x):
+        raise ValueError(f"bad {x:.2f} of {x}")
+
+    with pytest.raises(ValueError, match=r"^bad <traced float32\[\]> of <traced float32\[\]>\n"):
+        autoflow.jit(always)(jnp.float32(1.5))

@@ -155,6 +155,30 @@ def resolve(tree):
     return tree
 
 
+class _Sketched:
+    """A traced value in a string shown while tracing: its type, not its value."""
+
+    def __init__(self, value):
+        shape = ",".join(map(str, getattr(value, "shape", ())))
+        self.text = f"<traced {getattr(value, 'dtype', '')}[{shape}]>"
+
+    def __repr__(self):
+        return self.text
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return self.text
+
+
+def sketch(deferred):
+    """The string ``deferred`` will be, with each traced value shown as its type
+    (``"bad <traced float32[]>"``): what a message raised while tracing can say."""
+    def leaf(x):
+        return _Sketched(x) if isinstance(x, Tracer) else x
+    return resolve(jax.tree_util.tree_map(leaf, deferred))
+
+
 def _holds_deferred(thunk):
     return builtins.any(
         isinstance(x, Deferred) for c in (thunk.fn.__closure__ or ())

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...core.origin import message, user_site
 from ...errors import ConversionError
-from ..effects.later import Deferred
+from ..effects.later import Deferred, sketch
 from ..common.values import Tracer, is_traced
 
 
@@ -77,7 +77,12 @@ class String(Deferred):
     def __repr__(self):
         return "<a string made from traced values, made when the compiled code runs>"
 
-    __str__ = __repr__
+    def __str__(self):
+        # (what a message raised while tracing shows: its traced values' types)
+        try:
+            return builtins.str(sketch(self))
+        except Exception:  # noqa: BLE001 - a format the sketch cannot stand in for
+            return repr(self)
 
     # -- operations that compute with the characters -------------------------------
 
