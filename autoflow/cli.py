@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import errno
+import inspect
 import os
 import sys
 import warnings
@@ -240,6 +241,10 @@ def cmd_explain(args) -> int:
                 break
         if obj is None or not callable(obj):
             raise InputError(f"{path}: no function named {qualname!r}")
+        if inspect.iscoroutinefunction(obj) or inspect.isasyncgenfunction(obj):
+            raise InputError(f"{path}: {qualname} is an `async def` function: autoflow does "
+                             "not convert it, and jit cannot trace a coroutine (explain the "
+                             "function it awaits instead)")
     except InputError as e:
         _error(str(e))
         return EXIT_INPUT
@@ -406,6 +411,12 @@ def cmd_run(args) -> int:
 
     from .hooks import run_script
 
+    if os.path.isdir(args.script):
+        main = os.path.join(args.script, "__main__.py")
+        if not os.path.isfile(main):
+            _error(f"autoflow: {args.script}: is a directory, with no __main__.py to run")
+            return EXIT_INPUT
+        args.script = main  # (as `python DIR` runs DIR/__main__.py)
     if not os.path.isfile(args.script):
         _error(f"autoflow: {args.script}: no such file")
         return EXIT_INPUT

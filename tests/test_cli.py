@@ -646,3 +646,25 @@ def test_check_reads_long_expressions_and_chains(tmp_path):
     out = run("check", src)
     assert out.returncode == 0, out.err
     assert "1201 control-flow statements: 1201 convert" in out.out
+
+
+def test_run_a_directory_runs_its_main_as_python_does(tmp_path):
+    pkg = tmp_path / "app"
+    pkg.mkdir()
+    (pkg / "__main__.py").write_text("import jax.numpy as jnp\n\ndef f(x):\n    if x > 0:\n"
+                                     "        return x\n    return -x\n\nprint(f(jnp.float32(-2.0)))\n")
+    out = run("run", pkg)
+    assert out.returncode == 0, out.err
+    assert out.out.strip() == "2.0"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = run("run", empty)
+    assert out.returncode == 1 and "is a directory, with no __main__.py" in out.err
+
+
+def test_explain_refuses_an_async_function_in_one_line(tmp_path):
+    src = tmp_path / "coro.py"
+    src.write_text("async def g(x):\n    return x\n")
+    out = run("explain", f"{src}:g", "--args", "f32")
+    assert out.returncode == 1
+    assert "`async def` function" in out.err and "RuntimeWarning" not in out.err
