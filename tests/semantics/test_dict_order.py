@@ -154,3 +154,15 @@ def test_an_early_return_of_a_dict_keeps_its_order():
     got = autoflow.convert(returns_a_dict_in_a_loop)(y)
     assert list(got) == ["y", "k"]
     check(returns_a_dict_in_a_loop, y, vmap=[(jnp.array([5.0, 6.0]),)])
+
+
+def rebuilt_by_tree_map(x, loss):
+    p = {"w": x, "b": 2 * x}
+    if loss > 0.1:
+        p = jax.tree_util.tree_map(lambda a: a - 0.1, p)
+    return p["w"] + p["b"]
+
+
+def test_an_order_jax_sorted_is_named_in_the_advice():
+    with pytest.raises(ConversionError, match="keys sorted: build it with its keys in sorted"):
+        autoflow.jit(rebuilt_by_tree_map)(1.0, 1.0)

@@ -221,3 +221,13 @@ def shrinking_list(label, before, after):
             f"`{label}[count]` instead of `{label}.pop()`; or make the loop bound static so "
             "that the loop runs as Python.")
     return what, todo
+
+
+def sorted_hint(ta, tb):
+    """What to say when one of two key orders is sorted: JAX's own functions
+    (``jax.tree_util.tree_map``, ``optax.apply_updates``) return dicts so."""
+    if (list(ta) == sorted(ta, key=str)) == (list(tb) == sorted(tb, key=str)):
+        return ""
+    return (" JAX's functions that rebuild a dict (`jax.tree_util.tree_map`, "
+            "`optax.apply_updates`) give it its keys sorted: build it with its keys in "
+            "sorted order from the start.")

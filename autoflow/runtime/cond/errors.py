@@ -10,7 +10,7 @@ import re
 
 from ...core.origin import message
 from ...errors import ConversionError
-from ..common.advice import appended_in_branch, value_advice
+from ..common.advice import appended_in_branch, sorted_hint, value_advice
 from ..common.carries import RETURN_LABEL, key_orders, parts_of
 from ..common.values import Undefined, describe, structure
 
@@ -119,4 +119,5 @@ def same_key_orders(site, names, t_out, f_out):
                 f"`if` ({list(ta)} when true, {list(tb)} when false): the order of a dict's "
                 "keys, which iterating it sees, cannot depend on a traced condition",
                 f"Give `{name}` its keys in one order on both paths (assign them in the same "
-                "order, or make the dict with every key before the `if`)."))
+                "order, or make the dict with every key before the `if`)." + sorted_hint(ta, tb)))
+

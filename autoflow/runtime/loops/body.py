@@ -16,7 +16,7 @@ from ...errors import ConversionError
 from ..effects import unset
 from ..common.carries import (LOOP, Restart, cast_to, join_parts, keep_order, key_orders, parts_of, placing,
                               same_spec, spec_of)
-from ..common.advice import growing_list, shrinking_list, static_bound, value_advice
+from ..common.advice import growing_list, shrinking_list, sorted_hint, static_bound, value_advice
 from ..common.values import (Undefined, aval_of, describe, flatten, is_array_like, is_extended, promote_values, same_static,
                              staged_block, structure, unflatten)
 
@@ -269,7 +269,7 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                     f"this traced loop ({list(ka)} before it, {list(kb)} after): the order of "
                     "a dict's keys, which iterating it sees, cannot change in a staged loop",
                     f"Keep the order of `{name}`'s keys across iterations (assign to its keys "
-                    "instead of deleting them and adding them again)."))
+                    "instead of deleting them and adding them again)." + sorted_hint(ka, kb)))
         out, changes, reshaped = [], {}, []
         j = 0
         for i, (x, m) in enumerate(zip(new_leaves, mask)):
