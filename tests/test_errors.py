@@ -509,3 +509,25 @@ def test_unassigned_read_on_concrete_path_message():
         autoflow.convert(fn)(1.0, False)
     assert isinstance(info.value, autoflow.AutoflowError)
     check_message(info.value, fn, names=["y"])
+
+
+def test_branch_errors_name_what_differs():
+    def keys_differ(x):
+        d = {}
+        if x > 0:
+            d["pos"] = x
+        else:
+            d["neg"] = x
+        return d
+
+    def kinds_differ(x, key):
+        if x > 0:
+            r = key
+        else:
+            r = x
+        return r
+
+    with pytest.raises(ConversionError, match=r"different structure.*\['pos'\].*\['neg'\]"):
+        autoflow.jit(keys_differ)(1.0)
+    with pytest.raises(ConversionError, match="values of one kind"):
+        autoflow.jit(kinds_differ)(1.0, jax.random.key(0))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ...core.origin import message
 from ...errors import ConversionError
 from ..common.advice import appended_in_branch, sorted_hint, value_advice
@@ -80,6 +82,13 @@ def branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=Non
     fit = value_advice(label, t_leaf, f_leaf, "if")
     if fit is not None:
         return ConversionError(message(site, fit[0] + " (this `if` is traced)", fit[1]))
+    if np.shape(t_leaf) == np.shape(f_leaf):  # (a typed PRNG key against a float: the kind)
+        return ConversionError(message(
+            site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
+            f"{describe(f_leaf)} when it is false; a traced `if` needs values of one kind "
+            "on both paths (no dtype holds both)",
+            f"Give `{label}` values of one kind in both branches, or make the condition "
+            "static."))
     return ConversionError(message(
         site, f"`{label}` is {describe(t_leaf)} when the condition is true and "
         f"{describe(f_leaf)} when it is false; a traced `if` needs the same shape "

@@ -380,7 +380,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                     if len(la) == len(lb) and type(a) is type(b) \
                             and type(a) not in (list, tuple, dict) and not returning:
                         raise static_fields_error(site(), name, a, ta, tb)
-                    if len(la) == 1 and len(lb) == 1:
+                    if len(la) == 1 and len(lb) == 1 and not isinstance(a, (dict, list, tuple)):
                         raise branch_error(site(), name, returning, la[0], lb[0], guard=guard)
                     if type(a) is tuple and type(b) is tuple and len(a) == len(b) == 1 \
                             and type(a[0]) is list and type(b[0]) is list:
