@@ -212,8 +212,8 @@ def _zero_trip_read(fn) -> bool:
                          if isinstance(n, ast.Name) and n.id == name
                          and isinstance(n.ctx, ast.Store)), default=end)
             # read after the loop, or in the body above its first binding (an
-            # earlier iteration's value)
-            if any(n.id == name and (n.lineno > end or loop.lineno < n.lineno < first)
+            # earlier iteration's value) or on its line (`m = m + 1`)
+            if any(n.id == name and (n.lineno > end or loop.lineno < n.lineno <= first)
                    for n in loads):
                 return True
     return False

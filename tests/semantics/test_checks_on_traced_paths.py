@@ -138,3 +138,17 @@ def test_max_of_an_empty_generator_raises_pythons_error():
     assert f(3) == largest(3)
     with pytest.raises(ValueError, match="empty"):
         f(0)
+
+
+def reads_unbound_in_a_loop(y):
+    w = 1
+    while w > 0 and y > 100.0:  # runs no iteration for y <= 100
+        w -= 1
+        m = m + 1  # noqa: F821, F841 - unbound: Python raises where an iteration runs
+    return y
+
+
+@pytest.mark.parametrize("y", [1.5, 200.0])
+def test_an_unbound_read_in_a_loop_that_runs_no_iteration(y):
+    check(reads_unbound_in_a_loop, y, vmap=[(2.5,)] if y < 100 else None,
+          expect_raise=UnboundLocalError if y > 100 else None)

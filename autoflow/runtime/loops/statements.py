@@ -37,7 +37,8 @@ from ...core.caches import Bounded
 from ...core.origin import message
 from ...errors import ConversionError
 from ..common import events
-from ..effects import later, path_condition
+from ..effects import later, path_condition, unset
+from ..effects.raising import StagedRaise, refuse_if_caught, user_frame
 from ..common.carries import caller_site, free_names, pack, unpack, with_state
 from ..cond.statements import traced_if
 from .body import CarryShapeError
@@ -52,7 +53,7 @@ from ..state.journal import journal
 from ..state.aliasing import kept, shared_places
 from ..state.scopes import recording
 from ..common.teach import reissuing, traced_shape_error
-from ..common.values import (Tracer, Undefined, as_pred, describe, flatten, is_array_like, is_traced,
+from ..common.values import (Tracer, UnboundVariableError, Undefined, as_pred, describe, flatten, is_array_like, is_traced,
                              staging as under_trace, concrete_truth)
 from .iterables import LoopOptions, _as_seq, _scalar_iterable, enumerate
 
@@ -115,7 +116,7 @@ def _loop_with_state(kind, state, names, shared, *, step, cond_fn=None, **kwargs
 
         def checked(k, s):
             before = flatten(pack(s, n))[0] if places else None  # (the body may write s)
-            with recording(shared, names, fns, entry, frame) as rec:
+            with recording(shared, names, fns, entry, frame) as rec, _unbound_reads():
                 out = step(k, s)
             if places:
                 _same_places(places, before, flatten(pack(out, n))[0], names, caller_site)
@@ -358,6 +359,25 @@ def _rotated(test, body, first, state, names, shared, kwargs):
 
 def _has_traced(state):
     return builtins.any(isinstance(x, Tracer) and is_traced(x) for x in flatten(state)[0])
+
+
+@contextlib.contextmanager
+def _unbound_reads():
+    """While a staged loop's body is traced: a read of a variable nothing bound yet
+    (``m = m + 1``, ``m`` unbound before the loop) raises ``UnboundLocalError`` where
+    the compiled code runs an iteration, as Python raises it: not while tracing, for
+    a loop that may run none."""
+    try:
+        yield
+    except UnboundVariableError as e:
+        if e.name is None:
+            raise
+        python = e.python()
+        frame = user_frame(e)
+        if frame is not None:
+            refuse_if_caught(python, frame, e.site, unset.unbound_read(e.name),
+                             unset.assign_it(e.name))
+        raise StagedRaise(lambda: python, e.site) from None
 
 
 def _python_for(items, body, test, state, n, names, shared=None):
