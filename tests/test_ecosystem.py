@@ -197,3 +197,31 @@ def test_equinox_method_called_through_self_converts_on_the_first_call():
                  lambda: eqx.filter_jit(autoflow.convert(lambda m, v: m(v)))):
         m = _Halver(jnp.float32(0.5))  # (the first call of the first form failed)
         np.testing.assert_allclose(make()(m, x), m(x), rtol=1e-6)
+
+
+def test_flax_nnx_variable_written_by_a_helper_in_a_staged_loop():
+    # (a callable object's attributes are state the loop reaches: the Variable a helper
+    # writes is carried, where it leaked as JAX's UnexpectedTracerError)
+    nnx = pytest.importorskip("flax.nnx")
+
+    class Counted(nnx.Module):
+        def __init__(self):
+            self.count = nnx.Variable(jnp.int32(0))
+
+        def step(self, x):
+            self.count[...] += 1
+            return x - 2.0
+
+        def __call__(self, x):
+            for _ in range(3):
+                x = self.step(x)
+            while x.sum() > -10.0:
+                x = self.step(x)
+            return x
+
+    x = jnp.array([3.0, 2.0])
+    eager, model = Counted(), Counted()
+    want = eager(x)
+    got = nnx.jit(lambda m, v: autoflow.convert(Counted.__call__)(m, v))(model, x)
+    np.testing.assert_allclose(got, want)
+    assert int(model.count[...]) == int(eager.count[...])

@@ -181,6 +181,10 @@ def _unwalked(fn, seen, partials):
     return None
 
 
+_FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+              functools.partial)
+
+
 def reachable(todo):
     """Ids of the objects reachable from ``todo`` (``entry_values``): what they
     hold, three levels of attributes, items and closures down."""
@@ -196,9 +200,9 @@ def reachable(todo):
                 nxt.extend(v)
             elif type(v) in DICTS:
                 nxt.extend(v.values())
-            elif callable(v):
+            elif isinstance(v, _FUNCTIONS):
                 continue  # closures were taken at entry (tracing rebinds cells)
-            else:
+            else:  # (an object, a callable one too: an NNX or Equinox module)
                 d = getattr(v, "__dict__", None)
                 if isinstance(d, dict):
                     nxt.extend(d.values())
