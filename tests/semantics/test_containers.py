@@ -660,3 +660,18 @@ def pop_then_append_under_traced_if(x, xs):
 def test_pop_then_append_under_traced_if():
     check_cases(pop_then_append_under_traced_if,
                 [(F(1.5), jnp.array([1.0, 2.0, 3.0])), (F(-1.5), jnp.array([1.0, 2.0, 3.0]))])
+
+
+def index_of_largest(xs):
+    return max(range(len(xs)), key=lambda i: xs[i])
+
+
+def index_of_smallest_absolute(xs):
+    return min((i for i in range(3)), key=lambda i: abs(xs[i]))
+
+
+def test_max_of_a_range_keyed_by_traced_values():
+    # (the items a range of Python ints, the keys traced: the index of the first largest)
+    for xs in (jnp.array([3.0, 9.0, -12.0]), jnp.array([5.0, 5.0, 1.0])):
+        check(index_of_largest, xs, vmap=[(jnp.array([1.0, -2.0, 7.0]),)])
+        check(index_of_smallest_absolute, xs, vmap=[(jnp.array([1.0, -0.5, 7.0]),)])

@@ -51,7 +51,8 @@ def _fold(values, better):
 def _same_layout(values):
     trees = [jax.tree_util.tree_structure(v) for v in values]
     return _b.all(t == trees[0] for t in trees) and _b.all(
-        is_array_like(leaf) for v in values for leaf in jax.tree_util.tree_leaves(v))
+        is_array_like(leaf) or isinstance(leaf, (int, float)) and not isinstance(leaf, bool)
+        for v in values for leaf in jax.tree_util.tree_leaves(v))
 
 
 def _keyed_extreme(items, key, better):
@@ -74,8 +75,11 @@ def _extreme(name, args, kwargs, better, reduce):
     if kwargs:
         if set(kwargs) <= {"key", "default"} and kwargs.get("key") is not None:
             items = args[0] if _b.len(args) == 1 else args
-            if is_traced(items) and np.ndim(items) >= 1:
+            if is_traced(items) and np.ndim(items) >= 1 or isinstance(
+                    items, (range, types.GeneratorType)):
+                # (`max(range(n), key=lambda i: xs[i])`: the index of a traced largest)
                 items = list(items)
+                args = (items,) if _b.len(args) == 1 else args
             if isinstance(items, (list, tuple)) and items:
                 out = _keyed_extreme(list(items), kwargs["key"], better)
                 if out is not None:
