@@ -11,7 +11,8 @@ as ``traced`` reads the rest.
 * Python objects a staged statement changes (``_python_state``): an iterator advanced
   with ``next()``, a list a traced loop pops from, a list appended to on one path of a
   traced ``if`` only, a traced value added to a set;
-* a sequence, mapping or class pattern on a traced ``match`` subject.
+* a sequence, mapping or class pattern on a traced ``match`` subject;
+* a recursion ended by an ``if`` on a traced value.
 """
 
 from __future__ import annotations
@@ -47,7 +48,28 @@ def problems(fn, static, plain) -> list[traced.Problem]:
     """Both kinds of the module's docstring in ``fn`` (``plain``: ``plain_classes``)."""
     reader = traced._Reader(fn, frozenset(static))  # (what is traced, read once)
     return (_plain_objects(fn, reader, plain) + _exits_then_appends(fn, reader)
-            + _python_state(fn, reader) + _structural_cases(fn, reader))
+            + _python_state(fn, reader) + _structural_cases(fn, reader)
+            + _traced_recursion(fn, reader, static))
+
+
+def _traced_recursion(fn, reader, static) -> list[traced.Problem]:
+    """The first ``if`` on a traced condition in a function that calls itself: both of
+    its branches are traced, the recursive call included, so the recursion has no end
+    while tracing (its depth depends on a traced value). (A parameter with a default is
+    traced in the calls it makes itself, through ``jit``, unless it is declared static.)"""
+    calls = [n for n in traced._local_walk(fn.body) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id == fn.name]
+    if not calls:
+        return []
+    names = reader.traced | (traced.defaulted(fn) - set(static))
+    for s in traced._local_walk(fn.body):
+        if isinstance(s, ast.If) and traced.mentions(s.test, names):
+            return [traced.Problem(s.lineno, s.col_offset, "if", (
+                f"`{fn.name}` calls itself, and this `if` that would end the recursion is "
+                "on a traced value: both of its branches are traced, the recursive call "
+                f"included, so tracing never ends (rewrite `{fn.name}` as a `while` loop, "
+                "or make the value that ends the recursion static)"))]
+    return []
 
 
 _STRUCTURAL = tuple(getattr(ast, n) for n in ("MatchSequence", "MatchMapping", "MatchClass")

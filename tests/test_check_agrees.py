@@ -74,6 +74,7 @@ ERROR_CASES = {
         "appended_on_one_path": (jnp.array([1.0, -2.0, 3.0]),),
         "numpy_sine_in_branch": (1.0,), "first_best": (jnp.array([3.0, 7.0, 2.0]),),
         "distinct_positives": (jnp.array([1.0, 2.0, 1.0, -1.0]),), "labelled": (1.0,),
+        "factorial": (5,), "pairs_of_flags": (1.0, 2.0), "lanes_of_signs": (1.0, -2.0),
     },
 }
 

@@ -73,3 +73,24 @@ def labelled(x):
         msg = f"non-positive: {x}"
     print(msg)
     return x
+
+
+def factorial(n):
+    if n <= 1:  # ERROR (a recursion ended by a traced condition)
+        return 1
+    return n * factorial(n - 1)
+
+
+def pairs_of_flags(x, y):
+    match x:
+        case (a, b):  # ERROR (a sequence pattern on a traced array)
+            return a + b
+    return x + y
+
+
+def lanes_of_signs(x, y):
+    match (x > 0, y > 0):
+        case (True, False):
+            return x - y
+        case _:
+            return x + y
