@@ -152,3 +152,20 @@ def reads_unbound_in_a_loop(y):
 def test_an_unbound_read_in_a_loop_that_runs_no_iteration(y):
     check(reads_unbound_in_a_loop, y, vmap=[(2.5,)] if y < 100 else None,
           expect_raise=UnboundLocalError if y > 100 else None)
+
+
+def guarded(n):
+    if n < 0:
+        raise ValueError(f"negative {n}")
+    return n + 1
+
+
+def test_a_raise_under_vmap_is_one_check_not_one_per_lane():
+    # (one host callback per lane made the program, and its compile time, grow with the
+    # batch: 28-42 s at 1,000 lanes); the first lane on the raise's path raises
+    sizes = [len(jax.make_jaxpr(jax.vmap(autoflow.convert(guarded)))(
+        jnp.arange(b, dtype=jnp.int32)).jaxpr.eqns) for b in (4, 64)]
+    assert sizes[0] == sizes[1]
+    with pytest.raises(ValueError, match="^negative -2"):
+        jax.vmap(autoflow.convert(guarded))(jnp.array([1, -2, -3]))
+    assert list(jax.vmap(autoflow.convert(guarded))(jnp.array([1, 2]))) == [2, 3]

@@ -291,7 +291,9 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=Fa
                 fail(e, site)
             raise
 
-    return stage(call, operands, when, check)
+    # (a `raise` raises: under `vmap` it is called once, for the first lane on its
+    # path, as a check is; once per lane, the program grew with the batch)
+    return stage(call, operands, when, check or raises)
 
 
 class each_iteration:
