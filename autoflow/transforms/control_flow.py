@@ -32,7 +32,7 @@ from ..analysis.summaries import Summaries
 from ..core.nodes import clone, walk
 from ..core.templates import names_tuple, operand_tuple, replace, replace_expr, str_tuple
 from .loop_statements import LoopStatements
-from .util import _SCOPES, contains, holds_blocks, is_generator, param_names, stamp
+from .util import _SCOPES, contains, holds_blocks, is_generator, param_names, stamp, walk_local
 
 
 def _drop_annotations(stmts, names):
@@ -89,6 +89,9 @@ class ControlFlow(LoopStatements):
         # goes through `af.ld`, which checks when the compiled code runs that the
         # variable is bound (arithmetic on zeros would not fail by itself).
         self.loop_unbound = set()
+        # Those a `del` in a loop or `if` may leave unbound where the analysis counts
+        # them bound (it reads `del` as no binding): guarded however bound before.
+        self.deleted = set()
         # What the analysis needs from each statement's subtree, computed once
         # (not once per level of nesting): see analysis.summaries.
         inv = getattr(ctx, "inventory", None)  # pipeline.Inventory of the user's code
@@ -99,10 +102,10 @@ class ControlFlow(LoopStatements):
         params = param_names(fn)
         user = getattr(fn, "af_user", False)
         saved = (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-                 self.user_local, self.loop_unbound, self.private_cells)
+                 self.user_local, self.loop_unbound, self.private_cells, self.deleted)
         self.generated = not user
         if user:
-            self.maybe_unbound, self.loop_unbound = set(), set()
+            self.maybe_unbound, self.loop_unbound, self.deleted = set(), set(), set()
         inv = getattr(self.ctx, "inventory", None)  # pipeline.Inventory of the user's code
         declarations = inv is None or inv.has(gast.Global, gast.Nonlocal)
         scopes = inv is None or inv.nested_scopes()
@@ -131,7 +134,7 @@ class ControlFlow(LoopStatements):
         fn.body = self._block(fn.body, local) or [gast.Pass()]
         if user:
             (self.cells, self.maybe_unbound, self.called_cells, self.generated,
-             self.user_local, self.loop_unbound, self.private_cells) = saved
+             self.user_local, self.loop_unbound, self.private_cells, self.deleted) = saved
         else:
             self.generated = saved[3]
 
@@ -143,7 +146,7 @@ class ControlFlow(LoopStatements):
         when their block is converted, nested user scopes have their own
         variables.
         """
-        names = self.maybe_unbound - stmt.af_def_before
+        names = (self.maybe_unbound - stmt.af_def_before) | self.deleted
         if not names:
             return
         todo = [stmt]
@@ -189,12 +192,14 @@ class ControlFlow(LoopStatements):
         for s in stmts:
             if self.maybe_unbound:
                 self._guard(s)
-            if isinstance(s, gast.If):
-                out += self._if(s, local)
-            elif isinstance(s, gast.While):
-                out += self._while(s, local)
-            elif isinstance(s, gast.For):
-                out += self._for(s, local)
+            if isinstance(s, (gast.If, gast.While, gast.For)):
+                # (a `del` inside: after the statement the name may be unbound)
+                deleted = {t.id for n in walk_local(s) if isinstance(n, gast.Delete)
+                           for t in n.targets if isinstance(t, gast.Name) and t.id in local}
+                out += self._if(s, local) if isinstance(s, gast.If) else \
+                    self._while(s, local) if isinstance(s, gast.While) else self._for(s, local)
+                self.maybe_unbound |= deleted
+                self.deleted |= deleted
             elif isinstance(s, gast.FunctionDef):
                 if not is_generator(s):  # a generator's loops run as Python
                     self.convert_function(s)

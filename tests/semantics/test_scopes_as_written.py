@@ -72,3 +72,19 @@ def test_nested_do_not_convert_reads_the_variables_around_it(x):
 @pytest.mark.parametrize("x", [1.0, -1.0])
 def test_a_bare_annotation_makes_the_name_local(x):
     check(annotated_in_a_branch, x, expect_raise=UnboundLocalError)
+
+
+def deleted_in_a_loop(n):
+    v = 5
+    for i in range(n):
+        if i == 1:
+            del v
+    return v
+
+
+def test_a_name_deleted_in_a_loop_is_read_as_python_reads_it():
+    # (on concrete values the caller got autoflow's internal placeholder for `v`)
+    for n in (0, 1):
+        assert autoflow.convert(deleted_in_a_loop)(n) == deleted_in_a_loop(n)
+    with pytest.raises(UnboundLocalError):
+        autoflow.convert(deleted_in_a_loop)(3)
