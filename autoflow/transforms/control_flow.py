@@ -96,6 +96,7 @@ class ControlFlow(LoopStatements):
         # (not once per level of nesting): see analysis.summaries.
         inv = getattr(ctx, "inventory", None)  # pipeline.Inventory of the user's code
         self.sums = Summaries(walrus=inv is None or inv.has(gast.NamedExpr))
+        self.deletes = inv is None or inv.has(gast.Delete)  # (else no statement is walked for one)
 
     # ---- functions and blocks ---------------------------------------------
     def convert_function(self, fn):
@@ -195,7 +196,8 @@ class ControlFlow(LoopStatements):
             if isinstance(s, (gast.If, gast.While, gast.For)):
                 # (a `del` inside: after the statement the name may be unbound)
                 deleted = {t.id for n in walk_local(s) if isinstance(n, gast.Delete)
-                           for t in n.targets if isinstance(t, gast.Name) and t.id in local}
+                           for t in n.targets if isinstance(t, gast.Name) and t.id in local} \
+                    if self.deletes else set()
                 out += self._if(s, local) if isinstance(s, gast.If) else \
                     self._while(s, local) if isinstance(s, gast.While) else self._for(s, local)
                 self.maybe_unbound |= deleted
