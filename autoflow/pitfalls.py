@@ -291,7 +291,7 @@ _DATA_SIZED = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "unique
 
 def _hashed(fn, node, traced, mentions):
     """The traced expression ``node`` hashes (a dict display's key, a set display's item,
-    ``s.add(x)`` on a set made in ``fn``), or None."""
+    ``s.add(x)`` on a set ``fn`` made before it), or None."""
     if isinstance(node, ast.Dict):
         return next((k for k in node.keys if k is not None and mentions(k, traced)), None)
     if isinstance(node, ast.Set):
@@ -299,11 +299,9 @@ def _hashed(fn, node, traced, mentions):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and node.func.attr == "add" and isinstance(node.func.value, ast.Name) \
             and len(node.args) == 1 and mentions(node.args[0], traced):
-        name = node.func.value.id
-        if any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                 for t in n.targets)
-               and (isinstance(n.value, ast.Set) or isinstance(n.value, ast.Call)
-                    and _dotted(n.value.func) == "set") for n in ast.walk(fn)):
+        from ._check_more import _set_before
+
+        if _set_before(fn, node.func.value.id, node):
             return node.args[0]
     return None
 

@@ -29,8 +29,7 @@ from ..common.coupling import now
 from .primitive import stage_if
 from ..effects.later import Deferred
 from ..loops import packed
-from ..effects.raising import Signal, StagedRaise, on_its_path, refuse_if_caught, user_frame
-from ..effects.unset import assign_it as _assign_it, unbound_read as _unbound_read
+from ..effects.raising import Signal, StagedRaise, on_its_path
 from ..state.shared import Shared, settle
 from ..state.reach import closure_cells, names_of
 from ..state.aliasing import kept
@@ -479,12 +478,7 @@ class _unbound_reads_raise:
             # (A loop whose body reads it so is traced again with the variable
             # carried from the start: see `loops.body._loop_body`'s `fills`.)
             log_fills([exc.name])
-            python = exc.python()
-            frame = user_frame(exc)
-            if frame is not None:
-                refuse_if_caught(python, frame, exc.site, _unbound_read(exc.name),
-                                 _assign_it(exc.name))
-            raise StagedRaise(lambda: python, exc.site) from None
+            raise unset.staged_read(exc) from None
         staged = on_its_path(exc)
         if staged is not None:  # (Python's own error, raised only on this path)
             raise staged from None

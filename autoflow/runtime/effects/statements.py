@@ -344,10 +344,13 @@ def _written(args):
 # assert
 # ---------------------------------------------------------------------------
 
+def _assertion(msg):
+    return AssertionError(msg) if msg is not None else AssertionError()
+
+
 def _assertion_failed(msg, site):
     msg = msg() if isinstance(msg, Thunk) else msg
-    exc = AssertionError(msg) if msg is not None else AssertionError()
-    raise fail(exc, site, f"(the traced `assert` at {site} failed when the compiled "
+    raise fail(_assertion(msg), site, f"(the traced `assert` at {site} failed when the compiled "
                "code ran)")
 
 
@@ -364,7 +367,7 @@ def assert_(test, msg=None):
             if callable(msg):
                 msg = msg()
             # (on a traced path: raised where the compiled code takes it, as a `raise`)
-            raise exception(lambda: AssertionError(msg) if msg is not None else AssertionError(),
+            raise exception(lambda: _assertion(msg),
                             what="this `assert` fails on a path chosen by a traced condition",
                             kind="the `assert`")
         return

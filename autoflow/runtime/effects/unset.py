@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from ...core.origin import user_site
 from ..common.values import Tracer, UnboundVariableError, Undefined
 from .later import check, later
-from .raising import refuse_if_caught
+from .raising import StagedRaise, refuse_if_caught, user_frame
 
 
 # ---------------------------------------------------------------------------
@@ -109,6 +109,17 @@ def unbound_read(name):
 def assign_it(name):
     return (f"Assign `{name}` on every path that reaches this line (a default before the "
             "`if` or loop) instead of catching the error.")
+
+
+def staged_read(exc):
+    """The ``StagedRaise`` for ``exc``, the ``UnboundVariableError`` of a read made while
+    a staged branch or loop body was traced: Python's error where the compiled code takes
+    that path (autoflow's error where an ``except`` of the user's would catch it)."""
+    python = exc.python()
+    frame = user_frame(exc)
+    if frame is not None:
+        refuse_if_caught(python, frame, exc.site, unbound_read(exc.name), assign_it(exc.name))
+    return StagedRaise(lambda: python, exc.site)
 
 
 # ---------------------------------------------------------------------------

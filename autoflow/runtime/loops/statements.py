@@ -38,7 +38,6 @@ from ...core.origin import message
 from ...errors import ConversionError
 from ..common import events
 from ..effects import later, path_condition, unset
-from ..effects.raising import StagedRaise, refuse_if_caught, user_frame
 from ..common.carries import caller_site, free_names, pack, unpack, with_state
 from ..cond.statements import traced_if
 from .body import CarryShapeError
@@ -372,12 +371,7 @@ def _unbound_reads():
     except UnboundVariableError as e:
         if e.name is None:
             raise
-        python = e.python()
-        frame = user_frame(e)
-        if frame is not None:
-            refuse_if_caught(python, frame, e.site, unset.unbound_read(e.name),
-                             unset.assign_it(e.name))
-        raise StagedRaise(lambda: python, e.site) from None
+        raise unset.staged_read(e) from None
 
 
 def _python_for(items, body, test, state, n, names, shared=None):

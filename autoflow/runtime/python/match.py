@@ -79,12 +79,17 @@ def match_mapping(subject, keys, line, col):
     _concrete(subject, line, col)
     if not isinstance(subject, Mapping):
         return False
-    if len(set(keys)) != len(keys):
-        seen = set()
-        key = next(k for k in keys if k in seen or seen.add(k))
+    key = _repeated(keys)
+    if key is not _MISSING:
         raise ValueError(f"mapping pattern checks duplicate key ({key!r})")
     get = subject.get
     return all(get(k, _MISSING) is not _MISSING for k in keys)
+
+
+def _repeated(items):
+    """The first item of ``items`` that comes again, or ``_MISSING``."""
+    seen = set()
+    return next((k for k in items if k in seen or seen.add(k)), _MISSING)
 
 
 def match_mapping_rest(subject, keys):
@@ -122,9 +127,8 @@ def match_class(subject, cls, count, keywords, line, col):
     if not isinstance(subject, cls):
         return False
     names = [n for n in _positional(cls, count) if n is not None] + list(keywords)
-    if len(set(names)) != len(names):
-        seen = set()
-        name = next(n for n in names if n in seen or seen.add(n))
+    name = _repeated(names)
+    if name is not _MISSING:
         raise TypeError(f"{cls.__name__}() got multiple sub-patterns for attribute {name!r}")
     return all(hasattr(subject, n) for n in names)
 
