@@ -198,9 +198,15 @@ class ControlFlow(LoopStatements):
                 deleted = {t.id for n in walk_local(s) if isinstance(n, gast.Delete)
                            for t in n.targets if isinstance(t, gast.Name) and t.id in local} \
                     if self.deletes else set()
+                if deleted and not isinstance(s, gast.If):
+                    # (a loop: a read in its body may follow a `del` of an earlier iteration)
+                    self.maybe_unbound |= deleted
+                    self.loop_unbound |= deleted
+                    self.deleted |= deleted
                 out += self._if(s, local) if isinstance(s, gast.If) else \
                     self._while(s, local) if isinstance(s, gast.While) else self._for(s, local)
                 self.maybe_unbound |= deleted
+                self.loop_unbound |= deleted  # (a staged statement leaves zeros there)
                 self.deleted |= deleted
             elif isinstance(s, gast.FunctionDef):
                 if not is_generator(s):  # a generator's loops run as Python

@@ -675,3 +675,32 @@ def test_max_of_a_range_keyed_by_traced_values():
     for xs in (jnp.array([3.0, 9.0, -12.0]), jnp.array([5.0, 5.0, 1.0])):
         check(index_of_largest, xs, vmap=[(jnp.array([1.0, -2.0, 7.0]),)])
         check(index_of_smallest_absolute, xs, vmap=[(jnp.array([1.0, -0.5, 7.0]),)])
+
+
+def largest_with_ties_to_the_last(xs):
+    return max(range(len(xs)), key=lambda i: (xs[i], i))
+
+
+def smallest_pair(a, b, c):
+    return min((a, 2), (b, 1), (c, 0))
+
+
+def ranked_by_value_then_index(xs):
+    return sorted(range(len(xs)), key=lambda i: (-xs[i], i))
+
+
+def ranked_descending(xs):
+    return sorted(range(len(xs)), key=lambda i: (xs[i], -i), reverse=True)
+
+
+def test_tuple_keys_with_traced_items_compare_as_pythons_tuples():
+    # (the first items decide; equal ones pass to the next, as Python compares tuples;
+    # before, a tuple key with a traced item was an error inside NumPy)
+    rows = [jnp.array([3.0, 9.0, 9.0, -1.0]), jnp.array([5.0, 5.0, 1.0, 5.0])]
+    for xs in rows:
+        others = [(r,) for r in rows if r is not xs]
+        check(largest_with_ties_to_the_last, xs, vmap=others)
+        check(ranked_by_value_then_index, xs, vmap=others)
+        check(ranked_descending, xs, vmap=others)
+    for args in [(F(1.0), F(1.0), F(1.0)), (F(0.0), F(1.0), F(0.0)), (F(2.0), F(1.0), F(3.0))]:
+        check(smallest_pair, *args, vmap=[(F(1.0), F(0.5), F(0.5))])

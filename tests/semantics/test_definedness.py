@@ -161,3 +161,130 @@ def test_what_a_python_match_binds_on_every_path():
 def test_a_variable_bound_before_a_break():
     check(found_after_break, XS, F(3.0), vmap=[(XS, F(1.5))], grad=True)
     check(found_after_break, XS, F(9.0), expect_raise=UnboundLocalError)
+
+
+# A variable an inner loop (or `if`) may leave unbound, read in the body of a staged outer
+# loop: the outer loop carries where it is bound (it read zeros, silently, before).
+
+def inner_for_in_while(x, n):
+    total = 0.0
+    i = 0
+    while i < n:
+        for j in range(x):
+            v = j * 2.0
+        total = total + v
+        i += 1
+    return total
+
+
+def inner_while_in_for(x, n):
+    total = 0.0
+    for i in range(n):
+        k = 0
+        while k < x:
+            v = k * 2.0
+            k += 1
+        total = total + v
+    return total
+
+
+def read_above_the_inner_loop(x, n):
+    total = 0.0
+    for i in range(n):
+        if i > 0:
+            total = total + v
+        for j in range(x):
+            v = j * 2.0
+    return total
+
+
+def inner_if_then_loop(x, n, c):
+    total = 0.0
+    for i in range(n):
+        if c > i:
+            v = 1.0
+        for j in range(x):
+            if j > 1:
+                break
+            v = j * 2.0
+        total = total + v
+    return total
+
+
+@pytest.mark.parametrize("fn", [inner_for_in_while, inner_while_in_for,
+                                read_above_the_inner_loop],
+                         ids=lambda f: f.__name__)
+def test_a_variable_an_inner_loop_may_leave_unbound(fn):
+    check(fn, I(2), I(2), vmap=[(I(3), I(1)), (I(1), I(3))], grad=False)
+    check(fn, I(0), I(2), expect_raise=UnboundLocalError)
+    check(fn, I(0), I(0), vmap=[(I(2), I(0))])
+
+
+def test_an_inner_if_then_an_inner_loop_may_leave_unbound():
+    fn = inner_if_then_loop
+    check(fn, I(0), I(2), I(3), vmap=[(I(3), I(2), I(0)), (I(1), I(3), I(-1))])
+    check(fn, I(0), I(2), I(0), expect_raise=UnboundLocalError)
+    check(fn, I(0), I(2), I(1), vmap=[(I(0), I(3), I(2)), (I(2), I(1), I(0))])
+
+
+# A `del` on some paths of a staged loop or `if`: the name is bound where no `del` ran
+# (the loop carries a flag "bound yet", True at its start), and every later read checks
+# it, arithmetic included (zeros, read silently, before).
+
+def deleted_on_a_path_of_a_loop(x, n):
+    v = 1.0
+    i = 0
+    while i < n:
+        if x == i:
+            del v
+        i += 1
+    return v
+
+
+def read_above_a_later_iterations_del(x, n):
+    v = 1.0
+    t = 0.0
+    for i in range(n):
+        t = t + v
+        if x > i:
+            del v
+            v = 3.0
+        if i == x:
+            del v
+    return t
+
+
+def rebound_or_deleted(x, n):
+    v = 1.0
+    for i in range(n):
+        if x > i:
+            del v
+            v = 2.0
+        if x > 5:
+            del v
+    return v * 2.0
+
+
+def deleted_then_arithmetic(x):
+    v = 1.0
+    if x > 2:
+        del v
+    return v + 1.0
+
+
+def test_a_del_on_some_paths_of_a_staged_loop():
+    check(deleted_on_a_path_of_a_loop, I(5), I(3), vmap=[(I(-1), I(2)), (I(7), I(0))])
+    check(deleted_on_a_path_of_a_loop, I(1), I(3), expect_raise=UnboundLocalError)
+    check(read_above_a_later_iterations_del, I(5), I(3), vmap=[(I(4), I(2)), (I(3), I(0))])
+    check(read_above_a_later_iterations_del, I(1), I(3), expect_raise=UnboundLocalError)
+    check(read_above_a_later_iterations_del, I(0), I(3), expect_raise=UnboundLocalError)
+    check(rebound_or_deleted, I(1), I(2), vmap=[(I(0), I(3)), (I(4), I(1))])
+    check(rebound_or_deleted, I(7), I(2), expect_raise=UnboundLocalError)
+
+
+@pytest.mark.parametrize("x", [1, 3])
+def test_arithmetic_on_a_name_deleted_on_one_path(x):
+    if x < 2:
+        check(deleted_then_arithmetic, I(x), vmap=[(I(0),), (I(-4),)])
+    else:
+        check(deleted_then_arithmetic, I(x), expect_raise=UnboundLocalError)

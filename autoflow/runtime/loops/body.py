@@ -167,6 +167,15 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
             parts = parts_of(new, names)
             bound.outputs = [unset.bound_flag(parts[j]) for j in first_bound]
             bound.started = flags
+        if bound is not None:
+            # a variable bound before the loop that the body may leave unbound (a `del`
+            # on some paths): carried with its flag "bound yet" too (True at the start)
+            unbinds = [j for j, (a, b) in enumerate(zip(parts_of(state, names),
+                                                         parts_of(new, names)))
+                       if j not in first_bound and not isinstance(a, Undefined)
+                       and unset.bound_flag(b) is not None]
+            if unbinds:
+                raise Restart(("unbind", unbinds))
         outs = []
         if accum or can_accumulate:
             parts = parts_of(new, names)

@@ -19,10 +19,12 @@ class _Bound:
     """The flags "bound yet" of the variables a loop's body binds first (on some
     paths only): ``n`` carried (0: not carried), their values at the start of the
     iteration being traced (``inputs``), and what the body leaves them
-    (``outputs``: ``effects.unset.bound_flag`` of each variable, None where it is bound)."""
+    (``outputs``: ``effects.unset.bound_flag`` of each variable, None where it is bound),
+    and where each was bound when the loop started (``entry``: None for unbound)."""
 
-    def __init__(self, n):
+    def __init__(self, n, entry=()):
         self.n, self.inputs, self.outputs, self.started = n, None, None, None
+        self.entry = entry
         self.wanted = False  # (the body binds a new variable on some paths only)
 
 
@@ -47,7 +49,8 @@ def _carrying_bound(body, merge, init, bound):
         flags = tuple(jnp.bool_(True) if f is None else as_pred(f) for f in bound.outputs)
         return tuple(new) + flags, outs
     return (carried, (lambda dyn: merge(dyn[:len(dyn) - n])),
-            tuple(init) + (jnp.bool_(False),) * n)
+            tuple(init) + tuple(jnp.bool_(False) if e is None else as_pred(e)
+                                for e in bound.entry))
 
 
 def _unset_keys(entry_state, state, names):
@@ -113,7 +116,15 @@ def _deferring_checks(body, merge, init, deferred):
     if deferred.specs is None:
         def learn(k, dyn):
             with later.deferring(None) as found:
-                out = body(k, dyn)
+                try:
+                    out = body(k, dyn)
+                except Restart as r:
+                    # (a trace that defines new carries found the checks too: the next
+                    # trace carries them, as a `defer` restart would, and checks they
+                    # are the same)
+                    if found.found and r.changes[0] == "define":
+                        r.deferred = found.found
+                    raise
             if found.found:
                 raise Restart(("defer", found.found))
             return out

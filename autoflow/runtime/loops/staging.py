@@ -167,6 +167,13 @@ _DEFINED = {}
 
 _DEFINED_LIMIT = 4096
 
+# The checks a loop's body stages (`flags._deferring_checks`), remembered the same way
+# (keyed as `_DEFINED` is, with the carries a staged statement before the loop may have
+# left unbound): each trace of an outer body starts its inner loops carrying them, where
+# finding them again would restart each inner loop once more, which doubles the traces
+# of a body with each level of nesting. Checked as they are carried ("undefer").
+_DEFERRED = {}
+
 
 def _types(x, depth):
     """What tracing code that reads ``x`` can depend on, hashable (``None``: unknown)."""
@@ -225,6 +232,15 @@ def _entry_types(state, body):
     except TypeError:
         return None
     return out
+
+
+def _defer_key(body, how, state, names, maybe):
+    """The key of ``_DEFERRED``: ``_entry_types`` of the loop, the parts ``maybe`` holds
+    (index -> spec: variables that may be unbound where it starts) by their spec alone."""
+    parts = [f"maybe {maybe[j]!r}" if j in maybe else p
+             for j, p in enumerate(parts_of(state, names))]
+    entry = _entry_types(join_parts(parts, names), body)
+    return None if entry is None else how + (entry,)
 
 
 def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
@@ -293,7 +309,19 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
         log_fills(names[k] for k in hinted)
     raises = False  # a `raise` is staged in the body: the loop carries where none raised
     deferred = _Deferred()  # the checks the body stages, carried out of the loop
-    bound_carried = False  # the body binds a variable on some paths: the loop carries where
+    # Variables a staged statement before the loop may have left unbound (a loop or `if`
+    # around it, `effects.unset.bound_if`): the loop carries where they are bound, from
+    # where they were at its start, so that a read after it still checks (`unset.ld`).
+    marked = {j: f for j, p in enumerate(parts_of(entry_state, names))
+              if not isinstance(p, Undefined) and (f := unset.bound_flag(p)) is not None}
+    bound_carried = bool(marked)  # the body binds a variable on some paths: the loop carries where
+    defer_key = None
+    if memo is not None:
+        entry_parts = parts_of(entry_state, names)
+        defer_key = _defer_key(memo, (kind, scan_form, max_iterations is None), entry_state,
+                               names, {j: spec_of(entry_parts[j]) for j in marked})
+        if defer_key in _DEFERRED:
+            deferred.specs, raises = list(_DEFERRED[defer_key]), True
     for _ in range(16):
         if accum:
             state = join_parts([_Appended() if j in accum else p
@@ -312,9 +340,10 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                         else None)
         current = parts_of(state, names)
         first_bound = [j for j, a in enumerate(parts_of(entry_state, names))
-                       if isinstance(a, Undefined) and not a.exit
+                       if j in marked or isinstance(a, Undefined) and not a.exit
                        and not isinstance(current[j], Undefined)]
-        bound = _Bound(len(first_bound) if bound_carried else 0)
+        bound = _Bound(len(first_bound) if bound_carried else 0,
+                       [marked.get(j) for j in first_bound])
         strengthened = set()
         full_body, merge = _loop_body(kind, state, names, site, step, leaves, tree, labels,
                                       mask, avals, accum, scan_form, hinted, grown, fills,
@@ -476,6 +505,10 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             if kind_of_change == "bound":  # (see `_carrying_bound`)
                 bound_carried = True
                 continue
+            if kind_of_change == "unbind":  # (see `_loop_body`: bound where the loop starts)
+                marked.update((j, True) for j in changes)
+                bound_carried = True
+                continue
             if kind_of_change == "accumulate":
                 accum.update({j: parts_of(state, names)[j] for j in changes})
             elif kind_of_change == "keys":
@@ -495,6 +528,8 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             elif kind_of_change == "define":
                 if bound.wanted:  # its flags "bound yet" too, in the same new trace
                     bound_carried = True
+                if getattr(r, "deferred", None):  # (see `_deferring_checks`)
+                    deferred.specs, raises = r.deferred, True
                 defined.update(changes)
                 log_fills(names[j] for j in changes)  # (for the loops around this one)
                 state = join_parts([zeros_of(changes[k]) if k in changes else p
@@ -553,6 +588,18 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             parts = parts_of(result, names)
             for j, flag in zip(first_bound, final_bound):
                 unset.bound_if(parts[j], names[j], flag)
+        if memo is not None and deferred.specs:
+            if len(_DEFERRED) >= _DEFINED_LIMIT:
+                _DEFERRED.clear()
+            # (also as a trace of an outer body that starts it with the variables it
+            # defined, carried and marked, will look it up)
+            maybe = {j: spec_of(entry_parts[j]) for j in marked}
+            maybe.update((j, defined[j]) for j, p in enumerate(entry_parts)
+                         if isinstance(p, Undefined) and j in defined)
+            for k in (defer_key, _defer_key(memo, (kind, scan_form, max_iterations is None),
+                                            entry_state, names, maybe)):
+                if k is not None:
+                    _DEFERRED[k] = tuple(deferred.specs)
         if key is not None and defined:
             if len(_DEFINED) >= _DEFINED_LIMIT:
                 _DEFINED.clear()

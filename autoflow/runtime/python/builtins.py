@@ -55,18 +55,45 @@ def _same_layout(values):
         for v in values for leaf in jax.tree_util.tree_leaves(v))
 
 
+def _is_scalar(v):
+    """``np.ndim(v) == 0``, without making an array of a tuple or list (of traced items)."""
+    return isinstance(v, (_b.int, _b.float, _b.complex)) or getattr(v, "ndim", None) == 0
+
+
+def _key_tuples(keys):
+    """``keys`` as tuples of scalars of one length (a scalar key: a tuple of one), which
+    compare as Python compares tuples (``_lexicographic``); None for other keys."""
+    if _b.all(_is_scalar(k) for k in keys):
+        return [(k,) for k in keys]
+    if _b.all(type(k) is tuple for k in keys) and _b.len({_b.len(k) for k in keys}) == 1 \
+            and keys[0] and _b.all(_is_scalar(p) for k in keys for p in k):
+        return keys
+    return None
+
+
+def _lexicographic(better, k, best):
+    """``k`` strictly better than ``best`` (tuples of one length), as Python's tuple
+    comparison decides: at the first place where they differ (``==`` fails there)."""
+    out = better(k[-1], best[-1])
+    for x, y in zip(k[-2::-1], best[-2::-1]):
+        out = jnp.logical_or(better(x, y), jnp.logical_and(x == y, out))
+    return out
+
+
 def _keyed_extreme(items, key, better):
     """``max(items, key=key)`` where a key is traced: a left fold that keeps the first
-    best item as Python does (``better(k, best_k)`` strictly)."""
-    keys = [key(v) for v in items]
-    if not (any_traced(keys) or any_traced(items)) or not _b.all(np.ndim(k) == 0 for k in keys) \
+    best item as Python does (``better(k, best_k)`` strictly). Keys (or, without ``key``,
+    items) that are tuples of scalars compare as Python's tuples do."""
+    keys = [v if key is None else key(v) for v in items]
+    tuples = _key_tuples(keys)
+    if not (any_traced(keys) or any_traced(items)) or tuples is None \
             or not _same_layout(items):
         return None
-    best, best_key = items[0], keys[0]
-    for v, k in zip(items[1:], keys[1:]):
-        take = better(k, best_key)
+    best, best_key = items[0], tuples[0]
+    for v, k in zip(items[1:], tuples[1:]):
+        take = _lexicographic(better, k, best_key)
         best = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), v, best)
-        best_key = jnp.where(take, k, best_key)
+        best_key = tuple(jnp.where(take, a, b) for a, b in zip(k, best_key))
     return best
 
 
@@ -100,11 +127,19 @@ def _extreme(name, args, kwargs, better, reduce):
                 return jnp.where(jnp.isnan(it[0]), it[0], reduce(it, axis=0))
             return reduce(it, axis=0)
         if isinstance(it, (list, tuple)) and it and _b.any(is_traced(v) for v in it) \
-                and _b.all(np.ndim(v) == 0 for v in it):
+                and _b.all(_is_scalar(v) for v in it):
             return _fold(list(it), better)
+        if isinstance(it, (list, tuple)) and it and _b.all(type(v) is tuple for v in it):
+            out = _keyed_extreme(list(it), None, better)  # (tuples with traced items)
+            if out is not None:
+                return out
         return py(it)
-    if _b.any(is_traced(v) for v in args) and _b.all(np.ndim(v) == 0 for v in args):
+    if _b.any(is_traced(v) for v in args) and _b.all(_is_scalar(v) for v in args):
         return _fold(list(args), better)
+    if _b.len(args) > 1 and _b.all(type(v) is tuple for v in args):
+        out = _keyed_extreme(list(args), None, better)
+        if out is not None:
+            return out
     return py(*args)
 
 
@@ -162,18 +197,22 @@ def sorted(iterable, /, *, key=None, reverse=False):  # noqa: A001
     if not isinstance(reverse, (_b.bool, _b.int)) or _b.len(items) < 2:
         return _b.sorted(items, key=key, reverse=reverse)
     keys = items if key is None else [key(v) for v in items]
-    if not (any_traced(keys) or any_traced(items)) \
-            or not _b.all(np.ndim(k) == 0 and is_array_like(k) for k in keys) \
+    tuples = _key_tuples(keys)
+    if not (any_traced(keys) or any_traced(items)) or tuples is None \
             or not _same_layout(items):
         return _b.sorted(items, key=key, reverse=reverse)
-    stacked_keys = jnp.stack([jnp.asarray(k) for k in keys])
+    # (keys that are tuples: sorted by their first items, ties by the next, as Python's)
+    columns = [jnp.stack([jnp.asarray(k[c]) for k in tuples]) for c in _b.range(_b.len(tuples[0]))]
     n = _b.len(items)
+
+    def stable_order(cols):
+        return jax.lax.sort((*cols, jnp.arange(n)), num_keys=_b.len(cols), is_stable=True)[-1]
     if reverse:
         # Python's reverse=True keeps equal items in their order: sort the reversed
         # list stably, then reverse the result.
-        order = (n - 1 - jnp.argsort(stacked_keys[::-1], stable=True))[::-1]
+        order = (n - 1 - stable_order([c[::-1] for c in columns]))[::-1]
     else:
-        order = jnp.argsort(stacked_keys, stable=True)
+        order = stable_order(columns)
     stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *items)
     return [jax.tree_util.tree_map(lambda a, i=i: a[order[i]], stacked) for i in _b.range(n)]
 
