@@ -192,9 +192,9 @@ def read_above_the_inner_loop(x, n):
     total = 0.0
     for i in range(n):
         if i > 0:
-            total = total + v
+            total = total + v  # noqa: F821 - bound by an earlier iteration
         for j in range(x):
-            v = j * 2.0
+            v = j * 2.0  # noqa: F841 - read by the next iteration
     return total
 
 
