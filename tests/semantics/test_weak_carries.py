@@ -190,3 +190,43 @@ def test_a_value_first_bound_in_a_loop_keeps_its_weak_type(fn, dtype):
         np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32))
         weak = autoflow.jit(fn)(jnp.float32(x)).weak_type
         assert weak == jnp.asarray(fn(jnp.float32(x))).weak_type, x
+
+
+# A traced `if` whose paths give a Python number and an array of its dtype: JAX's
+# promotion of the two is strong (as `lax.cond` and `jnp.where` give), and so is Python's
+# result on the array's path; the merged value was weak, and `+ float16` then float16.
+
+def clipped(x, h):
+    if x < -1.0:
+        y = -1.0
+    else:
+        y = x
+    return y + h
+
+
+def clipped_by_return(x, h):
+    if x < -1.0:
+        return -1.0 + h
+    return x + h
+
+
+def grown_until_returned(a, h):
+    x = 1.0
+    for i in range(3):
+        if x > 100.0:
+            return x + h
+        x = x + a
+    return x + h
+
+
+@pytest.mark.parametrize("fn", [clipped, clipped_by_return, grown_until_returned],
+                         ids=lambda f: f.__name__)
+def test_a_python_number_against_an_array_on_the_other_path_is_strong(fn):
+    x, h = jnp.float32(0.5), jnp.float16(0.25)
+    want = fn(x, h)
+    got = autoflow.jit(fn)(x, h)
+    assert got.dtype == want.dtype == jnp.float32 and not jx.typeof(got).weak_type
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    lanes = jax.vmap(autoflow.convert(fn), in_axes=(0, None))(jnp.array([0.5, 2.0]), h)
+    assert lanes.dtype == jnp.float32
+    np.testing.assert_allclose(lanes, [fn(jnp.float32(v), h) for v in (0.5, 2.0)], rtol=1e-6)

@@ -197,14 +197,15 @@ def spec_of(value):
     leaves, tree = flatten(value)
     if isinstance(value, Undefined) or not leaves or not all(is_array_like(x) for x in leaves):
         return None
-    return keep_order(unflatten(tree, [jax.ShapeDtypeStruct(*aval_of(x)[:2]) for x in leaves]),
-                      value)
+    return keep_order(unflatten(tree, [jax.ShapeDtypeStruct(*aval_of(x)[:2], weak_type=aval_of(x)[2])
+                                       for x in leaves]), value)
 
 
 def zeros_of(spec):
     """Zeros of ``spec``'s shapes, its dicts' keys in its order (a path that leaves a
     variable unbound fills it so: the other path's order, which Python keeps)."""
-    return keep_order(jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), spec), spec)
+    return keep_order(jax.tree_util.tree_map(
+        lambda s: cast_to(jnp.zeros(s.shape, s.dtype), s.dtype, s.weak_type), spec), spec)
 
 
 def cast_to(x, dtype, weak=False):
@@ -285,7 +286,7 @@ class Placeholders:
             value, known, _ = self.made[j]
             return value if same_spec(known, spec) else None
         leaves, tree = flatten(spec)
-        inputs = [jx.new_input(self.trace, x.shape, x.dtype) for x in leaves]
+        inputs = [jx.new_input(self.trace, x.shape, x.dtype, x.weak_type) for x in leaves]
         if any(x is None for x in inputs):
             return None
         value = unflatten(tree, inputs)

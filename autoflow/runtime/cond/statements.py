@@ -408,6 +408,10 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
                     raise branch_error(site(), labels[i], returning, a, b, guard=guard)
                 changes[j] = promote_values(a, av, b, bv)
+            elif av[2] != bv[2] and targets.get(j) != (av[1], False):
+                # weak on one path only (a Python number against an array of its dtype):
+                # strong, as JAX promotes the two (and `lax.cond` gives)
+                changes[j] = (av[1], False)
             j += 1
         if changes and not targets:
             raise Restart(changes)

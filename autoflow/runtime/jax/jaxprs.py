@@ -418,10 +418,11 @@ def _find_body_inputs():
     except (ImportError, AttributeError, TypeError, ValueError) as e:
         return _lose("body inputs", str(e))
 
-    def make_input(trace, shape, dtype):
+    def make_input(trace, shape, dtype, weak=False):
         if type(trace) is not trace_type:
             return None
-        return trace.new_arg(ShapedArray(tuple(shape), dtype), source_info_util.current())
+        return trace.new_arg(ShapedArray(tuple(shape), dtype, weak_type=weak),
+                             source_info_util.current())
     new_input = make_input
     return None
 
