@@ -50,16 +50,21 @@ def _generator_error(fn):
 _teachers: Bounded = Bounded(512)  # (key -> (fn, wrapper))
 
 
-def _teaching(fn, fast=False):
+def _teaching(fn, fast=False, writes=False):
     """``fn`` re-issuing JAX's tracing errors in the user's terms (``runtime.common.teach``),
-    with ``fast``, its run-time checks tied to its results (``effects.checks.fast_checks``); one
-    wrapper per function, so ``jax.jit``'s cache (keyed by the function) is shared."""
+    with ``fast``, its run-time checks tied to its results (``effects.checks.fast_checks``),
+    its list and dict arguments watched (``_arguments.watching``; with ``writes``, those it
+    changes returned beside its result); one wrapper per function, so ``jax.jit``'s cache
+    (keyed by the function) is shared."""
+    from ._arguments import watching
     from .runtime.effects.checks import fast_checks
     from .runtime.common.teach import teaching
 
-    hit = _teachers.get((id(fn), fast))
+    key = (id(fn), fast, writes)
+    hit = _teachers.get(key)
     if hit is None or hit[0] is not fn:  # (not `inspect.unwrap`: `fn` may wrap another)
-        hit = _teachers[(id(fn), fast)] = (fn, teaching(fast_checks(fn) if fast else fn))
+        watched = watching(fn, writes)
+        hit = _teachers[key] = (fn, teaching(fast_checks(watched) if fast else watched))
     return hit[1]
 
 
@@ -324,10 +329,10 @@ class _Jitted:
     ``except ValueError`` expects the ``ValueError``.
     """
 
-    __slots__ = ("_jitted", "_converted", "_inline", "__dict__", "__weakref__")
+    __slots__ = ("_jitted", "_converted", "_inline", "_writes", "__dict__", "__weakref__")
 
-    def __init__(self, jitted, converted=None):
-        self._jitted, self._converted = jitted, converted
+    def __init__(self, jitted, converted=None, writes=False):
+        self._jitted, self._converted, self._writes = jitted, converted, writes
         # (decided once: a call only pays for what this JAX can need)
         self._inline = converted is not None and not _checkpointed_loops()
         functools.update_wrapper(self, jitted)
@@ -340,7 +345,14 @@ class _Jitted:
             # differentiated (a scan where one can be, autoflow's error otherwise).
             return self._converted(*args, **kwargs)
         try:
-            return self._jitted(*args, **kwargs)
+            out = self._jitted(*args, **kwargs)
+            if self._writes:  # (see `_arguments`: lists and dicts it changed in place)
+                out, changed = out
+                if changed:
+                    from ._arguments import write_back
+
+                    write_back(args, kwargs, changed)
+            return out
         except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
             from .runtime.jax import interrupted_in_callback
             from .runtime.effects.raising import users_exception
@@ -368,7 +380,8 @@ class _Jitted:
         return self._jitted.lower(*args, **kwargs)
 
     def eval_shape(self, *args, **kwargs):
-        return self._jitted.eval_shape(*args, **kwargs)
+        out = self._jitted.eval_shape(*args, **kwargs)
+        return out[0] if self._writes else out
 
     def __getattr__(self, name):
         if name == "_jitted":  # not set yet (unpickling)
@@ -376,7 +389,7 @@ class _Jitted:
         return getattr(self._jitted, name)
 
     def __reduce__(self):
-        return (_Jitted, (self._jitted, self._converted))
+        return (_Jitted, (self._jitted, self._converted, self._writes))
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

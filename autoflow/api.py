@@ -22,6 +22,7 @@ from .errors import ConversionError
 from ._conversion import (_CONVERTED, _DO_NOT_CONVERT, _convert_code, _debug_loops, _fallback, _lock, _options,
                           _source, _transform_options)
 from ._wrappers import _convert_class, _through_wrapper, is_jax_wrapper
+from ._arguments import changed_parameters
 from ._jitted import _Jitted, _generator_error, _may_raise, _teaching
 
 
@@ -313,9 +314,13 @@ def jit(fn: Callable[..., Any] | None = None, *, strict: bool | None = None,
     # `ValueError` only the wrapper tells from the user's own; elsewhere (a check
     # `_may_raise` did not foresee) a check stays an ordered effect, whose failure
     # JAX reports as its `JaxRuntimeError`.
-    wrap = max_loop_iterations is not None or _may_raise(fn) or debug_loops is not None
-    jitted = jax.jit(_teaching(converted, wrap), **jit_kwargs)
-    return _Jitted(jitted, converted) if wrap else jitted
+    # Lists and dicts its code changes in place, written back after each call (see
+    # `_arguments`); where none is, a change made through a helper is autoflow's error.
+    writes = bool(changed_parameters(fn))
+    wrap = writes or max_loop_iterations is not None or _may_raise(fn) \
+        or debug_loops is not None
+    jitted = jax.jit(_teaching(converted, wrap, writes), **jit_kwargs)
+    return _Jitted(jitted, converted, writes) if wrap else jitted
 
 
 _pickling.install()

@@ -1,0 +1,163 @@
+"""Lists and dicts passed to ``autoflow.jit`` and changed in place (``autoflow._arguments``).
+
+``jax.jit`` hands the function lists and dicts of its own, built from the leaves of the
+caller's: a change made to them in place was lost, silently, where Python makes it in
+the caller's objects. Each program here runs eagerly (the oracle) and through
+``autoflow.jit``, twice (the second call runs the compiled program), on deep copies of
+the same arguments; the arguments after the call must hold what Python left in them,
+in the same objects.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autoflow
+from autoflow import ConversionError
+
+
+def raised_on_a_traced_path(x, out, d):
+    if x > 0:
+        out[0] += x
+        d["k"] = d["k"] * 2
+    return x
+
+
+def appended_in_a_loop(x, out):
+    for i in range(3):
+        out.append(x * i)
+    return x
+
+
+def _add(lst, v):
+    lst.append(v)
+
+
+def through_a_helper(x, out):
+    _add(out, x * 3.0)
+    return x
+
+
+def nested_state(x, state):
+    state["hist"].append(x)
+    state["n"] += 1
+    return x
+
+
+def extended_by_plus(x, xs):
+    xs += [x, x + 1.0]
+    return x
+
+
+def copied_first(x, xs):
+    xs = list(xs)
+    xs.append(x)
+    return x + xs[0]
+
+
+def straight_line(x, out, d):
+    out[0] = out[0] + x
+    d["k"] = d["k"] * 2
+    return x
+
+
+def only_read(x, xs):
+    return x + xs[0]
+
+
+def keyword_only(x, *, acc):
+    acc["s"] = acc["s"] + x
+    return x
+
+
+def _leaves(tree):
+    return [np.asarray(v) for v in jax.tree_util.tree_leaves(tree)]
+
+
+def _same(a, b):
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b), (a, b)
+    for u, v in zip(_leaves(a), _leaves(b)):
+        np.testing.assert_allclose(u, v, rtol=1e-6)
+
+
+CASES = [
+    (raised_on_a_traced_path, (2.5, [1.0, 2.0], {"k": 3.0}), {}),
+    (raised_on_a_traced_path, (-2.5, [1.0, 2.0], {"k": 3.0}), {}),
+    (appended_in_a_loop, (1.5, [0.5]), {}),
+    (through_a_helper, (2.0, [1.0]), {}),
+    (nested_state, (2.0, {"hist": [1.0], "n": 0}), {}),
+    (extended_by_plus, (2.0, [1.0]), {}),
+    (copied_first, (2.0, [1.0]), {}),
+    (keyword_only, (2.0,), {"acc": {"s": 1.0}}),
+]
+
+
+@pytest.mark.parametrize("fn, args, kwargs", CASES,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_a_list_or_dict_argument_changed_in_place_is_written_back(fn, args, kwargs):
+    want_args, want_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
+    want = fn(jnp.float32(want_args[0]), *want_args[1:], **want_kwargs)
+    jitted = autoflow.jit(fn)
+    for _ in range(2):  # (the second call runs the compiled program)
+        got_args, got_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
+        objects = [v for v in list(got_args[1:]) + list(got_kwargs.values())]
+        inner = [v for o in objects if isinstance(o, dict) for v in o.values()
+                 if isinstance(v, (list, dict))]
+        got = jitted(jnp.float32(got_args[0]), *got_args[1:], **got_kwargs)
+        _same(got, want)
+        _same(list(got_args[1:]), list(want_args[1:]))
+        _same(got_kwargs, want_kwargs)
+        # the caller's objects, nested ones included, are the ones changed
+        assert all(a is b for a, b in zip(objects, list(got_args[1:]) + list(got_kwargs.values())))
+        assert all(any(v is w for o in objects if isinstance(o, dict) for w in o.values())
+                   for v in inner)
+
+
+def test_items_the_call_did_not_change_stay_the_callers_objects():
+    marker = np.float32(7.0)
+    out, d = [1.0, marker], {"k": 3.0, "m": marker}
+    autoflow.jit(straight_line)(jnp.float32(2.5), out, d)
+    assert out[1] is marker and d["m"] is marker
+    assert float(out[0]) == 3.5 and float(d["k"]) == 6.0
+
+
+_CHANGERS = {"add": _add}
+
+
+def through_a_table_of_helpers(x, out):
+    _CHANGERS["add"](out, x)  # (a helper the source does not name as a global)
+    return x
+
+
+def test_a_change_the_source_does_not_show_is_autoflows_error():
+    out = [1.0]
+    with pytest.raises(ConversionError) as info:
+        autoflow.jit(through_a_table_of_helpers)(jnp.float32(2.0), out)
+    text = str(info.value)
+    assert "`out`" in text and "test_jit_arguments.py" in text and "Return the changed" in text
+    assert out == [1.0]
+
+
+def test_a_function_that_changes_no_argument_is_jax_jits_own():
+    # (no wrapper where nothing is written back or checked: a call costs what jax.jit's does)
+    jitted = autoflow.jit(only_read)
+    assert not isinstance(jitted, autoflow._jitted._Jitted)
+    assert float(jitted(jnp.float32(1.0), [2.0])) == 3.0
+    assert isinstance(autoflow.jit(appended_in_a_loop), autoflow._jitted._Jitted)
+    assert autoflow.jit(appended_in_a_loop).eval_shape(jnp.float32(1.0), [0.5]).shape == ()
+
+
+def set_to_none(x, d):
+    d["gone"] = None  # (a change of structure alone: no leaf changes)
+    return x
+
+
+def test_a_change_of_structure_alone_is_written_back():
+    d = {"k": 1.0}
+    autoflow.jit(set_to_none)(jnp.float32(1.0), d)
+    assert d == {"k": 1.0, "gone": None}
