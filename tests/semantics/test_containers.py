@@ -704,3 +704,28 @@ def test_tuple_keys_with_traced_items_compare_as_pythons_tuples():
         check(ranked_descending, xs, vmap=others)
     for args in [(F(1.0), F(1.0), F(1.0)), (F(0.0), F(1.0), F(0.0)), (F(2.0), F(1.0), F(3.0))]:
         check(smallest_pair, *args, vmap=[(F(1.0), F(0.5), F(0.5))])
+
+
+LIMIT = jnp.float32(0.5)
+
+
+def scaled_by_a_global_bound(x):
+    return x * max(LIMIT, 0.25) + min(0.75, LIMIT, key=lambda v: -v)
+
+
+def test_max_of_a_concrete_array_under_a_trace():
+    # (a global JAX array: under `jit` JAX stages its comparison with 0.25 although
+    # nothing is traced, and Python's `max` could not take its truth value)
+    import autoflow
+
+    check(scaled_by_a_global_bound, F(2.0), vmap=[(F(-1.0),)], grad=True)
+    a = jnp.int32(2)
+    got = jax.jit(lambda x: autoflow.convert(doubled_a_bounded_number_of_times)(a, x))(1.0)
+    assert float(got) == doubled_a_bounded_number_of_times(a, 1.0) == 4.0
+
+
+def doubled_a_bounded_number_of_times(a, x):
+    s = x
+    for j in range(min(max(a, 0), 3)):
+        s = s * 2.0
+    return s

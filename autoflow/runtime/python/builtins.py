@@ -80,13 +80,28 @@ def _lexicographic(better, k, best):
     return out
 
 
-def _keyed_extreme(items, key, better):
+def _staged(call, items, key, better):
+    """Python's ``max``/``min`` (``call()``); where its comparisons are staged although no
+    item is traced (concrete JAX arrays under a trace: a global, a closed-over array), the
+    fold that picks the same item."""
+    try:
+        return call()
+    except jax.errors.TracerBoolConversionError:
+        out = None
+        if isinstance(items, (list, tuple)) and _b.len(items) > 1:
+            out = _keyed_extreme(list(items), key, better, staged=True)
+        if out is None:
+            raise
+        return out
+
+
+def _keyed_extreme(items, key, better, staged=False):
     """``max(items, key=key)`` where a key is traced: a left fold that keeps the first
     best item as Python does (``better(k, best_k)`` strictly). Keys (or, without ``key``,
     items) that are tuples of scalars compare as Python's tuples do."""
     keys = [v if key is None else key(v) for v in items]
     tuples = _key_tuples(keys)
-    if not (any_traced(keys) or any_traced(items)) or tuples is None \
+    if not (staged or any_traced(keys) or any_traced(items)) or tuples is None \
             or not _same_layout(items):
         return None
     best, best_key = items[0], tuples[0]
@@ -111,6 +126,7 @@ def _extreme(name, args, kwargs, better, reduce):
                 out = _keyed_extreme(list(items), kwargs["key"], better)
                 if out is not None:
                     return out
+                return _staged(lambda: py(*args, **kwargs), items, kwargs["key"], better)
         return py(*args, **kwargs)
     if _b.len(args) == 1:
         (it,) = args
@@ -133,14 +149,14 @@ def _extreme(name, args, kwargs, better, reduce):
             out = _keyed_extreme(list(it), None, better)  # (tuples with traced items)
             if out is not None:
                 return out
-        return py(it)
+        return _staged(lambda: py(it), it, None, better)
     if _b.any(is_traced(v) for v in args) and _b.all(_is_scalar(v) for v in args):
         return _fold(list(args), better)
     if _b.len(args) > 1 and _b.all(type(v) is tuple for v in args):
         out = _keyed_extreme(list(args), None, better)
         if out is not None:
             return out
-    return py(*args)
+    return _staged(lambda: py(*args), args, None, better)
 
 
 def max(*args, **kwargs):  # noqa: A001 - mirrors the builtin
