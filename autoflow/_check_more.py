@@ -49,26 +49,75 @@ def problems(fn, static, plain) -> list[traced.Problem]:
     reader = traced._Reader(fn, frozenset(static))  # (what is traced, read once)
     return (_plain_objects(fn, reader, plain) + _exits_then_appends(fn, reader)
             + _python_state(fn, reader) + _structural_cases(fn, reader)
-            + _traced_recursion(fn, reader, static))
+            + _traced_recursion(fn, reader, static) + _carried_shapes(fn, reader))
+
+
+def _exits_on_traced(reader, stmts) -> bool:
+    """Do ``stmts`` (a loop's body) leave it (``break``, ``continue``, ``return``) in an
+    ``if`` on a traced condition (which stages the loop)?"""
+    return any(isinstance(s, ast.If) and reader.traced_test(s) and any(
+        isinstance(n, (ast.Break, ast.Continue, ast.Return))
+        for n in traced._local_walk(s.body + s.orelse)) for s in traced._local_walk(stmts))
+
+
+def _carried_shapes(fn, reader) -> list[traced.Problem]:
+    """The loops staged by a traced trip count or a traced exit whose body sizes an array
+    (``jnp.arange(n)``, ``jnp.zeros((n,))``...) by a variable the loop changes, bound
+    before it: the staged loop carries it, a traced value, even where Python numbers
+    alone make it."""
+    from ._pitfall_reading import _sized_args
+
+    out = []
+    for loop in traced._local_walk(fn.body):
+        if not isinstance(loop, (ast.For, ast.While)) or not (
+                reader.traced_count(loop) or _exits_on_traced(reader, loop.body)):
+            continue
+        carried = {n.id for n in traced._local_walk(loop.body) if isinstance(n, ast.Name)
+                   and isinstance(n.ctx, ast.Store) and _bound_before(fn, n.id, loop)}
+        for n in traced._local_walk(loop.body):
+            sized = _sized_args(n) if isinstance(n, ast.Call) else None
+            hit = next((a.id for arg in (sized[1] if sized else ()) for a in ast.walk(arg)
+                        if isinstance(a, ast.Name) and a.id in carried), None)
+            if hit is not None:
+                out.append(traced.Problem(loop.lineno, loop.col_offset, traced._stmt_kind(loop), (
+                    f"`{hit}` sizes an array in this loop's body (`{ast.unparse(n)[:60]}`), and "
+                    f"the loop is staged, so it carries `{hit}` as a traced value: let the "
+                    "loop run as Python (no traced `break`/`return` in a `for` over a static "
+                    "`range`: write the exit as a flag), or give every iteration one shape")))
+                break
+    return out
+
+
+def _recurses(stmts, name) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+               for n in traced._local_walk(stmts))
 
 
 def _traced_recursion(fn, reader, static) -> list[traced.Problem]:
-    """The first ``if`` on a traced condition in a function that calls itself: both of
-    its branches are traced, the recursive call included, so the recursion has no end
-    while tracing (its depth depends on a traced value). (A parameter with a default is
-    traced in the calls it makes itself, through ``jit``, unless it is declared static.)"""
-    calls = [n for n in traced._local_walk(fn.body) if isinstance(n, ast.Call)
-             and isinstance(n.func, ast.Name) and n.func.id == fn.name]
-    if not calls:
+    """The ``if`` that ends the recursion of a function that calls itself (the first, in
+    the source's order, with a branch that calls it and one that does not), where its
+    condition is traced: both of its branches are traced, the recursive call included,
+    so the recursion has no end while tracing. (A parameter with a default is the
+    Python value a call does not pass; traced in the calls the function makes itself
+    where those go through ``jit``, a decorator, unless declared static.)"""
+    if not _recurses(fn.body, fn.name):
         return []
-    names = reader.traced | (traced.defaulted(fn) - set(static))
-    for s in traced._local_walk(fn.body):
-        if isinstance(s, ast.If) and traced.mentions(s.test, names):
+    through_jit = any("jit" in ast.unparse(d) for d in fn.decorator_list)
+    names = reader.traced | (traced.defaulted(fn) - set(static) if through_jit else set())
+    ifs = sorted((s for s in traced._local_walk(fn.body) if isinstance(s, ast.If)),
+                 key=lambda s: (s.lineno, s.col_offset))
+    for s in ifs:
+        if _recurses(s.body, fn.name) == _recurses(s.orelse, fn.name) and (
+                s.orelse or not any(isinstance(n, ast.Return)
+                                    for n in traced._local_walk(s.body))):
+            continue  # (not where the recursion ends)
+        if traced.mentions(s.test, names):
             return [traced.Problem(s.lineno, s.col_offset, "if", (
                 f"`{fn.name}` calls itself, and this `if` that would end the recursion is "
                 "on a traced value: both of its branches are traced, the recursive call "
                 f"included, so tracing never ends (rewrite `{fn.name}` as a `while` loop, "
                 "or make the value that ends the recursion static)"))]
+        return []
     return []
 
 

@@ -50,9 +50,9 @@ import re
 import tokenize
 
 from .traced import ast_target_names
-from ._pitfall_reading import (_Module, _SIZED, _dotted, _first_mentioned, _jit_call, _jit_spelling, _locals,
-                               _loops_containing, _mentions, _origin, _params, _range_count, _unrolled_iterable,
-                               implicit_entries)
+from ._pitfall_reading import (_Module, _dotted, _first_mentioned, _jit_call, _jit_spelling, _locals,
+                               _loops_containing, _mentions, _origin, _params, _range_count, _sized_args,
+                               _unrolled_iterable, implicit_entries)
 
 
 UNROLL_LIMIT = 100  # trip counts from which an unrolled loop is reported
@@ -421,31 +421,6 @@ def _concrete_use(loop, name):
                 if sized is not None and any(_mentions(a, {name}) for a in sized[1]):
                     return ast.unparse(node)
     return None
-
-
-def _sized_args(node):
-    """``(the name called, the positional arguments that give the size)`` of a call
-    ``node`` of NumPy or ``jnp`` that makes an array of a given size (``_SIZED``), or
-    None. (The arguments are a new list.)"""
-    name = _dotted(node.func)
-    base, _, last = name.rpartition(".")
-    if base in ("jnp", "jax.numpy", "np", "numpy") and last in _RESHAPED:
-        if last == "repeat" and any(k.arg == "total_repeat_length" for k in node.keywords):
-            return None
-        return name, list(node.args[1:2])  # (the shape, reps, sections or repeats)
-    if isinstance(node.func, ast.Attribute) and node.func.attr == "reshape" and base not in (
-            "jnp", "jax.numpy", "np", "numpy"):
-        return ast.unparse(node.func), list(node.args)  # `x.reshape(n, -1)`
-    if base not in ("jnp", "jax.numpy", "np", "numpy") or last not in _SIZED:
-        return None
-    pos = _SIZED[last]
-    return name, list(node.args if pos is None else node.args[pos:pos + 1])
-
-
-# Functions whose second argument sets the result's shape: `jnp.reshape(x, (n, -1))`,
-# `jnp.tile(x, n)`, `jnp.split(x, n)`, `jnp.repeat(x, n)`, `jnp.broadcast_to(x, (n,))`.
-_RESHAPED = frozenset({"reshape", "tile", "split", "array_split", "repeat", "broadcast_to",
-                       "resize"})
 
 
 def _enclosing_subscript(stmt, slice_node):

@@ -67,6 +67,7 @@ ERROR_CASES = {
         "object_made_again_in_loop": (1.0,), "collected_until_zero": (2,),
         "runaway": (3.0,), "checked": (X3 - 1.0,), "raises_at_run_time": (1.0,),
         "doubling": (1.5,), "counted_scale": (2.0, 3), "lambdas_in_traced_range": (X3, 3),
+        "refined_until_large": (2.0,),
     },
     "user_errors": {"divides": (1.0, 2), "bad_add": (X3,)},
     "python_objects": {

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from autoflow import pitfalls
+from autoflow import check, pitfalls
 
 CASES = os.path.join(os.path.dirname(__file__), "check_cases")
 FILES = sorted(f for f in os.listdir(CASES) if f.endswith(".py"))
@@ -161,3 +161,45 @@ def test_af107_flags_exactly_the_static_loops_that_unroll(tmp_path):
     staged = str(jax.make_jaxpr(mod.masked.__wrapped__)(x))
     assert unrolled.count("reduce_sum") == 5 and "scan" not in unrolled and "while" not in unrolled
     assert "scan" in staged or "while" in staged
+
+
+RECURSIONS = '''
+import autoflow
+
+
+def by_depth(x, depth=3):
+    if depth == 0:
+        return x
+    if x > 0:
+        return by_depth(x - 1.0, depth - 1) * 2
+    return by_depth(x + 1.0, depth - 1)
+
+
+@autoflow.jit
+def by_depth_through_jit(x, depth=3):
+    if depth == 0:
+        return x
+    if x > 0:
+        return by_depth_through_jit(x - 1.0, depth - 1) * 2
+    return by_depth_through_jit(x + 1.0, depth - 1)
+
+
+def by_value(x):
+    if x > 0:
+        return by_value(x - 1.0) + 1.0
+    return x
+
+
+f = autoflow.jit(by_depth)
+g = autoflow.jit(by_value)
+'''
+
+
+def test_check_looks_at_the_if_that_ends_a_recursion():
+    # (a default the calls do not pass is a Python number, in the recursive calls too
+    # unless they go through jit: `check` said `by_depth` traced forever, at `if x > 0`)
+    findings = {(f.function, f.line): f.status for f in check.check_source(RECURSIONS, "r.py")}
+    assert findings[("by_depth", 6)] != "fails" and findings[("by_depth", 8)] != "fails"
+    assert findings[("by_depth_through_jit", 15)] == "fails"
+    assert findings[("by_depth_through_jit", 17)] != "fails"
+    assert findings[("by_value", 23)] == "fails"

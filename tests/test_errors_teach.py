@@ -75,6 +75,16 @@ def test_shape_computed_from_an_argument_names_both():
     assert msg
 
 
+def test_a_python_number_a_staged_loop_carries_used_as_a_shape():
+    # (the loop is staged by its traced `break`: `n`, a Python int, is its carry; the
+    # advice was to compute it "with Python numbers", which it already is)
+    exc = reissued(teach.refined_until_large, 2.0, catch=TypeError)
+    check_message(exc, teach.refined_until_large, names=["n"],
+                  mentions=["used as a shape", "staged loop around this line carries it",
+                            "write the exit as a flag"])
+    assert "with Python numbers instead" not in str(exc)
+
+
 def test_boolean_mask_indexing():
     exc = reissued(teach.mask_index, X3, catch=jax.errors.NonConcreteBooleanIndexError)
     check_message(exc, teach.mask_index, names=["x"],

@@ -86,11 +86,17 @@ def compile_function(fn_node, filename, freevars, alias, own=frozenset()):
 _GENERATED_NAME = re.compile(r"^(if_true|if_false|loop_test|loop_body)(_\d+)?$")
 _generated_codes: weakref.WeakSet = weakref.WeakSet()  # (a code object goes with its functions)
 _converted_codes: weakref.WeakSet = weakref.WeakSet()  # every code object compiled here
+_loop_bodies: weakref.WeakSet = weakref.WeakSet()  # those of loop bodies among them
 
 
 def generated(code) -> bool:
     """Is ``code`` a function the rewriter made for a branch or a loop body?"""
     return code in _generated_codes
+
+
+def loop_body(code) -> bool:
+    """Is ``code`` a function the rewriter made for a loop's body?"""
+    return code in _loop_bodies
 
 
 def converted(code) -> bool:
@@ -122,6 +128,8 @@ def _renamed(code, old, new, outer=None, own=frozenset()):
     _converted_codes.add(out)
     if made:
         _generated_codes.add(out)
+        if code.co_name.startswith("loop_body"):
+            _loop_bodies.add(out)
     return out
 
 

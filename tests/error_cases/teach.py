@@ -160,3 +160,14 @@ def lambdas_in_traced_range(xs, n):
         fs.append(lambda t: t * i)
         total = total + xs[i]
     return total
+
+
+def refined_until_large(a):
+    n = 1
+    total = 0.0
+    for level in range(4):
+        n = n * 2
+        total = total + jnp.sum(jnp.arange(1, n, 2) * a)  # ERROR
+        if total > 5.0:
+            break
+    return total

@@ -29,7 +29,7 @@ import types
 
 import jax
 
-from ...core.loading import generated
+from ...core.loading import generated, loop_body
 from ...core.origin import PACKAGE_DIR, Site, message
 from ...errors import TracingError
 from .. import jax as jx
@@ -249,15 +249,37 @@ def _constant_advice(v, need):
     return what, todo
 
 
-def _advice(exc, expr, line, var, param, fn_name, static_ok=True):
+def _carried_advice(v, need):
+    what = (f"{v} is {need}, but it is traced: the staged loop around this line carries it "
+            "(a variable a loop changes is a traced value in every iteration of a staged "
+            "loop, even one computed from Python numbers)")
+    todo = ("Make the loop run as Python, so that it stays a Python number: a `for` over a "
+            "static `range` whose body needs it runs unrolled, unless a traced `break`, "
+            "`continue` or `return` stages it (write the exit as a flag instead, `done = done | "
+            "(err < tol)`, and keep the values where it is set, `x = jnp.where(done, x, new_x)`); "
+            "or give every iteration one shape, the largest, masked with `jnp.where`.")
+    return what, todo
+
+
+def _carried_by_a_loop(frames, var) -> bool:
+    """Is ``var`` a carry of a staged loop's body among ``frames`` (a parameter of the
+    ``loop_body`` the rewriter made)?"""
+    for frame, _, _ in frames:
+        code = frame.f_code
+        if loop_body(code) and var in code.co_varnames[:code.co_argcount]:
+            return True
+    return False
+
+
+def _advice(exc, expr, line, var, param, fn_name, static_ok=True, carried=False):
     """``(what happened, what to do)`` for the situation."""
     v = f"`{var}`" if var else "a traced value"
-    if param is None and from_constants_only(exc) \
+    if param is None and (carried or from_constants_only(exc)) \
             and not isinstance(exc, jax.errors.TracerBoolConversionError):
         shape = _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
                                          and _mentions_shape(str(exc)))
-        return _constant_advice(v, "used as a shape here" if shape else "needed as a concrete "
-                                "value here")
+        need = "used as a shape here" if shape else "needed as a concrete value here"
+        return _carried_advice(v, need) if carried else _constant_advice(v, need)
     if var is not None and param == var:
         v += f" (an argument of `{fn_name}`)"
     elif var is not None and param is not None:
@@ -391,7 +413,8 @@ def reissue(exc):
     # (static only for what a user can pass as a Python number: a size, a count)
     static_ok = param is not None and fn_frame is not None \
         and static_candidate(fn_frame.f_locals.get(param))
-    what, todo = _advice(exc, expr, line, var, param, fn_name, static_ok)
+    carried = var is not None and param is None and _carried_by_a_loop(frames, var)
+    what, todo = _advice(exc, expr, line, var, param, fn_name, static_ok, carried)
     # (the most derived: a TracerBoolConversionError is a ConcretizationTypeError too)
     base = type(exc) if type(exc) in _TYPES else next(
         (t for t in _TYPES if isinstance(exc, t)), IndexError if _is_slice_error(exc) else TypeError)
