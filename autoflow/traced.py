@@ -300,6 +300,11 @@ def _local_walk(nodes):
             todo.extend(ast.iter_child_nodes(n))
 
 
+def _returns(fn, names) -> bool:
+    return any(isinstance(r, ast.Return) and r.value is not None and mentions(r.value, names)
+               for r in _local_walk(fn.body))
+
+
 def _stmt_kind(s):
     return "if" if isinstance(s, ast.If) else "while" if isinstance(s, ast.While) else "for"
 
@@ -426,7 +431,9 @@ class _Reader:
         for n in _local_walk(own):
             if isinstance(n, ast.IfExp) and mentions(n.test, self.traced):
                 a, b = kind(n.body, kinds, self.traced), kind(n.orelse, kinds, self.traced)
-                if differ(a, b):
+                named = {t.id for t in getattr(s, "targets", ()) if isinstance(t, ast.Name)}
+                if differ(a, b) and not (a[0] == b[0] == "str" and not isinstance(  # (chosen
+                        s, ast.Return) and not _returns(self.fn, named)):  # when the code runs)
                     self.add(n, f"this conditional expression (`a if c else b`) gives {show(a)} when "
                              f"the condition is true and {show(b)} when it is false; with a traced "
                              "condition both must make one array", kind="ternary")
@@ -464,6 +471,8 @@ class _Reader:
             a, b = true[name], false[name]
             if a == kinds.get(name) and b == kinds.get(name):
                 continue
+            if a[0] == b[0] == "str" and not _returns(self.fn, {name}):
+                continue  # (a string chosen when the compiled code runs, unless returned)
             if differ(a, b) and self.used_after(name, s, loops):
                 if a[0] == "dict" and b[0] == "dict":
                     what = (f"`{name}` gets different keys on the two paths ({show(a)} when the "

@@ -305,6 +305,71 @@ def test_no_tracer_text_in_a_string_of_a_traced_value():
     assert "Tracer" not in out.getvalue() and out.getvalue() == "1.5 3/1.500 3\n"
 
 
+# ---- a string a traced `if` chooses --------------------------------------------------------
+
+def status_of_a_solve(x, tol):
+    err = x
+    k = 0
+    while err > tol and k < 50:
+        err = err * 0.5
+        k += 1
+    if err <= tol:
+        status = "converged"
+    else:
+        status = "stopped"
+    print(f"{status} after {k} steps (err={err:.2e})")
+    return err
+
+
+def message_extended_on_one_path(x, n):
+    msg = f"x={x:.3f} n={n}"
+    if n > 2:
+        msg = msg + " big"
+    print(msg, msg.upper())
+    return x
+
+
+def label_of_a_sign(x):
+    label = "pos" if x > 0 else "neg"
+    if x > 3:
+        raise ValueError(f"{label}: too big")
+    print("label:", label)
+    return x
+
+
+def _printed(run, *args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            run(*args)
+        except ValueError as e:
+            print("raised", e)
+        jax.effects_barrier()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fn, inputs", [
+    (status_of_a_solve, [(1.0, 1e-3), (1.0, 1e-30), (1e-5, 1e-3)]),
+    (message_extended_on_one_path, [(1.23456, 3), (1.23456, 1)]),
+    (label_of_a_sign, [(1.0,), (-1.0,), (4.0,)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_string_a_traced_if_chooses_is_the_taken_paths(fn, inputs):
+    # (two strings, Python's or made from traced values, were autoflow's error: a
+    # string is no array; the text of the path taken is now made at run time)
+    jitted = autoflow.jit(fn)
+    for args in inputs:
+        args = tuple(jnp.float32(a) if isinstance(a, float) else jnp.int32(a) for a in args)
+        want = _printed(fn, *args)
+        assert _printed(jitted, *args) == want and _printed(jitted, *args) == want
+    if fn is not label_of_a_sign:  # (under vmap: each lane's line, lane by lane)
+        lanes = [tuple(jnp.float32(a) if isinstance(a, float) else jnp.int32(a) for a in args)
+                 for args in inputs]
+        batched = [jnp.stack(col) for col in zip(*lanes)]
+        got = _printed(jax.vmap(autoflow.convert(fn)), *batched)
+        assert sorted(got.splitlines()) == sorted("".join(_printed(fn, *a) for a in lanes)
+                                                  .splitlines())
+
+
 # ---- tables of a static size ------------------------------------------------------------
 
 def fib_table(n):

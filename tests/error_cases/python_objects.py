@@ -67,7 +67,7 @@ def first_best(xs):
 
 
 def labelled(x):
-    if x > 0:  # ERROR (two strings made from traced values)
+    if x > 0:  # (two strings made from traced values: the path's, made at run time)
         msg = f"positive: {x}"
     else:
         msg = f"non-positive: {x}"

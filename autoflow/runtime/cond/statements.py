@@ -36,6 +36,7 @@ from ..state.aliasing import kept
 from ..state.snapshots import undoer
 from ..common.teach import reissuing
 from .errors import branch_error, same_key_orders, static_fields_error
+from . import chosen as strings
 from ..common.values import (DICTS, UnboundVariableError, Undefined, dict_like, as_pred, aval_of, flatten, in_staged_block,
                              is_array_like, is_extended, promote_values, same_static, staged_block, concrete_truth, unflatten)
 
@@ -265,6 +266,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     targets = {}
     fills = {}  # variable index -> zeros spec, for guarded Undefined values
     zeroed = set()  # those filled with zeros (not a loop body's placeholder)
+    chosen = {}  # variable index -> templates of its strings on the two paths (`chosen`)
     returning = "expression" if expression else names is None
 
     # A branch in which a `raise` was staged on some of its paths (a nested `if`)
@@ -329,6 +331,12 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                         if zeros:
                             zeroed.add(k)
                 out = join_parts(parts, names)
+            if chosen:  # (both paths' strings, each path giving zeros for the other's)
+                parts = parts_of(out, names)
+                for k, (t_tpl, f_tpl) in chosen.items():
+                    parts[k] = (parts[k], strings.zeros_like(f_tpl)) if key == "t" else \
+                        (strings.zeros_like(t_tpl), parts[k])
+                out = join_parts(parts, names)
             bound = {}  # output index -> where it is bound (a traced bool), if not always
             if names is not None:
                 for k, p in enumerate(parts_of(out, names)):
@@ -363,6 +371,10 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                     new_fills[k] = _fill_spec(v)
         if new_fills:
             raise Restart(("fill", new_fills))
+        choose = {k: (strings.template(a), strings.template(b)) for k, (a, b) in enumerate(
+            zip(parts_of(t_out, names), parts_of(f_out, names))) if strings.differ(a, b)}
+        if choose:
+            raise Restart(("choose", choose))
         labels = leaf_labels(t_out, names)
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
@@ -431,6 +443,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 raises["both"] = True
             elif isinstance(r.changes, tuple) and r.changes[0] == "defined":
                 tracked.update(r.changes[1])
+            elif isinstance(r.changes, tuple) and r.changes[0] == "choose":
+                chosen.update(r.changes[1])
             elif isinstance(r.changes, tuple):
                 fills.update(r.changes[1])
             else:
@@ -455,6 +469,13 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         parts = parts_of(result, names)
         for k, flag in zip(sorted(tracked), defined):
             unset.bound_if(parts[k], names[k], flag)
+    if chosen:  # the string of the path taken, made when the compiled code runs
+        parts, where = parts_of(result, names), site()
+        for k, (t_tpl, f_tpl) in chosen.items():
+            label = names[k] if names is not None else None
+            parts[k] = strings.choice(as_pred(pred), parts[k], lambda t=t_tpl, f=f_tpl, n=label:
+                                      branch_error(where, n, returning, t, f, guard=guard))
+        result = join_parts(parts, names)
     return result
 
 

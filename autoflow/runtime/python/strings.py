@@ -245,6 +245,11 @@ def check_output(out, fn):
              if isinstance(x, String)]
     if not found:
         return
+    from ..cond.chosen import refusal
+
+    chosen = refusal(found)
+    if chosen is not None:  # (a string a traced `if` chose: the error at that `if`)
+        raise chosen()
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", "the function"))
     raise ConversionError(
         f"`{name}` returns a string made from traced values: a jitted function returns "
