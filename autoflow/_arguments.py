@@ -26,7 +26,26 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "u
                       "__delitem__", "__iadd__"})
 
 
+_read: dict = {}  # id(code) -> (code, its globals, changed_parameters of it)
+
+
 def changed_parameters(fn, _seen=None) -> frozenset:
+    """``_changed_parameters``, remembered per code object and globals (``autoflow.jit``
+    of the same function made again costs no second reading)."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    hit = _read.get(id(code)) if _seen is None else None
+    if hit is not None and hit[0] is code and hit[1] is getattr(fn, "__globals__", None):
+        return hit[2]
+    out = _changed_parameters(fn, _seen)
+    if code is not None and _seen is None:
+        if len(_read) > 512:
+            _read.clear()
+        _read[id(code)] = (code, getattr(fn, "__globals__", None), out)
+    return out
+
+
+def _changed_parameters(fn, _seen=None) -> frozenset:
     """The parameters of ``fn`` whose object its code (nested functions included) may
     change in place: a subscript assigned or deleted, ``+=`` of the name, a mutating
     method called on it, or passed to a function of the user's (named as a global) that
