@@ -21,7 +21,6 @@ traced, with no second trace (``Placeholders``, ``while_loop(added=...)``).
 from __future__ import annotations
 
 import dis
-import types
 
 import jax
 import jax.numpy as jnp
@@ -38,9 +37,9 @@ from ..common.carries import (LOOP, Placeholders, Restart, cast_to, join_parts, 
                               logging_fills, parts_of, spec_of, zeros_of)
 from ..cond.select_or_cond import loop_gate
 from ..state.reach import EMPTY, closure_cells
-from ..common.values import (Mixed, Tracer, Undefined, as_pred, aval_of, flatten, is_array_like, is_extended,
-                             unflatten)
+from ..common.values import (Mixed, Undefined, as_pred, aval_of, flatten, is_array_like, unflatten)
 from .while_primitive import DEFAULT_CHECKPOINTS
+from .remembered import _DEFERRED, _DEFINED, _DEFINED_LIMIT, _defer_key, _entry_types
 from .body import _Appended, _loop_body
 from .flags import (_Bound, _Deferred, _carrying_bound, _carrying_keys, _deferring_checks, _emit_deferred,
                     _stopped_by_raises, _unset_keys)
@@ -147,100 +146,6 @@ def _appends(fn):
 def _reverse_mode():
     """Is ``jax.grad``/``jax.vjp`` linearizing the code being traced now?"""
     return jx.is_linearizing()
-
-
-# Variables first bound inside a loop, remembered per loop and entry types:
-# (how it is staged, the entry's types, the body's code and closure's types)
-# -> {index: spec}.
-# A loop nested in another is traced again each time the outer body is (its
-# restarts, its probe iteration): without this, each of those traces would
-# start the inner loop without the variable and restart it once more, so the
-# traces of a loop body doubled with each level of nesting (a line search
-# inside an optimiser's loop, with `return`s in both). A remembered spec is
-# only used when the entry state and everything the body closes over have the
-# same types as when it was learned (so the body traces the same), and it is
-# checked: the body must give exactly that type (`_loop_body`). Only loops that
-# cannot add such a variable as their body is traced (a scan, a bounded loop, a
-# JAX without `new_input`) look one up: see `loop`.
-_DEFINED = {}
-
-
-_DEFINED_LIMIT = 4096
-
-# The checks a loop's body stages (`flags._deferring_checks`), remembered the same way
-# (keyed as `_DEFINED` is, with the carries a staged statement before the loop may have
-# left unbound): each trace of an outer body starts its inner loops carrying them, where
-# finding them again would restart each inner loop once more, which doubles the traces
-# of a body with each level of nesting. Checked as they are carried ("undefer").
-_DEFERRED = {}
-
-
-def _types(x, depth):
-    """What tracing code that reads ``x`` can depend on, hashable (``None``: unknown)."""
-    if isinstance(x, Undefined):
-        return ("undefined", x.guarded)
-    if is_array_like(x):
-        if isinstance(x, Tracer):
-            return aval_of(x) + (True,)
-        if np.size(x) > 64 or is_extended(jnp.result_type(x)):
-            return None  # (a concrete table, whose values could steer the trace; a PRNG key)
-        return aval_of(x) + (np.asarray(x).tobytes(),)
-    if x is None or isinstance(x, (bool, int, float, complex, str)):
-        return (type(x), x)
-    if isinstance(x, (tuple, list)):
-        parts = tuple(_types(v, depth) for v in x)
-        return None if None in parts else (type(x), parts)
-    if isinstance(x, types.FunctionType):
-        return _function_types(x, depth)
-    if isinstance(x, (types.ModuleType, types.BuiltinFunctionType, type)):
-        return ("object", id(x))
-    return None
-
-
-def _function_types(fn, depth):
-    """A function and what its closure holds (functions it closes over, recursively)."""
-    if depth <= 0:
-        return None
-    cells = []
-    for cell in fn.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell: a name not bound yet
-            cells.append(("empty",))
-            continue
-        t = _types(value, depth - 1)
-        if t is None:
-            return None
-        cells.append(t)
-    defaults = _types(fn.__defaults__ or (), depth - 1)
-    if defaults is None:
-        return None
-    return ("function", fn.__code__, tuple(cells), defaults)
-
-
-def _entry_types(state, body):
-    """What a loop's restarts depend on: its entry state and its body's closure
-    (module globals are not looked at: rebinding one to a value of another type
-    between two traces of the same function is left to the check in the body)."""
-    if not isinstance(body, types.FunctionType):
-        return None
-    out = (_types(state, 4), _function_types(body, 4))
-    if None in out:
-        return None
-    try:
-        hash(out)
-    except TypeError:
-        return None
-    return out
-
-
-def _defer_key(body, how, state, names, maybe):
-    """The key of ``_DEFERRED``: ``_entry_types`` of the loop, the parts ``maybe`` holds
-    (index -> spec: variables that may be unbound where it starts) by their spec alone."""
-    parts = [f"maybe {maybe[j]!r}" if j in maybe else p
-             for j, p in enumerate(parts_of(state, names))]
-    entry = _entry_types(join_parts(parts, names), body)
-    return None if entry is None else how + (entry,)
 
 
 def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=None, unroll=1,
