@@ -337,6 +337,29 @@ def label_of_a_sign(x):
     return x
 
 
+def size_word(x):
+    if x > 1:
+        s = "big"
+    elif x > 0:
+        s = "small"
+    else:
+        s = "neg"
+    t = "B" if x > 1 else ("S" if x > 0 else "N")
+    print(s, t)
+    return x
+
+
+def _refuse(message):
+    raise ValueError("helper says " + message)
+
+
+def raised_by_a_helper(x):
+    m = "pos" if x > 0 else "neg"
+    if x < 5:
+        _refuse(m)  # (the exception made in a helper while tracing: its string at run time)
+    return x
+
+
 def _printed(run, *args):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -352,6 +375,8 @@ def _printed(run, *args):
     (status_of_a_solve, [(1.0, 1e-3), (1.0, 1e-30), (1e-5, 1e-3)]),
     (message_extended_on_one_path, [(1.23456, 3), (1.23456, 1)]),
     (label_of_a_sign, [(1.0,), (-1.0,), (4.0,)]),
+    (raised_by_a_helper, [(1.0,), (-1.0,), (6.0,)]),
+    (size_word, [(2.0,), (0.5,), (-1.0,)]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_a_string_a_traced_if_chooses_is_the_taken_paths(fn, inputs):
     # (two strings, Python's or made from traced values, were autoflow's error: a
@@ -361,7 +386,7 @@ def test_a_string_a_traced_if_chooses_is_the_taken_paths(fn, inputs):
         args = tuple(jnp.float32(a) if isinstance(a, float) else jnp.int32(a) for a in args)
         want = _printed(fn, *args)
         assert _printed(jitted, *args) == want and _printed(jitted, *args) == want
-    if fn is not label_of_a_sign:  # (under vmap: each lane's line, lane by lane)
+    if fn not in (label_of_a_sign, raised_by_a_helper):  # (under vmap: lane by lane)
         lanes = [tuple(jnp.float32(a) if isinstance(a, float) else jnp.int32(a) for a in args)
                  for args in inputs]
         batched = [jnp.stack(col) for col in zip(*lanes)]

@@ -729,3 +729,27 @@ def doubled_a_bounded_number_of_times(a, x):
     for j in range(min(max(a, 0), 3)):
         s = s * 2.0
     return s
+
+
+ROW = jnp.array([3.0, 1.0, 2.0])
+
+
+def extremes_of_a_global_row(x):
+    return max(ROW) + min(ROW, key=lambda v: -v) + x
+
+
+def index_of_the_largest_by_enumerate(a, b, c):
+    return max(enumerate([a, b, c]), key=lambda t: t[1])[0]
+
+
+def partner_of_the_largest_by_zip(a, b, c):
+    return max(zip([a, b, c], [0, 1, 2]))[1]
+
+
+def test_max_of_a_global_row_and_of_enumerate_and_zip():
+    # (a concrete row of a global array under a trace; the tuples `enumerate`/`zip` make
+    # of traced items: both were JAX's TracerBoolConversionError)
+    check(extremes_of_a_global_row, F(1.0), vmap=[(F(-2.0),)], grad=True)
+    for args in [(F(1.0), F(3.0), F(2.0)), (F(5.0), F(3.0), F(5.0))]:
+        check(index_of_the_largest_by_enumerate, *args, vmap=[(F(0.0), F(-1.0), F(2.0))])
+        check(partner_of_the_largest_by_zip, *args, vmap=[(F(0.0), F(-1.0), F(2.0))])

@@ -60,7 +60,19 @@ class _Pick:
     def __init__(self, refusal):
         self.refusal = refusal
 
+    # (every pick makes its string the same way: two traces of one `if` give strings of
+    # one structure, which an `if` around it can choose between in turn)
+    def __eq__(self, other):
+        return isinstance(other, _Pick)
+
+    def __hash__(self):
+        return hash(_Pick)
+
     def __call__(self, taken, if_true, if_false):
+        from ..effects.later import _Sketched
+
+        if isinstance(taken, _Sketched):  # (shown while tracing: either, not one)
+            return f"<{if_true!r} or {if_false!r}>"
         return if_true if taken else if_false
 
 

@@ -225,11 +225,17 @@ def on_its_path(exc):
                      "Test for the case instead of catching the error (`if key in d:`), or "
                      "make the condition static.")
 
+    # (strings made from traced values among its arguments, `raise E("says " + m)` in a
+    # helper: carried as the check's operands and made from the run-time values)
+    args = exc.args if any(isinstance(a, later_module.Deferred) for a in exc.args) else None
+
     def make():
         try:  # (a fresh one at each run: notes and traceback are its own)
             new = copy.copy(exc)
         except Exception:  # noqa: BLE001 - an exception that cannot be copied
             new = exc
+        if args is not None:
+            new.args = args
         for name in ("__notes__", "__autoflow_site__"):
             new.__dict__.pop(name, None)
         if "__notes__" in exc.__dict__:

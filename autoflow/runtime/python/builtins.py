@@ -80,6 +80,10 @@ def _lexicographic(better, k, best):
     return out
 
 
+# Iterables whose items `max`/`min` read once, as a list (Python's reads them all too).
+_ITERATORS = (range, types.GeneratorType, enumerate, zip, map, filter, reversed)
+
+
 def _staged(call, items, key, better):
     """Python's ``max``/``min`` (``call()``); where its comparisons are staged although no
     item is traced (concrete JAX arrays under a trace: a global, a closed-over array), the
@@ -88,6 +92,8 @@ def _staged(call, items, key, better):
         return call()
     except jax.errors.TracerBoolConversionError:
         out = None
+        if isinstance(items, jax.Array) and items.ndim >= 1 and items.shape[0] > 1:
+            items = list(items)  # (a concrete array: its rows, as Python iterates it)
         if isinstance(items, (list, tuple)) and _b.len(items) > 1:
             out = _keyed_extreme(list(items), key, better, staged=True)
         if out is None:
@@ -117,8 +123,7 @@ def _extreme(name, args, kwargs, better, reduce):
     if kwargs:
         if set(kwargs) <= {"key", "default"} and kwargs.get("key") is not None:
             items = args[0] if _b.len(args) == 1 else args
-            if is_traced(items) and np.ndim(items) >= 1 or isinstance(
-                    items, (range, types.GeneratorType)):
+            if is_traced(items) and np.ndim(items) >= 1 or isinstance(items, _ITERATORS):
                 # (`max(range(n), key=lambda i: xs[i])`: the index of a traced largest)
                 items = list(items)
                 args = (items,) if _b.len(args) == 1 else args
@@ -126,12 +131,12 @@ def _extreme(name, args, kwargs, better, reduce):
                 out = _keyed_extreme(list(items), kwargs["key"], better)
                 if out is not None:
                     return out
-                return _staged(lambda: py(*args, **kwargs), items, kwargs["key"], better)
+            return _staged(lambda: py(*args, **kwargs), items, kwargs["key"], better)
         return py(*args, **kwargs)
     if _b.len(args) == 1:
         (it,) = args
-        if isinstance(it, types.GeneratorType):
-            it = list(it)  # (`max(v for v in xs)`: Python's max reads them all too)
+        if isinstance(it, _ITERATORS) and not isinstance(it, range):
+            it = list(it)  # (`max(v for v in xs)`, `max(zip(...))`: Python's reads them all too)
         if it.__class__ is TracedRange:
             return it.extreme(name == "max", user_site(3))
         if is_traced(it) and np.ndim(it) == 1:
