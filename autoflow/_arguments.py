@@ -29,9 +29,22 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "u
 _read: dict = {}  # id(code) -> (code, its globals, changed_parameters of it)
 
 
+def _fresh():
+    import gast
+
+    return (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp,
+            gast.Constant, gast.BinOp)
+
+
+_FRESH_CALLS = frozenset({"list", "dict", "set", "sorted", "tuple", "len", "range"})
+
+
 def changed_parameters(fn, _seen=None) -> frozenset:
     """``_changed_parameters``, remembered per code object and globals (``autoflow.jit``
-    of the same function made again costs no second reading)."""
+    of the same function made again costs no second reading; a ``functools.partial``:
+    its function's)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
     code = getattr(fn, "__code__", None)
     hit = _read.get(id(code)) if _seen is None else None
@@ -82,8 +95,24 @@ def _changed_parameters(fn, _seen=None) -> frozenset:
             n = n.value
         return n.id if isinstance(n, gast.Name) else None
 
+    nodes = walk(node)
+    # The parameters each name may hold a part of (an alias `a = out`, a loop's item
+    # `for row in rows`, `for l in lists`): a new container made from them is not one.
+    held = {p: {p} for p in params}
+    bindings = [(t, n.value) for n in nodes if isinstance(n, gast.Assign) for t in n.targets] \
+        + [(n.target, n.iter) for n in nodes if isinstance(n, (gast.For, gast.comprehension))]
+    for _ in range(3):
+        for target, value in bindings:
+            if isinstance(value, _fresh()) or isinstance(value, gast.Call) and isinstance(
+                    value.func, gast.Name) and value.func.id in _FRESH_CALLS:
+                continue
+            reached = set().union(*(held.get(v.id, ()) for v in walk(value)
+                                    if isinstance(v, gast.Name)))
+            for t in walk(target):
+                if isinstance(t, gast.Name) and reached:
+                    held.setdefault(t.id, set()).update(reached)
     out = set()
-    for n in walk(node):
+    for n in nodes:
         if isinstance(n, gast.Subscript) and isinstance(n.ctx, (gast.Store, gast.Del)):
             out.add(root(n.value))
         elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
@@ -94,7 +123,7 @@ def _changed_parameters(fn, _seen=None) -> frozenset:
         elif isinstance(n, gast.Call) and any(isinstance(a, gast.Name) and a.id in params
                                               for a in n.args):
             out.update(passed_to_a_changer(n))
-    return frozenset(out & params)
+    return frozenset(set().union(*(held.get(n, ()) for n in out if n is not None)) & params)
 
 
 def _holds_container(x) -> bool:
@@ -111,44 +140,87 @@ class _Same:
 
 
 _SAME = _Same()
+
+
+class _Ordered:
+    """A dict in a value written back, its keys in their order (``jax.jit`` would return
+    a dict's keys sorted, and cannot sort keys of mixed types): a pytree whose static
+    part is the keys."""
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self, keys, values):
+        self.keys, self.values = tuple(keys), list(values)
+
+
 _registered: list = []
 
 
 def _tree_util():
-    """``jax.tree_util``, with ``_Same`` registered (imported when first traced: importing
-    autoflow imports no JAX)."""
+    """``jax.tree_util``, with ``_Same`` and ``_Ordered`` registered (imported when first
+    traced: importing autoflow imports no JAX)."""
     import jax
 
     if not _registered:
         jax.tree_util.register_pytree_node(_Same, lambda s: ((), None),
                                            lambda aux, children: _SAME)
+        jax.tree_util.register_pytree_node(_Ordered, lambda o: (o.values, o.keys),
+                                           lambda keys, values: _Ordered(keys, values))
         _registered.append(True)
     return jax.tree_util
 
 
+def _walk(value, path, leaves, tree_util):
+    """The structure of ``value`` (its lists', tuples' and dicts' layout, keys in their
+    order: no key is sorted), its leaves put in ``leaves`` by path."""
+    if type(value) is dict:
+        return ("dict", tuple(value), tuple(_walk(v, path + (("key", k),), leaves, tree_util)
+                                            for k, v in value.items()))
+    if type(value) in (list, tuple):
+        return (type(value).__name__, tuple(_walk(v, path + (("item", i),), leaves, tree_util)
+                                            for i, v in enumerate(value)))
+    pairs, tree = tree_util.tree_flatten_with_path(value)
+    leaves.update((path + p, v) for p, v in pairs)
+    return tree
+
+
 def _snapshot(args, kwargs):
-    """``{key: (treedef, {leaf path: leaf})}`` of the arguments that hold a list or
-    dict (key: the position, or the keyword)."""
+    """``{key: (structure, {leaf path: leaf})}`` of the arguments that hold a list or
+    dict (key: the position, or the keyword; see ``_walk``)."""
     out = {}
+    tree_util = _tree_util()
     for key, value in list(enumerate(args)) + list(kwargs.items()):
         if _holds_container(value):
-            pairs, tree = _tree_util().tree_flatten_with_path(value)
-            out[key] = (tree, dict(pairs))  # (the leaves held: their ids stay theirs)
+            leaves: dict = {}  # (the leaves held: their ids stay theirs)
+            out[key] = (_walk(value, (), leaves, tree_util), leaves)
     return out
 
 
 def _changed(before, args, kwargs):
-    """``{key: value}`` of the arguments ``before`` saw that are not as they were, each
-    leaf that is still the one it was at its place replaced by ``_SAME``."""
+    """``{key: value}`` of the arguments ``before`` saw that are not as they were (as
+    ``_returned`` gives it back)."""
     out = {}
+    tree_util = _tree_util()
     for key, (was, leaves) in before.items():
         value = args[key] if isinstance(key, int) else kwargs[key]
-        tree_util = _tree_util()
-        pairs, tree = tree_util.tree_flatten_with_path(value)
-        if tree != was or any(leaves.get(path) is not v for path, v in pairs):
-            out[key] = tree_util.tree_unflatten(
-                tree, [_SAME if leaves.get(path) is v else v for path, v in pairs])
+        now: dict = {}
+        if _walk(value, (), now, tree_util) != was or any(
+                leaves.get(path) is not v for path, v in now.items()):
+            out[key] = _returned(value, leaves, (), tree_util)
     return out
+
+
+def _returned(value, leaves, path, tree_util):
+    """``value`` as it goes back: its dicts ``_Ordered``, each leaf that is still the
+    one at its place (``leaves``: path -> leaf before the call) ``_SAME``."""
+    if type(value) is dict:
+        return _Ordered(value, [_returned(v, leaves, path + (("key", k),), tree_util)
+                                for k, v in value.items()])
+    if type(value) in (list, tuple):
+        return type(value)(_returned(v, leaves, path + (("item", i),), tree_util)
+                           for i, v in enumerate(value))
+    return tree_util.tree_map_with_path(
+        lambda p, v: _SAME if leaves.get(path + p) is v else v, value)
 
 
 def watching(fn, write: bool):
@@ -156,10 +228,19 @@ def watching(fn, write: bool):
     ``(result, {argument key: its value after the call})`` for the arguments it changed
     in place; without, such a change is autoflow's error."""
 
+    held = _held(fn)
+
     @functools.wraps(fn)
     def traced(*args, **kwargs):
         before = _snapshot(args, kwargs)
+        kept = _snapshot((), held) if held else {}
+        saved = [_save(v) for v in held.values()]
         out = fn(*args, **kwargs)
+        touched = _changed(kept, (), held) if kept else {}
+        if touched:
+            for s in saved:  # (the caller's objects as they were: no tracer left in them)
+                _restore(s)
+            raise _held_changed(fn, next(iter(touched)))
         changed = _changed(before, args, kwargs) if before else {}
         if write:
             return out, changed
@@ -170,29 +251,101 @@ def watching(fn, write: bool):
     return traced
 
 
+def _held(fn):
+    """``{label: value}`` of the lists and dicts a ``functools.partial`` holds (in ``fn``,
+    or around it): the function's state, which outlives a call."""
+    out = {}
+    while isinstance(fn, functools.partial):
+        out.update((f"argument {i + 1}", v) for i, v in enumerate(fn.args) if _holds_container(v))
+        out.update((k, v) for k, v in fn.keywords.items() if _holds_container(v))
+        fn = fn.func
+    return out
+
+
+def _save(v):
+    """What ``_restore`` needs to put the lists and dicts of ``v`` back as they are now."""
+    if type(v) is list:
+        return (v, [_save(x) for x in v])
+    if type(v) is dict:
+        return (v, [(k, _save(x)) for k, x in v.items()])
+    if type(v) is tuple:
+        return (v, [_save(x) for x in v])
+    return (v, None)
+
+
+def _restore(saved):
+    obj, parts = saved
+    if type(obj) is list:
+        obj[:] = [_restore(p) for p in parts]
+    elif type(obj) is dict:
+        obj.clear()
+        obj.update((k, _restore(p)) for k, p in parts)
+    elif type(obj) is tuple:
+        for p in parts:
+            _restore(p)
+    return obj
+
+
+def _held_changed(fn, label):
+    text = (f"`{label}` is a list or dict that the `functools.partial` given to "
+            "`autoflow.jit` holds, and this call changes it in place: the compiled code "
+            "cannot change it at each call as Python would (it is changed once, while "
+            "tracing, with traced values)")
+    return ConversionError(f"{text}.\nPass it as an argument instead (`autoflow.jit` writes "
+                           "back the lists and dicts a call changes), or return the new "
+                           "value.")
+
+
 def _lost(fn, key):
     from .core.origin import Site, message
 
     target = inspect.unwrap(fn)
     code = getattr(target, "__code__", None)
     name = getattr(target, "__qualname__", "the function")
-    if isinstance(key, int):
-        try:
-            params = list(inspect.signature(target).parameters)
-            label = f"`{params[key]}`" if key < len(params) else f"argument {key + 1}"
-        except (TypeError, ValueError):
-            label = f"argument {key + 1}"
-    else:
-        label = f"`{key}`"
+    label = _label(fn, key)
     site = Site(code.co_filename, code.co_firstlineno, None) if code is not None else None
     text = (f"{label} (an argument of `{name}`) is a list or dict that this call changes "
-            "in place through a function it calls: `autoflow.jit` (as `jax.jit`) hands "
+            "in place in a way its source does not show (through a function autoflow "
+            "cannot read, or an object that holds it): `autoflow.jit` (as `jax.jit`) hands "
             f"`{name}` a copy of each list and dict argument, so the change would be lost "
             "where Python makes it in the caller's object")
     advice = (f"Return the changed value instead, or make the change in `{name}` itself "
               "(`autoflow.jit` writes back what the function's own code changes in place).")
     return ConversionError(message(site, text, advice) if site is not None
                            else f"{text}. {advice}")
+
+
+def refuse_aliases(fn, args, kwargs):
+    """autoflow's error where one list or dict is passed twice (``f(x, a, a)``, or one
+    holds the other): ``jax.jit`` hands the function a copy of each, so a change made
+    through one would not show through the other, as it does in Python."""
+    seen: dict = {}
+    todo = [(key, value) for key, value in list(enumerate(args)) + list(kwargs.items())]
+    while todo:
+        key, value = todo.pop(0)
+        if type(value) in (list, dict):
+            if id(value) in seen and seen[id(value)][1] is value:
+                first = seen[id(value)][0]
+                raise ConversionError(
+                    f"{_label(fn, first)} and {_label(fn, key)} are the same "
+                    f"{type(value).__name__} (or one holds the other), which the call "
+                    "changes in place: `autoflow.jit` (as `jax.jit`) hands the function a "
+                    "copy of each argument, so a change through one would not show through "
+                    "the other as it does in Python.\nPass it once.")
+            seen[id(value)] = (key, value)
+            todo += [(key, v) for v in (value.values() if type(value) is dict else value)]
+        elif type(value) is tuple:
+            todo += [(key, v) for v in value]
+
+
+def _label(fn, key):
+    if isinstance(key, int):
+        try:
+            params = list(inspect.signature(inspect.unwrap(fn)).parameters)
+            return f"`{params[key]}`" if key < len(params) else f"argument {key + 1}"
+        except (TypeError, ValueError):
+            return f"argument {key + 1}"
+    return f"`{key}`"
 
 
 def write_back(args, kwargs, changed):
@@ -208,9 +361,13 @@ def _into(old, new):
     change) passes this on to its items."""
     if type(old) is list and type(new) is list:
         kept = [_kept(o, n) for o, n in zip(old, new)]
-        old[:] = kept + new[len(kept):]
-    elif type(old) is dict and type(new) is dict:
-        items = [(k, _kept(old[k], v) if k in old else v) for k, v in new.items()]
+        old[:] = kept + [_plain(n) for n in new[len(kept):]]
+    elif type(old) is dict and type(new) is _Ordered:
+        # (the keys it had keep their places, as Python keeps them: `jax.jit` handed the
+        # function its dict with sorted keys; new ones follow in the order it added them)
+        values = dict(zip(new.keys, new.values))
+        items = [(k, _kept(v, values[k])) for k, v in old.items() if k in values]
+        items += [(k, _plain(v)) for k, v in values.items() if k not in old]
         old.clear()
         old.update(items)
     elif type(old) is tuple and type(new) is tuple and len(old) == len(new):
@@ -221,7 +378,16 @@ def _into(old, new):
 def _kept(old, new):
     if new is _SAME:
         return old
-    if type(old) is type(new) and type(old) in (list, dict):
+    if type(old) is list and type(new) is list or type(old) is dict and type(new) is _Ordered:
         _into(old, new)
         return old
+    return _plain(new)
+
+
+def _plain(new):
+    """A new item as the caller gets it: its ``_Ordered`` dicts made dicts again."""
+    if type(new) is _Ordered:
+        return {k: _plain(v) for k, v in zip(new.keys, new.values)}
+    if type(new) in (list, tuple):
+        return type(new)(_plain(v) for v in new)
     return new

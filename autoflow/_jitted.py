@@ -344,6 +344,10 @@ class _Jitted:
             # function inline, so that its loops are staged knowing they are
             # differentiated (a scan where one can be, autoflow's error otherwise).
             return self._converted(*args, **kwargs)
+        if self._writes:
+            from ._arguments import refuse_aliases
+
+            refuse_aliases(self._converted, args, kwargs)
         try:
             out = self._jitted(*args, **kwargs)
             if self._writes:  # (see `_arguments`: lists and dicts it changed in place)

@@ -161,3 +161,71 @@ def test_a_change_of_structure_alone_is_written_back():
     d = {"k": 1.0}
     autoflow.jit(set_to_none)(jnp.float32(1.0), d)
     assert d == {"k": 1.0, "gone": None}
+
+
+def through_each_row(x, rows):
+    for row in rows:
+        row.append(x)
+    return x
+
+
+def through_an_alias(x, out):
+    kept = out
+    kept.append(x * 2.0)
+    return x
+
+
+def keys_in_their_order(x, d):
+    d["b"] = d["b"] * x
+    d["z"] = x
+    d["c"] = -x
+    d[1] = x + 1.0
+    return x
+
+
+def test_changes_through_an_alias_or_a_loop_item_are_written_back():
+    for fn, args in [(through_each_row, (2.0, [[0.0], [1.0]])), (through_an_alias, (2.0, [0.0]))]:
+        want = copy.deepcopy(args)
+        fn(*want)
+        got = copy.deepcopy(args)
+        autoflow.jit(fn)(jnp.float32(got[0]), *got[1:])
+        _same(got[1], want[1])
+
+
+def test_a_dict_keeps_its_keys_order_and_takes_keys_of_any_type():
+    # (jax.jit hands the function the dict with sorted keys, and cannot sort 1 and "b")
+    want, got = {"b": 1.0, "a": 3.0}, {"b": 1.0, "a": 3.0}
+    keys_in_their_order(2.0, want)
+    autoflow.jit(keys_in_their_order)(jnp.float32(2.0), got)
+    assert list(got) == list(want) == ["b", "a", "z", "c", 1]
+    _same(list(got.values()), list(want.values()))
+
+
+def appends_to_both(x, a, b):
+    a.append(x)
+    b.append(x + 1.0)
+    return x
+
+
+def test_one_list_passed_twice_is_autoflows_error():
+    shared = [0.0]
+    with pytest.raises(ConversionError, match="`a` and `b` are the same list"):
+        autoflow.jit(appends_to_both)(jnp.float32(1.0), shared, shared)
+    assert shared == [0.0]
+
+
+def appended_to_a_held_list(x, *, out):
+    out.append(x * 2.0)
+    return x
+
+
+def test_a_list_a_partial_holds_is_autoflows_error_and_left_as_it_was():
+    import functools
+
+    held = [1.0]
+    with pytest.raises(ConversionError, match="functools.partial"):
+        autoflow.jit(functools.partial(appended_to_a_held_list, out=held))(jnp.float32(1.0))
+    assert held == [1.0]  # (no tracer left in it)
+    given = []
+    autoflow.jit(functools.partial(appended_to_a_held_list))(jnp.float32(1.5), out=given)
+    _same(given, [3.0])
