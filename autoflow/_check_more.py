@@ -190,15 +190,19 @@ def _exits_then_appends(fn, reader) -> list[traced.Problem]:
                     isinstance(n, (ast.Break, ast.Continue, ast.Return))
                     for n in traced._local_walk(s.body + s.orelse))):
                 continue
-            for n in traced._local_walk(loop.body[k + 1:]):
+            ends = any(isinstance(n, (ast.Break, ast.Return))  # (the trip count changes)
+                       for n in traced._local_walk(s.body + s.orelse))
+            for n in traced._local_walk(loop.body[k + 1:] + (loop.body[:k] if ends else [])):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
                         and n.func.attr in ("append", "extend", "insert") \
                         and isinstance(n.func.value, ast.Name) \
                         and _bound_before(fn, n.func.value.id, loop):
                     name = n.func.value.id
+                    where = ("after this `if` leaves the iteration" if n.lineno > s.lineno
+                             else "in each iteration, and this `if` leaves the loop")
                     out.append(traced.Problem(s.lineno, s.col_offset, "if", (
-                        f"`{name}` is appended to after this `if` leaves the iteration on a "
-                        f"traced condition, so its length would depend on the data: "
+                        f"`{name}` is appended to {where} on a traced condition, so its "
+                        f"length would depend on the data: "
                         f"keep a buffer of fixed size and a count (`{name} = "
                         f"{name}.at[count].set(item)`, `count = count + 1`), "
                         "or make the condition static")))
@@ -216,8 +220,8 @@ def _calls_on(stmts, methods):
         if not isinstance(n, ast.Call):
             continue
         if isinstance(n.func, ast.Attribute) and n.func.attr in methods \
-                and isinstance(n.func.value, ast.Name):
-            yield n, n.func.value.id
+                and n.func.attr != "next" and isinstance(n.func.value, ast.Name):
+            yield n, n.func.value.id  # (`obj.next()` is a user's method: no iterator has it)
         elif isinstance(n.func, ast.Name) and n.func.id == "next" and "next" in methods \
                 and n.args and isinstance(n.args[0], ast.Name):
             yield n, n.args[0].id

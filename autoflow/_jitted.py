@@ -205,8 +205,10 @@ def _zero_trip_read(fn) -> bool:
         inside = set().union(set(), *(names(s, ast.Store) for s in body))
         if isinstance(loop, ast.For):
             inside |= names(loop.target, ast.Store)
-        elif isinstance(loop, ast.If):  # bound on one path only (an `if` can leave it unbound)
-            inside ^= set().union(set(), *(names(s, ast.Store) for s in loop.orelse))
+        elif isinstance(loop, ast.If):  # bound on some paths only (an `if` can leave it unbound)
+            inside |= set().union(set(), *(names(s, ast.Store) for s in loop.orelse))
+            always = _always([loop])
+            inside = set() if always is None else inside - always
         before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
                          and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno
                          and id(n) not in declared}
@@ -222,6 +224,31 @@ def _zero_trip_read(fn) -> bool:
                    for n in loads):
                 return True
     return False
+
+
+def _always(stmts):
+    """The names every path through ``stmts`` binds (None: no path gets through them, a
+    ``return`` or ``raise`` on each), as far as their text says; a loop may run no
+    iteration, so it binds nothing for sure."""
+    out: set = set()
+    for s in stmts:
+        if isinstance(s, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+            return None
+        if isinstance(s, ast.If):
+            a, b = _always(s.body), _always(s.orelse)
+            if a is None and b is None:
+                return None
+            out |= b if a is None else a if b is None else a & b
+        elif isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and (
+                not isinstance(s, ast.AnnAssign) or s.value is not None):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(s, (ast.With, ast.Try)):
+            inner = _always(s.body)
+            if inner is None:
+                return None
+            out |= inner
+    return out
 
 
 def _table_read(fn) -> bool:

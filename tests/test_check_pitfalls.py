@@ -203,3 +203,59 @@ def test_check_looks_at_the_if_that_ends_a_recursion():
     assert findings[("by_depth_through_jit", 15)] == "fails"
     assert findings[("by_depth_through_jit", 17)] != "fails"
     assert findings[("by_value", 23)] == "fails"
+
+
+LOOPS = '''
+import autoflow
+import jax
+
+
+class Keys:
+    def __init__(self, key):
+        self.key = key
+
+    def next(self):
+        self.key, sub = jax.random.split(self.key)
+        return sub
+
+
+def drawn(key):
+    keys = Keys(key)
+    u = jax.random.uniform(keys.next())
+    while u < 0.9:
+        u = jax.random.uniform(keys.next())
+    return u
+
+
+def fit(w):
+    history = []
+    for step in range(20):
+        w = w - 0.2 * (w - 3.0)
+        loss = (w - 3.0) ** 2
+        history.append(loss)
+        if loss < 1e-2:
+            break
+    return w, history
+
+
+def skipped(w):
+    history = []
+    for step in range(20):
+        history.append(w)
+        if w < 1e-2:
+            continue
+        w = w * 0.5
+    return w, history
+
+
+f, g, h = autoflow.jit(drawn), autoflow.jit(fit), autoflow.jit(skipped)
+'''
+
+
+def test_check_tells_a_method_named_next_from_an_iterator_and_sees_appends_before_a_break():
+    # (`keys.next()` was taken for an iterator's, which Python 3's have not; an append
+    # above the `break` that ends a staged loop was not seen, and the run fails there)
+    found = {(f.function, f.line): f.status for f in check.check_source(LOOPS, "l.py")}
+    assert found[("drawn", 18)] != "fails"
+    assert found[("fit", 29)] == "fails"
+    assert "fails" not in {v for (fn, _), v in found.items() if fn == "skipped"}

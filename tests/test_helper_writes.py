@@ -495,3 +495,71 @@ def test_a_static_range_loop_is_refused_not_unrolled():
         msg = refused(static_range_counting, jnp.linspace(0.0, 1.0, 4), name="U",
                       helper=_count_into_u, text="U[0] += 1")
     assert "do_not_convert" in msg
+
+
+# A method that writes `self` by unpacking, `setattr` with a constant name or a starred
+# target was not seen: the loop did not carry the attribute (a count of 1 where Python
+# counts 5; a key split by a method never changed, and the loop never ended).
+
+class _Counts:
+    def __init__(self):
+        self.n, self.d = 0, {"k": 0}
+
+    def by_tuple(self):
+        self.n, z = self.n + 1, 0  # noqa: F841
+
+    def by_list(self):
+        [self.n] = [self.n + 1]
+
+    def by_starred(self):
+        self.n, *rest = self.n + 1, 0, 0  # noqa: F841
+
+    def by_setattr(self):
+        setattr(self, "n", self.n + 1)
+
+    def by_item(self):
+        self.d["k"], z = self.d["k"] + 1, 0  # noqa: F841
+
+
+def counted_by(method, x):
+    o = _Counts()
+    while x < 10.0:
+        getattr(o, method)()
+        x = x + 2.0
+    return o.n + o.d["k"]
+
+
+class _Keys:
+    def __init__(self, key):
+        self.key = key
+
+    def next(self):
+        self.key, sub = jax.random.split(self.key)
+        return sub
+
+
+def drawn_until_large(key):
+    keys = _Keys(key)
+    u = jax.random.uniform(keys.next())
+    n = 0
+    while u < 0.9:
+        u = jax.random.uniform(keys.next())
+        n += 1
+    return u, n
+
+
+@pytest.mark.parametrize("method", ["by_tuple", "by_list", "by_starred", "by_setattr",
+                                    "by_item"])
+def test_a_method_writing_self_by_unpacking_is_carried(method):
+    import functools
+
+    fn = functools.partial(counted_by, method)
+    for x in (1.0, 9.5):
+        assert int(autoflow.jit(fn)(jnp.float32(x))) == fn(x)
+
+
+def test_a_key_a_method_splits_is_carried():
+    key = jax.random.key(3)
+    u, n = autoflow.jit(drawn_until_large)(key)
+    want_u, want_n = drawn_until_large(key)
+    assert int(n) == want_n and float(u) == float(want_u)

@@ -150,6 +150,9 @@ class ControlFlow(LoopStatements):
         names = (self.maybe_unbound - stmt.af_def_before) | self.deleted
         if not names:
             return
+        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef)) \
+                and getattr(stmt, "af_user", False):
+            self._guard_nested(stmt, names)
         todo = [stmt]
         while todo:
             n = todo.pop()
@@ -169,6 +172,37 @@ class ControlFlow(LoopStatements):
                             isinstance(v, (gast.FunctionDef, gast.AsyncFunctionDef,
                                            gast.ClassDef, gast.Lambda))
                             and getattr(v, "af_user", False)):
+                        todo.append(v)
+                    elif isinstance(v, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+                        self._guard_nested(v, names)
+
+    def _guard_nested(self, fn, names):
+        """Reads, in the user's function or lambda ``fn`` (nested in the one converted),
+        of the variables ``names`` of the enclosing function that ``fn`` does not bind
+        itself: ``af.ld``, as there (a closure reads the cell when it is called, zeros
+        where a staged statement left it unbound, and Python raises `NameError`)."""
+        own = set(param_names(fn))
+        body = fn.body if isinstance(fn.body, list) else [fn.body]
+        if not isinstance(fn, gast.Lambda):
+            own |= {n.id for s in body for n in [s, *walk_local(s)] if isinstance(n, gast.Name)
+                    and isinstance(n.ctx, (gast.Store, gast.Del))} - declared_nonlocal(body)
+        free = names - own
+        if not free:
+            return
+        todo = list(body)
+        while todo:
+            n = todo.pop()
+            for field, value in list(n.__dict__.items()):
+                items = value if isinstance(value, list) else [value]
+                for i, v in enumerate(items):
+                    if isinstance(v, gast.Name) and self._guardable(v, free):
+                        if isinstance(value, list):
+                            value[i] = self._ld(v)
+                        else:
+                            setattr(n, field, self._ld(v))
+                    elif isinstance(v, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+                        self._guard_nested(v, free)
+                    elif isinstance(v, gast.AST) and not isinstance(v, gast.ClassDef):
                         todo.append(v)
 
     @staticmethod

@@ -148,7 +148,9 @@ class Writes:
     def _writes(self, s):
         targets = []
         if isinstance(s, gast.Assign):
-            targets = [t for t in s.targets if isinstance(t, (gast.Attribute, gast.Subscript))]
+            # (`self.n, z = ...`, `[self.n] = ...`, `self.d["k"], *rest = ...` write too)
+            targets = [t for t in _unpacked(s.targets)
+                       if isinstance(t, (gast.Attribute, gast.Subscript))]
         elif isinstance(s, (gast.AugAssign, gast.AnnAssign)) and isinstance(
                 s.target, (gast.Attribute, gast.Subscript)):
             targets = [s.target]
@@ -187,6 +189,17 @@ class Writes:
         expr = s.value if isinstance(s, gast.Expr) else None
         if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) \
                 and expr.func.id == "setattr" and len(expr.args) == 3 \
+                and isinstance(expr.args[1], gast.Constant) \
+                and isinstance(expr.args[1].value, str) and _pure(expr.args[0]):
+            # setattr(o, "key", v): `o.key = v`, marked as that is
+            root = _root_chain(expr.args[0])
+            if root is not None and root.id != self.ctx.af and (
+                    self.outside(root.id) or root.id in self.loop_names) \
+                    and isinstance(expr.args[0], (gast.Name, gast.Attribute)) \
+                    and chain_text(expr.args[0]) + "." + expr.args[1].value not in seen:
+                out += self._mark(expr.args[0], root, s, expr.args[1].value)
+        if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) \
+                and expr.func.id == "setattr" and len(expr.args) == 3 \
                 and not isinstance(expr.args[1], gast.Constant) and _pure(expr.args[0]) \
                 and _pure(expr.args[1]):
             # setattr(o, key, v) with the name in a variable (a constant one is
@@ -205,6 +218,20 @@ class Writes:
                     and not self.ctx.is_module_name(root.id):
                 out += self._mark(obj, root, s)
         return out
+
+
+def _unpacked(targets):
+    """The targets an assignment's ``targets`` bind, tuples, lists and ``*rest`` opened."""
+    out, todo = [], list(targets)
+    while todo:
+        t = todo.pop(0)
+        if isinstance(t, (gast.Tuple, gast.List)):
+            todo[:0] = t.elts
+        elif isinstance(t, gast.Starred):
+            todo.insert(0, t.value)
+        else:
+            out.append(t)
+    return out
 
 
 def _pure(node) -> bool:

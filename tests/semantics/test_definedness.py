@@ -288,3 +288,59 @@ def test_arithmetic_on_a_name_deleted_on_one_path(x):
         check(deleted_then_arithmetic, I(x), vmap=[(I(0),), (I(-4),)])
     else:
         check(deleted_then_arithmetic, I(x), expect_raise=UnboundLocalError)
+
+
+# A nested function or lambda reading a variable a staged statement may have left unbound
+# (read zeros, silently): the read checks, as the enclosing function's reads do.
+
+def read_by_a_lambda(x):
+    if x > 0:
+        c = x
+    g = lambda: c * 2  # noqa: E731
+    return g()
+
+
+def read_by_a_nested_def(x, n):
+    i = 0
+    while i < n:
+        if i > 1:
+            c = x * i
+        i += 1
+
+    def g():
+        return c + 1.0
+    return g()
+
+
+def bound_before_the_call(x):
+    g = lambda: c * 3  # noqa: E731
+    if x > 0:
+        c = x
+    else:
+        c = -x
+    return g()
+
+
+def test_a_closure_reads_a_variable_a_staged_statement_may_leave_unbound():
+    check(read_by_a_lambda, F(2.0), vmap=[(F(3.0),)], grad=True)
+    check(read_by_a_lambda, F(-1.0), expect_raise=NameError)
+    check(read_by_a_nested_def, F(2.0), I(4), vmap=[(F(1.0), I(3))], grad=True)
+    check(read_by_a_nested_def, F(2.0), I(1), expect_raise=NameError)
+    check(bound_before_the_call, F(2.0), vmap=[(F(-3.0),)], grad=True)
+
+
+def bound_in_an_if_nested_in_the_else(x, y):
+    if x > 0:
+        z = 1.0
+    else:
+        if y > 0:
+            z = 3.0
+    return z * x
+
+
+def test_an_if_in_the_else_that_may_leave_it_unbound():
+    # (the `autoflow.jit` wrapper that re-raises Python's error was left out: JAX's
+    # `JaxRuntimeError` reached the caller)
+    check(bound_in_an_if_nested_in_the_else, F(2.0), F(-1.0), vmap=[(F(-1.0), F(1.0))],
+          grad=True)
+    check(bound_in_an_if_nested_in_the_else, F(-1.0), F(-1.0), expect_raise=UnboundLocalError)
