@@ -267,6 +267,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     fills = {}  # variable index -> zeros spec, for guarded Undefined values
     zeroed = set()  # those filled with zeros (not a loop body's placeholder)
     chosen = {}  # variable index -> templates of its strings on the two paths (`chosen`)
+    strong = set()  # output indices weak on one path only: made strong after the `if`
     returning = "expression" if expression else names is None
 
     # A branch in which a `raise` was staged on some of its paths (a nested `if`)
@@ -420,10 +421,11 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                 if is_extended(av[1]) or is_extended(bv[1]):  # a key on one path only
                     raise branch_error(site(), labels[i], returning, a, b, guard=guard)
                 changes[j] = promote_values(a, av, b, bv)
-            elif av[2] != bv[2] and targets.get(j) != (av[1], False):
+            elif av[2] != bv[2]:
                 # weak on one path only (a Python number against an array of its dtype):
-                # strong, as JAX promotes the two (and `lax.cond` gives)
-                changes[j] = (av[1], False)
+                # strong, as JAX promotes the two (and `lax.cond` gives): made so after the
+                # `if` (a restart here would trace a chain of `elif`s 2^n times)
+                strong.add(j)
             j += 1
         if changes and not targets:
             raise Restart(changes)
@@ -431,6 +433,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     for _ in range(5):
         records.clear()
         zeroed.clear()
+        strong.clear()
         try:
             # lax.cond, or a select when the branches are cheap (see lowering.py)
             dyn = stage_if(as_pred(pred), make("t", true_fn), make("f", false_fn), guard,
@@ -461,6 +464,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
     defined = ()
     if tracked:
         dyn, defined = dyn[:-len(tracked)], dyn[-len(tracked):]
+    if strong:
+        dyn = [cast_to(x, x.dtype) if j in strong else x for j, x in enumerate(dyn)]
     _, leaves, tree, mask = records["t"]
     it = iter(dyn)
     result = keep_order(unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mask)]),
