@@ -7,10 +7,12 @@ in the caller's object. ``autoflow.jit`` of a function whose code changes a para
 so (``changed_parameters``, read from its source) returns, beside its result, the
 arguments its trace changed, and writes them into the caller's objects after the call
 (``write_back``: the same list and dict objects, nested ones included, so aliases see
-it). Any other function is watched while it is traced (``watching``): a change made
-to an argument where the source did not show it (in a helper it calls) is autoflow's
-error, before anything runs, not a change silently lost. Neither costs a call anything
-at steady state but the write-back itself.
+it; a dict keeps its keys' order). Any other function is watched while it is traced
+(``watching``): a change made to an argument where the source did not show it (in a
+helper it cannot read) is autoflow's error, before anything runs, not a change silently
+lost; so is a change to a list a ``functools.partial`` holds (``_held``). At steady state
+a call costs nothing more, but where it writes back: the write-back, and a look for one
+list passed twice (``refuse_aliases``).
 """
 
 from __future__ import annotations
@@ -319,10 +321,12 @@ def refuse_aliases(fn, args, kwargs):
     """autoflow's error where one list or dict is passed twice (``f(x, a, a)``, or one
     holds the other): ``jax.jit`` hands the function a copy of each, so a change made
     through one would not show through the other, as it does in Python."""
+    import collections
+
     seen: dict = {}
-    todo = [(key, value) for key, value in list(enumerate(args)) + list(kwargs.items())]
+    todo = collections.deque(list(enumerate(args)) + list(kwargs.items()))
     while todo:
-        key, value = todo.pop(0)
+        key, value = todo.popleft()
         if type(value) in (list, dict):
             if id(value) in seen and seen[id(value)][1] is value:
                 first = seen[id(value)][0]
@@ -333,9 +337,9 @@ def refuse_aliases(fn, args, kwargs):
                     "copy of each argument, so a change through one would not show through "
                     "the other as it does in Python.\nPass it once.")
             seen[id(value)] = (key, value)
-            todo += [(key, v) for v in (value.values() if type(value) is dict else value)]
+            todo.extend((key, v) for v in (value.values() if type(value) is dict else value))
         elif type(value) is tuple:
-            todo += [(key, v) for v in value]
+            todo.extend((key, v) for v in value)
 
 
 def _label(fn, key):
