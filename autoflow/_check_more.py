@@ -52,12 +52,16 @@ def problems(fn, static, plain) -> list[traced.Problem]:
             + _traced_recursion(fn, reader, static) + _carried_shapes(fn, reader))
 
 
+def _traced_exit(reader, s, exits=(ast.Break, ast.Continue, ast.Return)) -> bool:
+    """Is ``s`` an ``if`` on a traced condition that holds one of ``exits``?"""
+    return isinstance(s, ast.If) and reader.traced_test(s) and any(
+        isinstance(n, exits) for n in traced._local_walk(s.body + s.orelse))
+
+
 def _exits_on_traced(reader, stmts) -> bool:
     """Do ``stmts`` (a loop's body) leave it (``break``, ``continue``, ``return``) in an
     ``if`` on a traced condition (which stages the loop)?"""
-    return any(isinstance(s, ast.If) and reader.traced_test(s) and any(
-        isinstance(n, (ast.Break, ast.Continue, ast.Return))
-        for n in traced._local_walk(s.body + s.orelse)) for s in traced._local_walk(stmts))
+    return any(_traced_exit(reader, s) for s in traced._local_walk(stmts))
 
 
 def _carried_shapes(fn, reader) -> list[traced.Problem]:
@@ -186,12 +190,9 @@ def _exits_then_appends(fn, reader) -> list[traced.Problem]:
         if not isinstance(loop, (ast.For, ast.While)):
             continue
         for k, s in enumerate(loop.body):
-            if not (isinstance(s, ast.If) and reader.traced_test(s) and any(
-                    isinstance(n, (ast.Break, ast.Continue, ast.Return))
-                    for n in traced._local_walk(s.body + s.orelse))):
+            if not _traced_exit(reader, s):
                 continue
-            ends = any(isinstance(n, (ast.Break, ast.Return))  # (the trip count changes)
-                       for n in traced._local_walk(s.body + s.orelse))
+            ends = _traced_exit(reader, s, (ast.Break, ast.Return))  # (the trip count changes)
             for n in traced._local_walk(loop.body[k + 1:] + (loop.body[:k] if ends else [])):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
                         and n.func.attr in ("append", "extend", "insert") \

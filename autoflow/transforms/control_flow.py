@@ -164,10 +164,7 @@ class ControlFlow(LoopStatements):
                     if isinstance(v, gast.Name):
                         if self._guardable(v, names) and (
                                 v.id in self.loop_unbound or not self._fails_anyway(n, field)):
-                            if isinstance(value, list):
-                                value[i] = self._ld(v)
-                            else:
-                                setattr(n, field, self._ld(v))
+                            self._put_ld(n, field, value, i, v)
                     elif isinstance(v, gast.AST) and not (
                             isinstance(v, (gast.FunctionDef, gast.AsyncFunctionDef,
                                            gast.ClassDef, gast.Lambda))
@@ -196,10 +193,7 @@ class ControlFlow(LoopStatements):
                 items = value if isinstance(value, list) else [value]
                 for i, v in enumerate(items):
                     if isinstance(v, gast.Name) and self._guardable(v, free):
-                        if isinstance(value, list):
-                            value[i] = self._ld(v)
-                        else:
-                            setattr(n, field, self._ld(v))
+                        self._put_ld(n, field, value, i, v)
                     elif isinstance(v, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
                         self._guard_nested(v, free)
                     elif isinstance(v, gast.AST) and not isinstance(v, gast.ClassDef):
@@ -219,6 +213,14 @@ class ControlFlow(LoopStatements):
         return (node.id in names and isinstance(node.ctx, gast.Load)
                 and getattr(node, "af_user", False))
 
+    def _put_ld(self, parent, field, value, i, name):
+        """Read ``name`` (item ``i`` of ``parent.field``, whose value is ``value``) through
+        ``af.ld``."""
+        if isinstance(value, list):
+            value[i] = self._ld(name)
+        else:
+            setattr(parent, field, self._ld(name))
+
     def _ld(self, node):
         return replace_expr("AF.ld(X)", AF=self.ctx.af, X=node, at=node)
 
@@ -232,16 +234,12 @@ class ControlFlow(LoopStatements):
                 deleted = {t.id for n in walk_local(s) if isinstance(n, gast.Delete)
                            for t in n.targets if isinstance(t, gast.Name) and t.id in local} \
                     if self.deletes else set()
-                if deleted and not isinstance(s, gast.If):
+                if not isinstance(s, gast.If):
                     # (a loop: a read in its body may follow a `del` of an earlier iteration)
-                    self.maybe_unbound |= deleted
-                    self.loop_unbound |= deleted
-                    self.deleted |= deleted
+                    self._unbinds(deleted)
                 out += self._if(s, local) if isinstance(s, gast.If) else \
                     self._while(s, local) if isinstance(s, gast.While) else self._for(s, local)
-                self.maybe_unbound |= deleted
-                self.loop_unbound |= deleted  # (a staged statement leaves zeros there)
-                self.deleted |= deleted
+                self._unbinds(deleted)
             elif isinstance(s, gast.FunctionDef):
                 if not is_generator(s):  # a generator's loops run as Python
                     self.convert_function(s)
@@ -267,6 +265,13 @@ class ControlFlow(LoopStatements):
                         case.body = self._block(case.body, local)
                 out.append(s)
         return out
+
+    def _unbinds(self, deleted):
+        """After a ``del`` of ``deleted`` in a staged statement: every read checks (a staged
+        statement leaves zeros where it deleted, which arithmetic would not fail on)."""
+        self.maybe_unbound |= deleted
+        self.loop_unbound |= deleted
+        self.deleted |= deleted
 
     def _ordered(self, names, local, keep):
         return [n for n in names if n in local and n in keep]

@@ -156,6 +156,14 @@ class Writes:
             targets = [s.target]
         elif isinstance(s, gast.Delete):
             targets = [t for t in s.targets if isinstance(t, gast.Subscript)]
+        expr = s.value if isinstance(s, gast.Expr) else None
+        if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) \
+                and expr.func.id == "setattr" and len(expr.args) == 3 \
+                and isinstance(expr.args[1], gast.Constant) \
+                and isinstance(expr.args[1].value, str) and _pure(expr.args[0]):
+            # setattr(o, "key", v) is `o.key = v`, marked as that is
+            targets = [gast.Attribute(value=expr.args[0], attr=expr.args[1].value,
+                                      ctx=gast.Store())]
         out, seen = [], set()
         for t in [t for t in targets if isinstance(t, gast.Subscript)]:
             # `d[k] = v` on a closure's or a global's container (not rewritten to
@@ -186,18 +194,6 @@ class Writes:
                 continue
             seen.add(key)
             out += self._mark(t.value, root, s, t.attr)
-        expr = s.value if isinstance(s, gast.Expr) else None
-        if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) \
-                and expr.func.id == "setattr" and len(expr.args) == 3 \
-                and isinstance(expr.args[1], gast.Constant) \
-                and isinstance(expr.args[1].value, str) and _pure(expr.args[0]):
-            # setattr(o, "key", v): `o.key = v`, marked as that is
-            root = _root_chain(expr.args[0])
-            if root is not None and root.id != self.ctx.af and (
-                    self.outside(root.id) or root.id in self.loop_names) \
-                    and isinstance(expr.args[0], (gast.Name, gast.Attribute)) \
-                    and chain_text(expr.args[0]) + "." + expr.args[1].value not in seen:
-                out += self._mark(expr.args[0], root, s, expr.args[1].value)
         if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) \
                 and expr.func.id == "setattr" and len(expr.args) == 3 \
                 and not isinstance(expr.args[1], gast.Constant) and _pure(expr.args[0]) \

@@ -223,8 +223,9 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
     defer_key = None
     if memo is not None:
         entry_parts = parts_of(entry_state, names)
-        defer_key = _defer_key(memo, (kind, scan_form, max_iterations is None), entry_state,
-                               names, {j: spec_of(entry_parts[j]) for j in marked})
+        how = (kind, scan_form, max_iterations is None)
+        entry_specs = {j: spec_of(entry_parts[j]) for j in marked}
+        defer_key = _defer_key(memo, how, entry_state, names, entry_specs)
         if defer_key in _DEFERRED:
             deferred.specs, raises = list(_DEFERRED[defer_key]), True
     for _ in range(16):
@@ -498,11 +499,10 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 _DEFERRED.clear()
             # (also as a trace of an outer body that starts it with the variables it
             # defined, carried and marked, will look it up)
-            maybe = {j: spec_of(entry_parts[j]) for j in marked}
+            maybe = dict(entry_specs)
             maybe.update((j, defined[j]) for j, p in enumerate(entry_parts)
                          if isinstance(p, Undefined) and j in defined)
-            for k in (defer_key, _defer_key(memo, (kind, scan_form, max_iterations is None),
-                                            entry_state, names, maybe)):
+            for k in (defer_key, _defer_key(memo, how, entry_state, names, maybe)):
                 if k is not None:
                     _DEFERRED[k] = tuple(deferred.specs)
         if key is not None and defined:
