@@ -349,6 +349,50 @@ def size_word(x):
     return x
 
 
+# (longer than a chunk of an `elif` chain: `transforms.chains.CHUNK`)
+def grade_of(x):
+    if x < 0:
+        g = 'a'
+    elif x < 1:
+        g = 'b'
+    elif x < 2:
+        g = 'c'
+    elif x < 3:
+        g = 'd'
+    elif x < 4:
+        g = f"e{x:.1f}"
+    elif x < 5:
+        g = 'f'
+    elif x < 6:
+        g = 'g'
+    elif x < 7:
+        g = 'h'
+    elif x < 8:
+        g = 'i'
+    elif x < 9:
+        g = f"j{x:.1f}"
+    elif x < 10:
+        g = 'k'
+    elif x < 11:
+        g = 'l'
+    elif x < 12:
+        g = 'm'
+    elif x < 13:
+        g = 'n'
+    elif x < 14:
+        g = f"o{x:.1f}"
+    elif x < 15:
+        g = 'p'
+    elif x < 16:
+        g = 'q'
+    elif x < 17:
+        g = 'r'
+    else:
+        g = f"over {x:.1f}"
+    print("grade", g)
+    return x
+
+
 def _refuse(message):
     raise ValueError("helper says " + message)
 
@@ -377,6 +421,7 @@ def _printed(run, *args):
     (label_of_a_sign, [(1.0,), (-1.0,), (4.0,)]),
     (raised_by_a_helper, [(1.0,), (-1.0,), (6.0,)]),
     (size_word, [(2.0,), (0.5,), (-1.0,)]),
+    (grade_of, [(-1.0,), (3.5,), (9.2,), (16.5,), (17.5,), (30.0,)]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_a_string_a_traced_if_chooses_is_the_taken_paths(fn, inputs):
     # (two strings, Python's or made from traced values, were autoflow's error: a
@@ -393,6 +438,45 @@ def test_a_string_a_traced_if_chooses_is_the_taken_paths(fn, inputs):
         got = _printed(jax.vmap(autoflow.convert(fn)), *batched)
         assert sorted(got.splitlines()) == sorted("".join(_printed(fn, *a) for a in lanes)
                                                   .splitlines())
+
+
+def test_an_elif_chain_of_strings_is_not_staged_2_to_the_n_times(monkeypatch):
+    # (each `if` of the chain restarted its branches to choose between their strings,
+    # the `elif`s inside again each time: 2^n stagings, 20 s for 14 branches; a chain
+    # longer than a chunk was autoflow's error: `g` assigned on one path only)
+    from autoflow.runtime.cond import statements
+    staged, stage = [], statements._stage_branches
+
+    def counted(*args, **kwargs):
+        staged.append(1)
+        return stage(*args, **kwargs)
+
+    monkeypatch.setattr(statements, "_stage_branches", counted)
+    jax.make_jaxpr(autoflow.convert(grade_of))(jnp.float32(2.0))
+    # (each `if` still stages the rest of the chain twice, once to learn that it chooses,
+    # the `elif`s inside it remembered: about n^2 / 2)
+    assert 18 <= len(staged) < 18 * 18
+
+
+def chosen_in_one_mode(x, mode):
+    if x > 0:
+        s = "pos"
+    else:
+        s = "neg" if mode else "pos"
+    print(s)
+    if mode:
+        return x
+    return x + len(s)  # (one string on both paths: Python's `str`, whose length is known)
+
+
+def test_what_an_if_chose_before_is_checked_again():
+    # (an `if` starts from the strings it chose when last staged: here another call,
+    # whose paths give one string, must not find a chosen one)
+    jitted = autoflow.jit(chosen_in_one_mode, static_argnames="mode")
+    for x, mode in ((-1.0, True), (-1.0, False), (1.0, True), (1.0, False), (-2.0, True)):
+        assert _printed(jitted, jnp.float32(x), mode) == _printed(chosen_in_one_mode,
+                                                                  jnp.float32(x), mode)
+        assert jitted(jnp.float32(x), mode) == chosen_in_one_mode(jnp.float32(x), mode)
 
 
 # ---- tables of a static size ------------------------------------------------------------

@@ -16,7 +16,8 @@ import jax.numpy as jnp
 from ..common.values import flatten, is_array_like
 
 
-def _string(x) -> bool:
+def is_string(x) -> bool:
+    """Is ``x`` a string: Python's, or one made from traced values (``String``)?"""
     from ..python.string_values import String
 
     return isinstance(x, (str, String))
@@ -25,7 +26,7 @@ def _string(x) -> bool:
 def differ(a, b) -> bool:
     """Are ``a`` and ``b`` strings (Python's, or made from traced values) that one value of
     both paths cannot hold (other text, not just other traced values in one template)?"""
-    if not (_string(a) and _string(b)):
+    if not (is_string(a) and is_string(b)):
         return False
     if isinstance(a, str) and isinstance(b, str):
         return a != b
@@ -34,6 +35,26 @@ def differ(a, b) -> bool:
         return True
     return any(not (is_array_like(x) and is_array_like(y)) and not (x is y or (
         type(x) is type(y) and x == y)) for x, y in zip(la, lb))
+
+
+def chosen_parts(t_parts, f_parts):
+    """``{variable index: (template of the true path's string, of the false path's)}`` for
+    the variables whose strings differ between the paths."""
+    return {k: (template(a), template(b)) for k, (a, b) in enumerate(zip(t_parts, f_parts))
+            if differ(a, b)}
+
+
+def same_choice(a, b) -> bool:
+    """Are two ``chosen_parts`` the same: the same variables, strings of the same
+    templates?"""
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        (la, ta), (lb, tb) = flatten(a[k]), flatten(b[k])
+        if ta != tb or len(la) != len(lb) or not all(
+                x is y or (type(x) is type(y) and x == y) for x, y in zip(la, lb)):
+            return False
+    return True
 
 
 def template(value):

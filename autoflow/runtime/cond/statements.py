@@ -154,6 +154,7 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
     """``cond._stage_branches``, with ``shared`` state (see ``runtime.state``) carried too."""
     shared = shared if shared is not None else Shared()
     n = len(names) if names is not None else None
+    site_key = tuple(getattr(fn, "__code__", None) for fn in (true_fn, false_fn))
     keep = kept(operands if n == len(operands) else ())
     true_fn, false_fn = (keep.wrap(fn, lambda args: args, lambda out: pack(out, n))
                          for fn in (true_fn, false_fn))
@@ -171,7 +172,8 @@ def traced_if(cond, true_fn, false_fn, operands, names, shared, site=caller_site
             return fn if not lists else lambda *args: packed.pack(fn(*args), n, lists)
 
         out = _stage_branches(cond, wrap(packing(true_fn)), wrap(packing(false_fn)), operands,
-                              all_names, site, guard, unread, expression)
+                              all_names, site, guard, unread, expression,
+                              None if None in site_key else site_key + (all_names,))
         if lists and all_names is not names:  # (the statement's state after its variables)
             return split, pack(packed.unpack(unpack(out[:n]), n, lists), n) + tuple(out[n:])
         return split, packed.unpack(out, n, lists)
@@ -247,26 +249,46 @@ def _contents(v):
 _NONE = object()  # a fill of None: the other path's value is None (a bare `return`)
 
 
+class _Like:
+    """A fill by a string's likeness: its text, zeros for the traced values in it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 def _fill_spec(value):
     """What a path leaving a guarded variable unbound fills it with, given the other
     path's ``value``: zeros of its spec, or None where it is None (a `return` without
-    a value: the value is read only on the path that returned, and is None there)."""
-    return _NONE if value is None else spec_of(value)
+    a value: the value is read only on the path that returned, and is None there), or
+    a string like it (an `elif` chain of strings, cut in chunks: the variable is read
+    only where a branch bound it)."""
+    if value is None:
+        return _NONE
+    if strings.is_string(value):
+        return _Like(strings.zeros_like(strings.template(value)))
+    return spec_of(value)
 
 
 def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False, unread=(),
-                    expression=False):
+                    expression=False, memo=None):
     """``lax.cond`` of two Python branch functions taking ``operands``.
 
     ``names`` labels the outputs (a tuple of variable names), or is ``None``
     when the branches' results are the function's return value. ``guard``,
-    ``unread``: see ``cond.if_stmt``.
+    ``unread``: see ``cond.if_stmt``. ``memo``: what identifies this ``if`` (its
+    branches' code), under which the strings it chose when last staged are kept.
     """
     records = {}
+    raws = {}  # path -> its variables' values, before the chosen strings are paired
     targets = {}
     fills = {}  # variable index -> zeros spec, for guarded Undefined values
     zeroed = set()  # those filled with zeros (not a loop body's placeholder)
-    chosen = {}  # variable index -> templates of its strings on the two paths (`chosen`)
+    # variable index -> templates of its strings on the two paths (`chosen`): to begin
+    # with, what this `if` chose when last staged (checked in `_compare`), so that an
+    # `elif` chain of strings is not traced again at each level (2^n times)
+    chosen = dict(_CHOSEN.get(memo, ())) if memo is not None else {}
     strong = set()  # output indices weak on one path only: made strong after the `if`
     returning = "expression" if expression else names is None
 
@@ -328,10 +350,14 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                             continue
                         if not p.guarded or p.track:
                             unbound.add(k)
-                        parts[k], zeros = fill(p, fills[k])
+                        if isinstance(fills[k], _Like):
+                            parts[k], zeros = fills[k].value, True
+                        else:
+                            parts[k], zeros = fill(p, fills[k])
                         if zeros:
                             zeroed.add(k)
                 out = join_parts(parts, names)
+            raws[key] = parts_of(out, names)
             if chosen:  # (both paths' strings, each path giving zeros for the other's)
                 parts = parts_of(out, names)
                 for k, (t_tpl, f_tpl) in chosen.items():
@@ -372,10 +398,13 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                     new_fills[k] = _fill_spec(v)
         if new_fills:
             raise Restart(("fill", new_fills))
-        choose = {k: (strings.template(a), strings.template(b)) for k, (a, b) in enumerate(
-            zip(parts_of(t_out, names), parts_of(f_out, names))) if strings.differ(a, b)}
+        if chosen:  # (remembered, or found by a restart: still what the paths give?)
+            exact = strings.chosen_parts(raws["t"], raws["f"])
+            if not strings.same_choice(exact, chosen):
+                raise Restart(("choose", exact))
+        choose = strings.chosen_parts(parts_of(t_out, names), parts_of(f_out, names))
         if choose:
-            raise Restart(("choose", choose))
+            raise Restart(("choose", {**chosen, **choose}))
         labels = leaf_labels(t_out, names)
         if t_tree != f_tree:
             # Find the first variable whose layout differs, for the message.
@@ -447,6 +476,7 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
             elif isinstance(r.changes, tuple) and r.changes[0] == "defined":
                 tracked.update(r.changes[1])
             elif isinstance(r.changes, tuple) and r.changes[0] == "choose":
+                chosen.clear()
                 chosen.update(r.changes[1])
             elif isinstance(r.changes, tuple):
                 fills.update(r.changes[1])
@@ -456,6 +486,8 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
         break
     else:  # pragma: no cover - promotion converges in one step
         raise ConversionError(message(site(), "could not find common types for this `if`"))
+    if memo is not None and (chosen or memo in _CHOSEN):
+        _CHOSEN[memo] = dict(chosen)
     if zeroed and names is not None:
         log_fills(names[k] for k in zeroed if k < len(names))
     if raises["both"]:
@@ -482,6 +514,10 @@ def _stage_branches(pred, true_fn, false_fn, operands, names, site, guard=False,
                                       branch_error(where, n, returning, t, f, guard=guard))
         result = join_parts(parts, names)
     return result
+
+
+# branch codes and variable names -> the `chosen` an `if` staged last (`_stage_branches`)
+_CHOSEN: dict = {}
 
 
 def _free(record, names, unread):
