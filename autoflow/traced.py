@@ -28,6 +28,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+from ._scope_walks import SCOPES as _SCOPES, local_walk as _local_walk, none_test as _none_test
+from ._scope_walks import returns_text as _returns
+
 _STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 _STATIC_CALLS = frozenset({"len", "isinstance", "type", "callable", "hasattr", "id", "repr",
                            "str"})
@@ -74,12 +77,6 @@ def _static_expr(node) -> bool:
         if base in _ARRAY_MODULES and last in _STATIC_JAX:
             return True
     return False
-
-
-def _none_test(test, name) -> bool:
-    """Does ``test`` ask ``name is None`` (``if best is None or x > best:``, Python's)?"""
-    return any(isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == name
-               and isinstance(c.ops[0], (ast.Is, ast.IsNot)) for c in ast.walk(test))
 
 
 def mentions(node, names) -> bool:
@@ -286,23 +283,7 @@ class Problem:
 
 _LOOPS = (ast.For, ast.While)
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
-
-
-def _local_walk(nodes):
-    """The nodes of ``nodes`` (statements), not into nested functions or classes."""
-    todo = list(nodes)
-    while todo:
-        n = todo.pop()
-        yield n
-        if not isinstance(n, _SCOPES):
-            todo.extend(ast.iter_child_nodes(n))
-
-
-def _returns(fn, names) -> bool:
-    return any(isinstance(r, ast.Return) and r.value is not None and mentions(r.value, names)
-               for r in _local_walk(fn.body))
 
 
 def _stmt_kind(s):

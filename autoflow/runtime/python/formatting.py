@@ -275,7 +275,27 @@ def content(s):
             return method(content(target), *rest, **kwargs)
     if fn is _join:
         return _join_content(args[0], args[1])
+    if isinstance(fn, _chosen()):  # (a traced `if` chose it: the path taken's characters)
+        pred, if_true, if_false = args
+        return _either(pred, content(if_true), content(if_false))
     raise Unknown("traced values")
+
+
+def _chosen():
+    from ..cond.chosen import _Pick
+
+    return _Pick
+
+
+def _either(pred, a, b):
+    """The characters of ``a`` where ``pred`` holds, else of ``b``."""
+    cap = max(a.cap, b.cap)
+
+    def padded(t):
+        return t.codes if t.cap == cap else jnp.pad(t.codes, (0, cap - t.cap))
+
+    return Text(jnp.where(pred, padded(a), padded(b)), jnp.where(pred, a.length, b.length),
+                min(a.least, b.least))
 
 
 _PREFIXED = {builtins.bin: "#b", builtins.oct: "#o", builtins.hex: "#x"}
