@@ -395,7 +395,7 @@ class _Jitted:
             try:
                 if user is None:
                     raise
-                raise user from None
+                raise user from user.__cause__  # (`raise E from C`: its C; else no context)
             finally:  # (the exception in flight has this frame's entry by now)
                 err = sys.exc_info()[1]
                 if err is not None:

@@ -11,6 +11,7 @@ only with the bug's own symptom and turn into failures once it is fixed.
 from __future__ import annotations
 
 import io
+import sys
 import traceback
 
 import jax
@@ -156,6 +157,31 @@ def test_concrete_assert_message_is_evaluated_only_on_failure():
     with pytest.raises(AssertionError, match="bad -3"):
         converted(-3)
     assert calls == [-3]
+
+
+def _described(v):
+    print("described", v)
+    return f"bad {v}"
+
+
+def assert_with_a_printing_message(x):
+    assert x < 5, _described(x)
+    return x
+
+
+def test_a_traced_asserts_message_is_made_only_where_it_fails(capfd):
+    # (its message was made at trace time, and a print in it staged on every path: every
+    # call printed "described", the cached ones too, and under vmap once per lane)
+    f = autoflow.jit(assert_with_a_printing_message)
+    for _ in range(2):
+        assert_same(run(assert_with_a_printing_message, 3.0), 3.0)
+    jax.vmap(autoflow.convert(assert_with_a_printing_message))(jnp.array([1.0, 2.0]))
+    jax.effects_barrier()
+    assert capfd.readouterr().out == ""
+    with pytest.raises(AssertionError, match="bad 7"):
+        jax.block_until_ready(f(7.0))
+        jax.effects_barrier()
+    assert capfd.readouterr().out == "described 7.0\n"
 
 
 def test_traced_failing_assert_raises_when_run():
@@ -471,3 +497,105 @@ def test_list_append_with_traced_trip_count_is_a_conversion_error():
     # With a static trip count it works.
     assert_same(autoflow.jit(accumulate_traced_count, static_argnums=1)(2.0, 3),
                 accumulate_traced_count(2.0, 3))
+
+
+# ---- any/all over items made one after another ------------------------------------------
+
+def _positive(v, i):
+    print("item", i)
+    if v <= 0:
+        raise ValueError(f"not positive: {v}")
+    return v > 1
+
+
+def any_of_made_items(x):
+    return any(_positive(x - i, i) for i in range(4))
+
+
+def all_of_made_items(x):
+    return all(_positive(x + i, i) for i in range(4) if i != 2)
+
+
+@pytest.mark.parametrize("fn, x", [(any_of_made_items, 2.5), (any_of_made_items, 1.5),
+                                   (any_of_made_items, 3.5), (all_of_made_items, 0.5),
+                                   (all_of_made_items, 2.0), (all_of_made_items, -0.5)])
+def test_any_and_all_make_their_items_as_python_does(fn, x, capfd):
+    # (every item was made on every path: four prints where Python stops at the first
+    # that decides, and a ValueError of an item Python never makes)
+    try:
+        want = fn(x)
+    except ValueError as e:
+        want = e
+    expected = capfd.readouterr().out
+    for _ in range(2):  # (the second call: the cached program)
+        try:
+            got = run(fn, jnp.float32(x))
+        except ValueError as e:
+            got = e
+        assert capfd.readouterr().out == expected
+        if isinstance(want, ValueError):
+            assert isinstance(got, ValueError) and str(got) == str(want)
+        else:
+            assert bool(got) == want
+
+
+# ---- sys.stdout replaced by the user's own object -----------------------------------------
+
+class _Tee:
+    """Not an `io` stream: any object with `write` may be `sys.stdout`."""
+
+    def __init__(self):
+        self.parts = []
+
+    def write(self, s):
+        if s:  # (the truth value of what it is given: a Python string)
+            self.parts.append(s)
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+def writes_to_stdout(x):
+    if x > 0:
+        sys.stdout.write(f"pos {x}\n")
+    print("value", x)
+    return x
+
+
+def test_a_users_object_as_sys_stdout_is_written_when_the_code_runs(monkeypatch):
+    # (its `write` was called while tracing, with a string made from a traced value:
+    # autoflow's error in the user's `if s:`)
+    tee = _Tee()
+    monkeypatch.setattr(sys, "stdout", tee)
+    writes_to_stdout(1.5)
+    want, tee.parts = "".join(tee.parts), []
+    for _ in range(2):
+        run(writes_to_stdout, jnp.float32(1.5))
+        assert "".join(tee.parts) == want
+        tee.parts = []
+
+
+# ---- raise ... from ... -------------------------------------------------------------------
+
+def raises_with_a_cause(x):
+    if x > 1:
+        raise ValueError(f"outer {x}") from KeyError("inner")
+    if x < -1:
+        raise ValueError("no context") from None
+    return x
+
+
+@pytest.mark.parametrize("x", [3.0, -3.0])
+def test_a_traced_raise_keeps_its_cause(x):
+    # (autoflow.jit raised the user's exception `from None`, and a staged raise never
+    # reached its `from`: the cause was lost)
+    with pytest.raises(ValueError) as want:
+        raises_with_a_cause(x)
+    for fn in (autoflow.jit(raises_with_a_cause), autoflow.convert(raises_with_a_cause)):
+        with pytest.raises(ValueError) as got:
+            jax.block_until_ready(fn(jnp.float32(x)))
+            jax.effects_barrier()
+        assert str(got.value) == str(want.value)
+        assert repr(got.value.__cause__) == repr(want.value.__cause__)
+        assert got.value.__suppress_context__

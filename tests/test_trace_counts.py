@@ -23,6 +23,7 @@ from autoflow.runtime.loops import staging, stored, while_primitive
 COUNT = collections.Counter()
 
 
+@autoflow.do_not_convert  # (bookkeeping of traces: a module global changed in a staged body)
 def hit(key):
     COUNT[key] += 1
 

@@ -11,9 +11,10 @@ from ..core.nodes import append_children
 from .util import _LOOPS, _SCOPES
 
 
-def caught_raises(s, namer):
+def caught_raises(s, namer, af=None):
     """``raise E(...)`` statements of the ``try`` body that its first matching
-    ``except E:`` catches: ``{id(raise): (handler index, flag name)}``."""
+    ``except E:`` catches: ``{id(raise): (handler index, flag name)}``. (``af``: the
+    runtime's name; the calls pass made ``E(...)`` of a user's class ``af.call(E, ...)``.)"""
     if s.finalbody or type(s).__name__ != "Try":
         return {}
     names = []
@@ -37,6 +38,9 @@ def caught_raises(s, namer):
             continue
         if isinstance(x, gast.Raise) and x.exc is not None and x.cause is None:
             exc = x.exc.func if isinstance(x.exc, gast.Call) else x.exc
+            if isinstance(exc, gast.Attribute) and exc.attr == "call" and isinstance(
+                    exc.value, gast.Name) and exc.value.id == af and x.exc.args:
+                exc = x.exc.args[0]
             if isinstance(exc, gast.Name):
                 for index, ns in enumerate(names):
                     if ns is None:

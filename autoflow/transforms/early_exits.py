@@ -272,7 +272,7 @@ class EarlyExits:
         is_try = _TRY and isinstance(s, _TRY)
         if is_try and any(contains_return(x) for x in s.finalbody):
             return [s]  # a return in `finally` overrides: leave it to Python
-        caught = caught_raises(s, self.ctx.namer) if is_try else {}
+        caught = caught_raises(s, self.ctx.namer, self.ctx.af) if is_try else {}
         if not caught and not any(contains_return(x) for x in s.body) and not (
                 is_try and any(contains_return(x) for h in s.handlers for x in h.body)
                 or is_try and any(contains_return(x) for x in s.orelse)):

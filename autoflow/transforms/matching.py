@@ -175,6 +175,16 @@ def _class(pattern, subject, af, binds):
     return _all(tests)
 
 
+
+def _leaves(body) -> bool:
+    """Does ``body`` end in a ``return`` or ``raise`` (its last statement, or an ``if``
+    each of whose paths does)?"""
+    last = body[-1] if body else None
+    if isinstance(last, (gast.Return, gast.Raise)):
+        return True
+    return isinstance(last, gast.If) and bool(last.orelse) and _leaves(last.body) \
+        and _leaves(last.orelse)
+
 class _Unstageable(Exception):
     def __init__(self, pattern):
         super().__init__()
@@ -254,6 +264,12 @@ class Matching:
                                anchor)]
             elif test is None:  # `case n if g`: n binds, then the guard runs
                 rest = bind + [_place(gast.If(test=guard, body=case.body, orelse=rest), anchor)]
+            elif _leaves(case.body):
+                # The case's body returns or raises: what follows runs only where it did
+                # not run, with no flag (one would leave a path that falls off the end)
+                rest = [_place(gast.If(test=_place(test, anchor), body=bind + [
+                    _place(gast.If(test=guard, body=case.body, orelse=[]), anchor)],
+                    orelse=[]), anchor)] + rest
             else:
                 # The guard reads what the pattern captured, and a false guard goes on
                 # to the next case: a flag says whether this case ran.

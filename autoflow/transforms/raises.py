@@ -116,6 +116,9 @@ class Raises(Transformer):
                                      gast.Tuple(elts=types, ctx=gast.Load())))
         else:
             value = replace_expr("AF.exception(MAKE)", AF=self.ctx.af, MAKE=_lambda(node.exc))
+        if node.cause is not None:  # `raise E from C`: C made with E, where E is made
+            value.keywords.append(gast.keyword(arg="cause", value=_lambda(node.cause)))
+            node.cause = None
         node.exc = stamp(value, node)
         return node
 

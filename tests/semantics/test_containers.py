@@ -753,3 +753,68 @@ def test_max_of_a_global_row_and_of_enumerate_and_zip():
     for args in [(F(1.0), F(3.0), F(2.0)), (F(5.0), F(3.0), F(5.0))]:
         check(index_of_the_largest_by_enumerate, *args, vmap=[(F(0.0), F(-1.0), F(2.0))])
         check(partner_of_the_largest_by_zip, *args, vmap=[(F(0.0), F(-1.0), F(2.0))])
+
+
+# ---- a list or dict the rewriter cannot see is one: made by a call, or a subclass ------
+
+def _made_by_a_helper(x):
+    return [x]
+
+
+def _dict_made_by_a_helper(x):
+    return {"a": x}
+
+
+class Settings(dict):
+    """A user's dict subclass (JAX does not flatten it: a leaf to JAX)."""
+
+
+class History(list):
+    """A user's list subclass."""
+
+
+def append_to_a_list_a_helper_made(x):
+    h = _made_by_a_helper(x)
+    if x > 0:
+        h.append(x * 2)
+    else:
+        h.append(x - 1)
+    return h[-1], len(h)
+
+
+def update_a_dict_a_helper_made(x):
+    d = _dict_made_by_a_helper(x)
+    if x > 0:
+        d.update(b=x * 2)
+    else:
+        d.setdefault("b", -x)
+    return d.pop("a") + d["b"], len(d)
+
+
+def append_to_a_list_subclass(x):
+    h = History([x])
+    for i in range(3):
+        if x > i:
+            h.append(x * i)
+        else:
+            h.append(-x)
+    return h[-1] + h[1], isinstance(h, History), len(h)
+
+
+def a_dict_subclass_through_a_loop(x):
+    d = Settings(a=jnp.abs(x) + 0.5, n=0)
+    while d["a"] < 10:
+        d["a"] = d["a"] * 2
+        d["n"] += 1
+    if x > 0:
+        d["a"] = -d["a"]
+    return d["a"], d["n"], type(d) is Settings
+
+
+def test_lists_and_dicts_the_rewriter_cannot_see_are_carried():
+    # (their in-place changes inside a traced `if` were not carried: the paths' appends
+    # both stayed, a silent wrong answer; a dict subclass changed in a staged path was
+    # JAX's UnexpectedTracerError)
+    for fn in (append_to_a_list_a_helper_made, update_a_dict_a_helper_made,
+               append_to_a_list_subclass, a_dict_subclass_through_a_loop):
+        check_cases(fn, [(F(2.5),), (F(-1.5),), (F(0.5),)], vmap=[(F(-1.0),), (F(3.0),)])

@@ -532,3 +532,26 @@ def finally_runs_when_user_error_raised_logged(x):
 def test_finally_runs_when_user_error_raised_concrete():
     check(finally_runs_when_user_error_raised_logged, F(2.0), traced=False)
     check(finally_runs_when_user_error_raised_logged, F(-2.0), traced=False)
+
+
+class Diverged(Exception):
+    """A user's exception class."""
+
+
+def users_exception_caught_by_its_own_try(x):
+    try:
+        if x > 10:
+            raise Diverged(f"big {x}")
+        y = x * 2
+    except Diverged:
+        y = -1.0
+    return y
+
+
+def test_a_users_exception_raised_and_caught_in_one_try():
+    # (`raise Diverged(...)` under a traced condition, caught by the `try`'s own
+    # `except Diverged:`, was autoflow's error: the calls pass had made the class's call
+    # `af.call(Diverged, ...)`, which the lowering of caught raises did not read)
+    for v in (2.0, 20.0):
+        check(users_exception_caught_by_its_own_try, F(v), vmap=[(F(30.0),), (F(1.0),)],
+              grad=True)

@@ -19,6 +19,14 @@ from .oracle import F, I, check, check_cases
 
 COUNT = collections.Counter()
 
+
+@autoflow.do_not_convert
+def _tick(key):
+    """Count the traces of a body (bookkeeping meant for tracing: a module global
+    changed in a staged body is otherwise autoflow's error, as Python counts each
+    iteration)."""
+    COUNT[key] += 1
+
 # What an older JAX cannot do (see runtime/jax/): add a carry to a loop
 # being traced (without jax.experimental.hijax every loop body that binds a new
 # variable is traced twice), and lower a traced `if` to a select (every one is a
@@ -147,7 +155,7 @@ def for_break_with_else(x, n):
 
 
 def counted_test(x):
-    COUNT["test"] += 1
+    _tick("test")
     return x > 10.0
 
 
@@ -178,7 +186,7 @@ def test_breaks_python_tells_apart_stay_in_the_body():
 
 def first_over(x, limit):
     for i in range(30):
-        COUNT["body"] += 1
+        _tick("body")
         x = x * 1.5 + 0.25
         if x > limit:
             return x, i
@@ -191,7 +199,7 @@ def first_over_value(x, limit):
 
 def bound_every_iteration(x, n):
     for _ in range(n):
-        COUNT["body"] += 1
+        _tick("body")
         y = x * 2.0  # first bound in the loop, on every path
         x = y - 1.0
     return x, y
@@ -201,7 +209,7 @@ def bound_on_one_path(x, n):
     last = 0.0 * x
     found = x * 0.0
     for i in range(n):
-        COUNT["body"] += 1
+        _tick("body")
         if x > 1.0:
             seen = x  # first bound in the loop, on one path: its last value is read
             found = found + 1.0
@@ -219,7 +227,7 @@ def _traces(fn, *args):
 
 def first_over_with_inner_loop(x, limit):
     for i in range(30):
-        COUNT["body"] += 1
+        _tick("body")
         k = 0
         while x < limit * 0.5 and k < 3:  # a loop of its own in the body
             x = x * 1.2
@@ -444,7 +452,7 @@ def test_a_one_path_binding_in_an_inner_loop_keeps_its_last_value():
 def two_bound_late_first(x, n):
     lates = earlies = 0.0 * x
     for i in range(n):
-        COUNT["body"] += 1
+        _tick("body")
         if x > 2.0:
             late = x * 3.0  # its input is made first...
             lates = lates + 1.0
@@ -460,7 +468,7 @@ def two_bound_late_first(x, n):
 def bound_in_nested_if(x, n):
     count = 0.0 * x
     for i in range(n):
-        COUNT["body"] += 1
+        _tick("body")
         if x > 1.0:
             x = x * 0.5
         else:
@@ -482,7 +490,7 @@ def rebound_to_another_type(x, n):
     tag = jnp.int32(0)
     total = 0.0 * x
     for i in range(n):
-        COUNT["body"] += 1
+        _tick("body")
         if x > 1.0:
             kind = x * 2.0  # float32 on one path...
         if x > 1.0:

@@ -208,3 +208,24 @@ def test_under_jit_of_vmap_and_vmap_of_jit():
     want = jnp.array([signs(float(a), float(b)) for a, b in zip(xs, ys)])
     for f in (jax.jit(jax.vmap(autoflow.convert(signs))), jax.vmap(autoflow.jit(signs))):
         assert jnp.allclose(f(xs, ys), want)
+
+
+# ---- a guarded case that returns, then a wildcard that returns ----------------------------
+
+def guarded_then_wildcard(x, y):
+    match (x, y):
+        case (0, v) if v > 1:
+            return v * 2
+        case (1, v) if v < 0:
+            raise ValueError("negative with 1")
+        case _:
+            return -1
+
+
+@pytest.mark.parametrize("x, y", [(0, 3), (0, 1), (1, 5), (2, 3), (1, -2)])
+def test_cases_that_return_leave_no_path_that_falls_off(x, y):
+    # (a flag said whether a guarded case ran; the path where it ran and the wildcard was
+    # skipped fell off the end: autoflow's "returns a value on one path" error)
+    check(guarded_then_wildcard, jnp.int32(x), jnp.int32(y),
+          vmap=[(jnp.int32(0), jnp.int32(5)), (jnp.int32(3), jnp.int32(3))] if (x, y) != (1, -2)
+          else None, expect_raise=ValueError if (x, y) == (1, -2) else None)

@@ -35,7 +35,7 @@ import jax
 from .. import jax as jx
 from ...core.origin import message, user_site
 from ...core.libraries import is_library_file
-from ...errors import AutoflowError, ConversionError
+from ...errors import AutoflowError, ConversionError, TracingError
 from . import later as later_module, path_condition
 from .later import Thunk, later
 from .checks import fail, last_user_exception
@@ -245,14 +245,17 @@ def on_its_path(exc):
 
 
 def exception(make, handlers=None, what="this `raise` is on a path chosen by a traced condition",
-              kind="the `raise`"):
+              kind="the `raise`", cause=None):
     """``make()``, the exception a user's ``raise`` raises (see the module doc).
 
     ``handlers`` (a thunk) gives the exception types of the ``except`` clauses
     around the ``raise`` in the same function; an ``except`` of a caller in the traced
     code is read from its source (``_caught_around``): a traced ``raise`` they would
-    catch cannot keep Python's meaning, and is an error at trace time.
+    catch cannot keep Python's meaning, and is an error at trace time. ``cause`` (a
+    thunk): the ``C`` of ``raise E from C``, made where ``E`` is.
     """
+    if cause is not None:
+        make = _caused(make, cause)
     if not in_staged_block():
         return make()
     site = user_site(2)
@@ -278,6 +281,22 @@ def exception(make, handlers=None, what="this `raise` is on a path chosen by a t
     if caught:
         _refuse(site, what)
     raise StagedRaise(make, site, what=kind)
+
+
+def _caused(make, cause):
+    """``make``, whose exception gets ``cause()`` as its ``__cause__`` (``raise E from C``)."""
+    make, cause = Thunk(make), Thunk(cause)  # (their traced values are the check's operands)
+
+    def made():
+        exc, why = make(), cause()
+        exc = exc() if isinstance(exc, type) else exc
+        if not (why is None or isinstance(why, BaseException)
+                or isinstance(why, type) and issubclass(why, BaseException)):
+            raise TypeError("exception causes must derive from BaseException")
+        exc.__cause__ = why() if isinstance(why, type) else why
+        exc.__suppress_context__ = True
+        return exc
+    return made
 
 
 _FALLBACK = ("Compute the fallback value without an exception (e.g. "
@@ -380,7 +399,10 @@ def passthrough():
     return _PASSTHROUGH
 
 
-_PASSTHROUGH = (Signal, ConversionError, jax.errors.ConcretizationTypeError,
+# (TracingError: JAX's errors about traced values as autoflow re-issues them, pointing at
+# the user's line: `TracedShapeError` for `jnp.zeros(n)` with a traced `n`...)
+_PASSTHROUGH = (Signal, ConversionError, TracingError, jax.errors.ConcretizationTypeError,
                 jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError,
-                jax.errors.TracerArrayConversionError, jax.errors.UnexpectedTracerError)
+                jax.errors.TracerArrayConversionError, jax.errors.UnexpectedTracerError,
+                jax.errors.NonConcreteBooleanIndexError)
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ...core.origin import message, user_frames, user_site
 from ...errors import ConversionError
+from . import path_condition
 from .later import Thunk, later
 from .raising import exception, refuse_if_caught
 from .checks import fail
@@ -318,7 +319,9 @@ def effect_call(f, args, kwargs):
     name = getattr(f, "__name__", None)
     if isinstance(self, logging.Logger) and (name in _LEVELS or name == "log"):
         return log(self, name, *args, **kwargs)
-    if isinstance(self, (io.IOBase, logging.LoggerAdapter)) and name in _STREAM_METHODS:
+    if name in _STREAM_METHODS and (isinstance(self, (io.IOBase, logging.LoggerAdapter))
+                                    or self is sys.stdout or self is sys.stderr):
+        # (`sys.stdout` may be any object with a `write`: a user's tee, a capture)
         if not under_trace():
             return NotImplemented
         std = _std_name(self)
@@ -378,7 +381,10 @@ def assert_(test, msg=None):
                      "or make it static.")
     if callable(msg):
         try:
-            msg = msg()  # its formatting of traced values is made later (`effects.later.Deferred`)
+            # (made where the test fails only, as Python makes it: what it prints or raises
+            # happens there; its formatting of traced values is made later, `Deferred`)
+            with path_condition.on_path(jnp.logical_not(as_pred(test))):
+                msg = msg()
         except Exception:  # it needs run-time values: made from them, when it fails
             msg = Thunk(msg)
     try:

@@ -366,17 +366,31 @@ def _truth_reduce(iterable, stop_on, reduce):
         if np.ndim(iterable) != 1:
             return getattr(_b, reduce.__name__)(iterable)  # Python's own error
         return reduce(as_pred_vec(iterable))
-    traced = []
-    for v in iterable:
+    traced, it = [], iter(iterable)
+    while True:
+        if traced:  # Python makes the next item only where none before decided: nor
+            # may its effects and raises happen elsewhere (`pos(x - i) > 1 for i in ...`)
+            from ..effects.path_condition import on_path
+
+            so_far = reduce(jnp.stack(traced))
+            with on_path(jnp.logical_not(so_far) if stop_on else so_far):
+                v = next(it, _END)
+        else:
+            v = next(it, _END)
+        if v is _END:
+            break
         if is_traced(v):
             if np.size(v) != 1:
                 _b.bool(v)  # Python's own error for an array without one truth value
             traced.append(as_pred(v))
         elif _b.bool(v) is stop_on:
-            return stop_on
+            return stop_on if not traced else jnp.bool_(stop_on)
     if not traced:
         return not stop_on
     return reduce(jnp.stack(traced))
+
+
+_END = object()
 
 
 def any(iterable, /):  # noqa: A001

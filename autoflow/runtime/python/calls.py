@@ -23,7 +23,7 @@ from ...core.caches import Bounded
 from ...core.libraries import is_library_file
 from ...core.origin import message, user_site
 from ...errors import ConversionError
-from . import maths, through
+from . import library_state, maths, through
 from .builtins import bool as _bool
 from ..effects.statements import effect_call
 from ..common.values import in_staged_block
@@ -172,7 +172,18 @@ class Runtime(types.ModuleType):
             done = maths.math_call(f, args, kwargs)  # `math.exp(x)` of a traced `x`
         if done is not NotImplemented:
             return done
+        staged = in_staged_block()
+        if staged and type(f) is types.BuiltinMethodType \
+                and getattr(f, "__name__", None) in _CHANGES_IN_PLACE:
+            _mutates(f.__self__)
         target = self._target(f)
+        if staged and target is f and not getattr(f, "__autoflow_converted__", False) \
+                and not isinstance(f, type):
+            held = library_state.before_call(f, args, kwargs)
+            if held is not None:  # (a list or dict the library call may change)
+                out = self._call(f, target, args, kwargs)
+                library_state.after_call(held)
+                return out
         if isinstance(f, type):  # a user class built here may be handed to library code
             through.patch(f)
         elif target is f and not getattr(f, "__autoflow_converted__", False) \
@@ -202,6 +213,21 @@ class Runtime(types.ModuleType):
                 "that ends the recursion static.")) from None
         finally:
             depth[key] -= 1
+
+
+# list and dict methods that change their object in place
+_CHANGES_IN_PLACE = frozenset("append extend insert pop remove clear sort reverse update popitem "
+                              "setdefault __setitem__ __delitem__ __iadd__ __imul__ __ior__".split())
+
+
+def _mutates(obj):
+    """``lst.append(v)`` called where the rewriter could not tell ``lst`` is a list (made
+    by a call): the staged statement around it must carry ``lst`` (``state.mutates``)."""
+    from ..state.snapshots import is_container
+    from ..state.writes import mutates
+
+    if is_container(obj):
+        mutates(obj)
 
 
 _bound = Bounded(256)  # options -> the runtime converted code with them sees

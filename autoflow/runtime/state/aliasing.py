@@ -8,7 +8,7 @@ written back into the original object, so an alias sees what Python would.
 from __future__ import annotations
 
 from ..common.values import DICTS
-from .snapshots import _CONTAINERS, write
+from .snapshots import holds_as, is_container, write
 from .journal import _local
 from .writes import mutates
 from .reach import entry_values, reachable
@@ -29,7 +29,7 @@ class kept:
 
     def __init__(self, values):
         self.entry = tuple(values)
-        self.same = {i: True for i, v in enumerate(self.entry) if type(v) in _CONTAINERS}
+        self.same = {i: True for i, v in enumerate(self.entry) if is_container(v)}
         self.substitute = {}  # index -> the original container the path works on
         self.also = set()  # ids of other containers the paths change in place (shared state)
 
@@ -76,7 +76,7 @@ class kept:
         values = list(values)
         for i, same in self.same.items():
             old = self.entry[i]
-            if same and i < len(values) and type(values[i]) is type(old):
+            if same and i < len(values) and holds_as(old, values[i]):
                 mutates(old)  # an enclosing staged statement must carry it (and undo it)
                 values[i] = write(old, values[i])
         return values
@@ -120,7 +120,7 @@ def shared_places(value):
     ids, todo, twice = set(), [value], False
     while todo and not twice:
         v = todo.pop()
-        if type(v) in _CONTAINERS:
+        if is_container(v):
             twice = id(v) in ids
             ids.add(id(v))
         if type(v) in (list, tuple):
@@ -133,7 +133,7 @@ def shared_places(value):
     for i, (path, _) in enumerate(jax.tree_util.tree_flatten_with_path(value, is_leaf=is_leaf)[0]):
         obj = value
         for depth, key in enumerate(path):
-            if type(obj) in _CONTAINERS:
+            if is_container(obj):
                 place = (id(obj), jax.tree_util.keystr(tuple(path[depth:])))
                 if place in first and first[place] != i:
                     pairs.append((first[place], i, path))

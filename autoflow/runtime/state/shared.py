@@ -15,7 +15,7 @@ from ...core.origin import message
 from ...errors import ConversionError
 from ..effects.raising import Signal
 from ..common.values import in_staged_block
-from .snapshots import _CONTAINERS, _new_tracer, _restore, _snap, contents, write
+from .snapshots import _new_tracer, _restore, _snap, contents, is_container, write
 from .journal import _note_write, _recorders
 from .writes import _writer
 from .reach import module_state
@@ -58,9 +58,9 @@ class Shared:
         k = len(self.attrs)
         # iterators the statement advances with `next()` (refused when staged: `settle`)
         self.iterators = tuple(lb or "an iterator" for o, lb in zip(objects, labels[k:])
-                               if type(o) not in _CONTAINERS and _is_iterator(o))
+                               if not is_container(o) and _is_iterator(o))
         kept = [(o, lb, k + i in self.escapes)
-                for i, (o, lb) in enumerate(zip(objects, labels[k:])) if type(o) in _CONTAINERS]
+                for i, (o, lb) in enumerate(zip(objects, labels[k:])) if is_container(o)]
         self.escapes = tuple(i for i in self.escapes if i < k) + tuple(
             k + j for j, (_, _, e) in enumerate(kept) if e)
         self.objects = tuple(o for o, _, _ in kept)
@@ -82,7 +82,7 @@ class Shared:
         attrs = list(attrs) + [(o, "value") for o in objects if _is_variable(o)]
         new_attrs = [(o, n) for o, n in attrs if (id(o), n) not in known_attrs]
         have = {id(o) for o in self.objects}
-        new_objects = [o for o in objects if id(o) not in have and type(o) in _CONTAINERS]
+        new_objects = [o for o in objects if id(o) not in have and is_container(o)]
         k = len(self.attrs)
         self.escapes = tuple(i for i in self.escapes if i < k) + tuple(
             i + len(new_attrs) for i in self.escapes if i >= k)
@@ -185,7 +185,7 @@ class Shared:
             write(obj, v)
         for (o, n), v in zip(self.attrs, values[:k]):
             current = _get(o, n, None)
-            _set(o, n, write(current, v) if type(current) in _CONTAINERS else v)
+            _set(o, n, write(current, v) if is_container(current) else v)
 
 
 def _is_iterator(obj) -> bool:

@@ -12,6 +12,22 @@ import jax
 from ..common.values import DICTS, Tracer, dict_like, is_traced
 
 _CONTAINERS = (list,) + DICTS
+_UNFLATTENED: dict = {}  # a subclass of list or dict -> is it a leaf to JAX (not its pytree)?
+
+
+def is_container(x) -> bool:
+    """A list or dict whose contents a staged statement carries: Python's, the dicts JAX
+    flattens, and a subclass JAX does not flatten (a user's ``class Config(dict)``),
+    carried as a plain one (``contents``) and written back in place (``write``)."""
+    t = type(x)
+    if t in _CONTAINERS:
+        return True
+    if not isinstance(x, (list, dict)):
+        return False
+    leaf = _UNFLATTENED.get(t)
+    if leaf is None:
+        leaf = _UNFLATTENED[t] = jax.tree_util.tree_structure(x) == jax.tree_util.tree_structure(0)
+    return leaf
 
 
 class _Snap:
@@ -40,8 +56,15 @@ class _Snap:
         return self.obj
 
 
+def holds_as(obj, value) -> bool:
+    """Can container ``obj`` be written ``value`` in place: of its type, or (a subclass JAX
+    does not flatten) a plain list or dict as ``contents`` gives it?"""
+    return type(value) is type(obj) or is_container(obj) and (
+        type(value) is list if isinstance(obj, list) else type(value) in DICTS)
+
+
 def _snap(value, memo):
-    if type(value) in _CONTAINERS:
+    if is_container(value):
         hit = memo.get(id(value))
         return hit if hit is not None else _Snap(value, memo)
     return value
@@ -93,6 +116,9 @@ def contents(value):
         return [contents(v) for v in value]
     if type(value) in DICTS:
         return dict_like(value, {k: contents(v) for k, v in value.items()})
+    if is_container(value):  # (a subclass JAX does not flatten: as a plain one)
+        return [contents(v) for v in value] if isinstance(value, list) else {
+            k: contents(v) for k, v in value.items()}
     return value
 
 
@@ -104,11 +130,11 @@ def write(obj, value):
     """
     if value is obj:  # (already it: clearing it first would empty both)
         return obj
-    if type(obj) is list and type(value) is list:
+    if isinstance(obj, list) and type(value) is list and is_container(obj):
         old = list(obj)
         obj[:] = [write(old[i], v) if i < len(old) else v for i, v in enumerate(value)]
         return obj
-    if type(obj) in DICTS and type(value) in DICTS:
+    if isinstance(obj, dict) and type(value) in DICTS and is_container(obj):
         old = dict(obj)
         obj.clear()
         obj.update({k: write(old[k], v) if k in old else v for k, v in value.items()})

@@ -15,7 +15,7 @@ import sys
 from ...core.origin import _is_internal, message, user_site
 from ...errors import ConversionError
 from ..common.values import in_staged_block
-from .snapshots import _CONTAINERS, _snap
+from .snapshots import _snap, is_container
 from .journal import _note_write, _recorders, _scopes
 from .nnx import _get, _is_variable, _set, unlock
 
@@ -55,7 +55,7 @@ def mutates(obj, name=None, *, _label=None, _module=False):
     recorders = _recorders()
     if name is None and _is_variable(obj):  # `v[...] = x` on an NNX Variable
         name = "value"
-    if name is not None or type(obj) in _CONTAINERS:
+    if name is not None or is_container(obj):
         _judge(obj, name, _label, _module)
         if recorders:
             recorders[-1].append(_Write(obj, name))
