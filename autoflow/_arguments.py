@@ -155,6 +155,18 @@ class _Ordered:
         self.keys, self.values = tuple(keys), list(values)
 
 
+class _Python:
+    """In a value written back: a Python number or string the call put there (``lst.append(
+    1.0)``), a constant while tracing: an empty pytree node whose static part is the
+    value, so that the caller gets the Python value back, not an array."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+_PYTHON_SCALARS = (bool, int, float, complex, str)
 _registered: list = []
 
 
@@ -168,6 +180,8 @@ def _tree_util():
                                            lambda aux, children: _SAME)
         jax.tree_util.register_pytree_node(_Ordered, lambda o: (o.values, o.keys),
                                            lambda keys, values: _Ordered(keys, values))
+        jax.tree_util.register_pytree_node(_Python, lambda p: ((), p.value),
+                                           lambda value, children: value)
         _registered.append(True)
     return jax.tree_util
 
@@ -222,7 +236,8 @@ def _returned(value, leaves, path, tree_util):
         return type(value)(_returned(v, leaves, path + (("item", i),), tree_util)
                            for i, v in enumerate(value))
     return tree_util.tree_map_with_path(
-        lambda p, v: _SAME if leaves.get(path + p) is v else v, value)
+        lambda p, v: _SAME if leaves.get(path + p) is v else _Python(v)
+        if type(v) in _PYTHON_SCALARS else v, value)
 
 
 def watching(fn, write: bool):

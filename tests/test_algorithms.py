@@ -1903,6 +1903,23 @@ def object_text_length(a, b):
     return len(repr(_Pair(a, b)))
 
 
+@program((3, 4), (5, -2))
+def object_printed_and_formatted(a, b):
+    # (its own __repr__ formatted tracers while tracing: printed, a tracer's text; in an
+    # f-string, autoflow's error. Made at run time from a copy holding the values now.)
+    p = _Pair(a, b)
+    print("pair", p, f"<{p}>")
+    if a > b:
+        print("bigger first:", _Pair(a - b, b))
+    return a + b
+
+
+@program((3,), (-1,))
+def exception_printed(a):
+    print(ValueError(a), KeyError("k", a * 2))
+    return a
+
+
 # =========================================================================================
 # the runner
 # =========================================================================================

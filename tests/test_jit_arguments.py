@@ -233,3 +233,19 @@ def test_a_list_a_partial_holds_is_autoflows_error_and_left_as_it_was():
     given = []
     autoflow.jit(functools.partial(appended_to_a_held_list))(jnp.float32(1.5), out=given)
     _same(given, [3.0])
+
+
+def appends_python_numbers(x, out):
+    out.append(1.0)
+    out.append(2)
+    out.append(x * 2)
+    return x
+
+
+def test_python_numbers_written_back_stay_python_numbers():
+    # (they came back as weakly typed arrays: `jax.jit` returns arrays only)
+    want, got = [], []
+    appends_python_numbers(jnp.float32(1.5), want)
+    autoflow.jit(appends_python_numbers)(jnp.float32(1.5), got)
+    assert [type(v) for v in got[:2]] == [float, int] and got[:2] == want[:2]
+    assert float(got[2]) == float(want[2])

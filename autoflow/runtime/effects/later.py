@@ -146,6 +146,8 @@ def resolve(tree):
         return type(tree)(resolve(x) for x in tree)
     if type(tree) is dict:
         return {k: resolve(v) for k, v in tree.items()}
+    if type(tree) is _Holder:
+        return tree.obj
     if type(tree) is Thunk and _holds_deferred(tree):
         fn = tree.fn
         cells = tuple(_cell_value(c) for c in fn.__closure__)
@@ -232,6 +234,58 @@ def _unflatten_thunk(aux, children):
 jax.tree_util.register_pytree_node(Thunk, _flatten_thunk, _unflatten_thunk)
 
 
+class _Holder:
+    """A user's object (not a pytree) holding traced values in its attributes, or an
+    exception holding them in its ``args`` (``print("at", Meters(x))``,
+    ``print(ValueError(x))``): a pytree whose leaves are what it holds, rebuilt at run
+    time as a copy holding the run-time values, so that its ``str`` shows them (not a
+    tracer's text)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def _flatten_holder(h):
+    obj = h.obj
+    fields = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    args = obj.args if isinstance(obj, BaseException) else None
+    return (fields, args), (obj, tuple(fields))
+
+
+def _unflatten_holder(aux, children):
+    import copy
+
+    obj, _ = aux
+    fields, args = children
+    try:
+        new = copy.copy(obj)
+        new.__dict__.update(fields)
+        if args is not None:
+            new.args = tuple(args)
+    except Exception:  # noqa: BLE001 - an object that cannot be copied: shown as it is
+        return obj
+    return new
+
+
+jax.tree_util.register_pytree_node(_Holder, _flatten_holder, _unflatten_holder)
+
+
+def _held(x):
+    """``x``, or a ``_Holder`` of it where it is an object that holds traced values."""
+    if isinstance(x, (Tracer, Deferred, Thunk, type, types.FunctionType, types.ModuleType,
+                      builtins.str, builtins.int, builtins.float, list, tuple, dict)) or x is None:
+        return x
+    held = (*vars(x).values(),) if hasattr(x, "__dict__") else ()
+    if isinstance(x, BaseException):
+        held += tuple(x.args)
+    if not held or not jax.tree_util.all_leaves([x]):
+        return x
+    leaves = jax.tree_util.tree_leaves(held)
+    return _Holder(x) if any(isinstance(v, Tracer) for v in leaves) else x
+
+
 def check(bad, exc_type, text, site, note=None):
     """Python's ``exc_type(text)``, from the user's line ``site``, where ``bad`` holds:
     at once where ``bad`` is known now, else when the compiled code runs (a check:
@@ -272,12 +326,16 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=Fa
         return None
     if raises and when is None and (checks._fast_checks_here() or _held_here()):
         when = True
-    leaves, tree = jax.tree_util.tree_flatten((tuple(args), kwargs or {}),
+    args = tuple(_held(a) for a in args)
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]
     weak = [is_weak(leaves[i]) for i in where]
     operands = [leaves[i] for i in where]
     static = [None if isinstance(x, Tracer) else x for x in leaves]  # (keeps no tracer)
+    if site is not None and any(isinstance(x, builtins.str) and jx.shows_tracer(x)
+                                for x in static):
+        _tracer_text(site)
 
     def call(*values):
         full = list(static)
@@ -294,6 +352,20 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=Fa
     # (a `raise` raises: under `vmap` it is called once, for the first lane on its
     # path, as a check is; once per lane, the program grew with the batch)
     return stage(call, operands, when, check or raises)
+
+
+def _tracer_text(site):
+    """autoflow's error: a string made while tracing (by library code: ``string.Template``,
+    ``textwrap``) shows a tracer's text, which would be printed or raised."""
+    from ...core.origin import message
+    from ...errors import ConversionError
+
+    raise ConversionError(message(
+        site, "this line would show a JAX tracer's text, not a value: a string holding a "
+        "traced value was made while tracing, where only the tracer is known (by code "
+        "autoflow does not convert, as `string.Template` or `textwrap`)",
+        "Make the string with an f-string, `%` or `str.format` in your own code (made when "
+        "the compiled code runs), or make it outside the jitted function."))
 
 
 class each_iteration:

@@ -54,7 +54,12 @@ def _make(fn, args, kwargs=None):
     out = fn(*args, **(kwargs or {}))
     if isinstance(out, builtins.str) and under_trace() and jx.shows_tracer(out):
         # An object holding traced values that no pytree shows (a dataclass, a user
-        # class): its own `__str__`/`__repr__` formatted a tracer.
+        # class): its own `__str__`/`__repr__` formatted a tracer. Made when the compiled
+        # code runs instead, from a copy holding the run-time values (`later._Holder`).
+        held = tuple(later._held(a) for a in args)
+        held_kw = {k: later._held(v) for k, v in (kwargs or {}).items()}
+        if builtins.any(isinstance(h, later._Holder) for h in (*held, *held_kw.values())):
+            return String(fn, held, held_kw)
         raise ConversionError(message(
             user_site(), "this string would show a traced value as a JAX tracer's text, "
             "not its value: an object holding traced values formats them with its own "
@@ -189,8 +194,9 @@ def reversed_text(s):
 
 
 def length(s):
-    """``len(s)`` of a ``String``: a traced integer."""
-    return _need(s, "`len()` of").length
+    """``len(s)`` of a ``String``: a traced integer, weakly typed as Python's ``int`` is
+    (``x + len(str(n))`` keeps an int8 ``x``'s dtype)."""
+    return jx.convert_weak(_need(s, "`len()` of").length, jnp.dtype(jnp.int32))
 
 
 def to_int(s, base=10):
