@@ -397,6 +397,8 @@ def _into(old, new):
 def _kept(old, new):
     if new is _SAME:
         return old
+    if type(new) is _Python:  # (not unflattened by `jax.jit`: under `jax.disable_jit()`)
+        return new.value
     if type(old) is list and type(new) is list or type(old) is dict and type(new) is _Ordered:
         _into(old, new)
         return old
@@ -407,6 +409,8 @@ def _plain(new):
     """A new item as the caller gets it: its ``_Ordered`` dicts made dicts again."""
     if type(new) is _Ordered:
         return {k: _plain(v) for k, v in zip(new.keys, new.values)}
+    if type(new) is _Python:
+        return new.value
     if type(new) in (list, tuple):
         return type(new)(_plain(v) for v in new)
     return new

@@ -375,40 +375,16 @@ class _Jitted:
             from ._arguments import refuse_aliases
 
             refuse_aliases(self._converted, args, kwargs)
-        try:
-            out = self._jitted(*args, **kwargs)
-            if self._writes:  # (see `_arguments`: lists and dicts it changed in place)
-                out, changed = out
-                if changed:
-                    from ._arguments import write_back
-
-                    write_back(args, kwargs, changed)
-            return out
-        except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
-            from .runtime.jax import interrupted_in_callback
-            from .runtime.effects.raising import users_exception
-
-            user = users_exception(e)
-            if user is None and interrupted_in_callback(e):
-                # Ctrl-C, delivered inside a callback (`debug_loops` reports)
-                raise KeyboardInterrupt("interrupted while the compiled code ran") from None
-            try:
-                if user is None:
-                    raise
-                raise user from user.__cause__  # (`raise E from C`: its C; else no context)
-            finally:  # (the exception in flight has this frame's entry by now)
-                err = sys.exc_info()[1]
-                if err is not None:
-                    err.__traceback__ = without_own_frames(err.__traceback__)
+        return _run(self._jitted, self._writes, args, kwargs)
 
     # `trace`, `lower` and `eval_shape` are methods of the class, not only passed through
     # by `__getattr__`: from Python 3.12, `isinstance(f, jax.stages.Wrapped)` (which
     # `jax.export.export` asks) looks for a protocol's methods on the class.
     def trace(self, *args, **kwargs):
-        return self._jitted.trace(*args, **kwargs)
+        return _Stage(self._jitted.trace(*args, **kwargs), self._writes)
 
     def lower(self, *args, **kwargs):
-        return self._jitted.lower(*args, **kwargs)
+        return _Stage(self._jitted.lower(*args, **kwargs), self._writes)
 
     def eval_shape(self, *args, **kwargs):
         out = self._jitted.eval_shape(*args, **kwargs)
@@ -427,6 +403,68 @@ class _Jitted:
 
     def __repr__(self):
         return f"autoflow.jit({self._jitted!r})"
+
+
+def _run(compiled, writes, args, kwargs):
+    """``compiled(*args, **kwargs)`` (a ``jax.jit`` function, or what its ``lower``
+    compiled), with what it changed in place written back (``writes``: see
+    ``_arguments``), and a user's exception from a run-time check re-raised as itself."""
+    __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
+    try:
+        out = compiled(*args, **kwargs)
+        if writes:  # (see `_arguments`: lists and dicts it changed in place)
+            out, changed = out
+            if changed:
+                from ._arguments import write_back
+
+                write_back(args, kwargs, changed)
+        return out
+    except Exception as e:  # (JaxRuntimeError; a KeyboardInterrupt in a callback too)
+        from .runtime.jax import interrupted_in_callback
+        from .runtime.effects.raising import users_exception
+
+        user = users_exception(e)
+        if user is None and interrupted_in_callback(e):
+            # Ctrl-C, delivered inside a callback (`debug_loops` reports)
+            raise KeyboardInterrupt("interrupted while the compiled code ran") from None
+        try:
+            if user is None:
+                raise
+            raise user from user.__cause__  # (`raise E from C`: its C; else no context)
+        finally:  # (the exception in flight has this frame's entry by now)
+            err = sys.exc_info()[1]
+            if err is not None:
+                err.__traceback__ = without_own_frames(err.__traceback__)
+
+
+class _Stage:
+    """What ``trace``/``lower``/``compile`` of an ``autoflow.jit`` function give (``jax.
+    stages``' ``Traced``, ``Lowered``, ``Compiled``): a compiled call re-raises a user's
+    exception as a call of the function does, and (``writes``) writes back what it
+    changed; their results are the function's, not its ``(result, changes)``."""
+
+    def __init__(self, stage, writes):
+        self._stage, self._writes = stage, writes
+
+    def lower(self, *args, **kwargs):
+        return _Stage(self._stage.lower(*args, **kwargs), self._writes)
+
+    def compile(self, *args, **kwargs):
+        return _Stage(self._stage.compile(*args, **kwargs), self._writes)
+
+    @property
+    def out_info(self):
+        info = self._stage.out_info
+        return info[0] if self._writes else info
+
+    def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
+        return _run(self._stage, self._writes, args, kwargs)
+
+    def __getattr__(self, name):
+        if name in ("_stage", "_writes"):
+            raise AttributeError(name)
+        return getattr(self._stage, name)
 
 
 def without_own_frames(tb):

@@ -225,3 +225,68 @@ def test_flax_nnx_variable_written_by_a_helper_in_a_staged_loop():
     got = nnx.jit(lambda m, v: autoflow.convert(Counted.__call__)(m, v))(model, x)
     np.testing.assert_allclose(got, want)
     assert int(model.count[...]) == int(eager.count[...])
+
+
+def _kinked(y, a):
+    if y > a:
+        return (y - a) ** 2
+    return 2 * (y - a) ** 2
+
+
+def _field(t, y, args):
+    if y > 0.5:
+        return -y
+    return -2 * y
+
+
+def _minimised_by(a, objective):
+    import optimistix as optx
+
+    return optx.minimise(objective, optx.BFGS(rtol=1e-6, atol=1e-6), jnp.float32(0.0),
+                         args=a, throw=False).value
+
+
+def _solved_with(y0, field):
+    import diffrax
+
+    sol = diffrax.diffeqsolve(diffrax.ODETerm(field), diffrax.Euler(), t0=0.0, t1=1.0,
+                              dt0=0.1, y0=y0)
+    return sol.ys[-1]
+
+
+def _summed_over(xs, fn):
+    return sum(jax.tree_util.tree_leaves(jax.tree_util.tree_map(fn, xs)))
+
+
+def _kinked_at(a):
+    return _minimised_by(a, _kinked)
+
+
+def _field_at(y0):
+    return _solved_with(y0, _field)
+
+
+def _doubled_pair(x):
+    return _summed_over([x, x + 1], lambda v: v * 2 if v > 1 else v)
+
+
+def _kinked_where(y, a):  # (the libraries trace what they are given: the oracle in `jnp`)
+    return jnp.where(y > a, (y - a) ** 2, 2 * (y - a) ** 2)
+
+
+def _field_where(t, y, args):
+    return jnp.where(y > 0.5, -y, -2 * y)
+
+
+@pytest.mark.parametrize("fn, oracle, arg", [
+    (_kinked_at, lambda a: _minimised_by(a, _kinked_where), 1.5),
+    (_field_at, lambda y0: _solved_with(y0, _field_where), 1.0),
+    (_doubled_pair, _doubled_pair, 0.5)])
+def test_a_function_handed_to_a_library_by_a_parameter_is_converted(fn, oracle, arg):
+    # (passed by its global name it was converted; through a helper's parameter it reached
+    # optimistix, diffrax, `tree_map` as written: JAX's TracerBoolConversionError)
+    pytest.importorskip("optimistix")
+    pytest.importorskip("diffrax")
+    want = oracle(jnp.float32(arg))
+    got = autoflow.jit(fn)(jnp.float32(arg))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)

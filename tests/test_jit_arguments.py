@@ -249,3 +249,33 @@ def test_python_numbers_written_back_stay_python_numbers():
     autoflow.jit(appends_python_numbers)(jnp.float32(1.5), got)
     assert [type(v) for v in got[:2]] == [float, int] and got[:2] == want[:2]
     assert float(got[2]) == float(want[2])
+
+
+def logs_after_a_loop(log, d, x):
+    while x > 1:
+        x = x / 2
+    log.append(x)
+    d["k"] = 3
+    if x < 0:
+        raise ValueError(f"negative: {x}")
+    return x * 2
+
+
+def test_written_back_under_disable_jit_and_through_lower_and_compile():
+    # (under `jax.disable_jit()` autoflow's own wrapper of a Python number reached the
+    # caller's dict; `lower(...).compile()` returned `(result, changes)` and wrote nothing
+    # back, and a traced `raise` reached its caller as JaxRuntimeError)
+    want_log, want_d = [], {}
+    want = logs_after_a_loop(want_log, want_d, jnp.float32(20.0))
+    f = autoflow.jit(logs_after_a_loop)
+    with jax.disable_jit():
+        log, d = [], {}
+        assert float(f(log, d, jnp.float32(20.0))) == float(want)
+        assert d == want_d and type(d["k"]) is int and [float(v) for v in log] == [0.625]
+    compiled = f.lower([], {}, jnp.float32(20.0)).compile()
+    log, d = [], {}
+    assert float(compiled(log, d, jnp.float32(20.0))) == float(want)
+    assert d == want_d and [float(v) for v in log] == [0.625]
+    assert f.trace([], {}, jnp.float32(20.0)).out_info.shape == ()
+    with pytest.raises(ValueError, match="negative: -3.0"):
+        compiled([], {}, jnp.float32(-3.0))

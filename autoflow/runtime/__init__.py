@@ -30,7 +30,7 @@ README), each package's ``__init__`` its entry points:
 # (Importing `jax` hides autoflow's own frames from tracebacks that pass through
 # JAX, as JAX does for its internals.)
 from .python import (all, and_, any, ascii, bin, bit_count, bit_length, bool, bound, call, chr, compare, contains,
-                     converted, count, filtered, float, format, fstring, generated, get, getitem, hex, index, int,
+                     converted, count, filtered, float, format, fstring, function_arg, generated, get, getitem, hex, index, int,
                      join, len, match_attribute, match_class, match_is, match_mapping, match_mapping_rest,
                      match_rest, match_sequence, match_subject, max, min, not_, oct, or_, ord, percent, python_condition,
                      python_operand, repr, sort, sorted, str, sum, truth)
@@ -44,7 +44,7 @@ from .common.values import Undefined
 
 internal_errors = _passthrough()
 
-__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "checks_after_finally", "finally_part", "compare", "contains", "converted",
+__all__ = ["Undefined", "and_", "append", "assert_", "bound", "call", "checks_after_finally", "finally_part", "compare", "contains", "converted", "function_arg",
            "enumerate", "exception", "filtered", "generated", "get", "fstring", "percent", "repr", "str", "ascii", "format", "bin", "hex", "oct", "chr", "ord", "join", "getitem", "match_attribute", "match_class", "match_is", "match_mapping", "match_mapping_rest", "match_rest", "match_sequence", "match_subject", "max", "min", "sum", "sort", "sorted", "count", "index", "bit_length", "bit_count", "any", "all",
            "int", "float", "bool", "len", "truth", "for_stmt", "if_chain", "if_exp", "if_stmt", "internal_errors", "ld", "mutates", "mutates_global", "not_", "or_", "print",
            "python_condition", "python_operand", "range", "rebinds_global", "rebinds_nonlocal", "reversed", "roll", "setitem", "setitem_in", "state", "unroll", "while_stmt", "zip"]

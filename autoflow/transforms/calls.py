@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import builtins
+import re
 
 import gast
 
@@ -38,6 +39,8 @@ from ..core.templates import replace, replace_expr
 from .util import stamp
 
 _SELF_NAMES = ("self", "cls")
+# Library calls of array arithmetic, whose arguments are values, not functions to convert
+_ARITHMETIC = re.compile(r"(jnp|np|numpy|onp|math|lax|jax\.(numpy|lax|random|nn|scipy))\.")
 # JAX functions that take user functions as arguments (matched by the called
 # attribute's name: `jax.vmap`, `lax.scan`, `jax.lax.fori_loop`...).
 _HIGHER_ORDER = frozenset({
@@ -118,6 +121,15 @@ def _stringy(node, af=None):
     return isinstance(node, gast.JoinedStr) or (
         isinstance(node, gast.Constant) and isinstance(node.value, str))
 
+
+
+def _dotted(node) -> str:
+    """``jnp.linalg.norm`` for that attribute chain ("" for another expression)."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
 
 class Calls(Transformer):
     def __init__(self, ctx):
@@ -237,11 +249,13 @@ class Calls(Transformer):
                                     "hasattr", "len", "type", "id", "repr", "str")
         return root.id in self.ctx.library_names or root.id in self.imported
 
-    def _user_function_arg(self, arg):
+    def _user_function_arg(self, arg, params=frozenset()):
         """``f`` -> ``af.converted(f)`` where ``f`` names a function of the user's
         (a ``def`` in this function, or a global function or class of theirs); ``str``,
         ``repr`` -> ``af.str``, ``af.repr`` (``map(str, digits)``: strings of traced
-        values)."""
+        values); a parameter in ``params`` -> ``af.function_arg(p)``."""
+        if isinstance(arg, gast.Name) and arg.id in params and arg.id not in self.local_defs:
+            return replace_expr("AF.function_arg(F)", AF=self.ctx.af, F=arg, at=arg)
         if isinstance(arg, gast.Name) and arg.id in ("str", "repr") \
                 and self.ctx.builtin_available(arg.id):
             return self._runtime_attr(arg.id, arg)
@@ -418,9 +432,13 @@ class Calls(Transformer):
             return node
         if self.recursive and self._library_callee(func):
             # A user function handed to library code (`diffrax.ODETerm(field)`,
-            # `map(f, xs)`, `sorted(xs, key=f)`) is handed over converted.
-            node.args = [self._user_function_arg(a) for a in node.args]
-            for k in node.keywords:
+            # `map(f, xs)`, `sorted(xs, key=f)`) is handed over converted; so is one a
+            # parameter holds (`optx.minimise(objective, ...)`), where the callee is not
+            # array arithmetic (`af.function_arg`: a plain function only).
+            params = getattr(self, "params", frozenset()) if isinstance(func, gast.Attribute) \
+                and not _ARITHMETIC.match(_dotted(func)) else frozenset()
+            node.args = [self._user_function_arg(a, params) for a in node.args]
+            for k in node.keywords:  # (by keyword, parameters are most often values)
                 k.value = self._user_function_arg(k.value)
         if isinstance(func, gast.Name):
             if func.id == "warn" and self.recursive:  # `from warnings import warn`
@@ -507,10 +525,11 @@ class Calls(Transformer):
     def visit_FunctionDef(self, node):
         a = node.args
         first = (a.posonlyargs + a.args)[:1]
-        saved = getattr(self, "first_param", None)
+        saved = getattr(self, "first_param", None), getattr(self, "params", frozenset())
         self.first_param = first[0].id if first else None
+        self.params = saved[1] | {p.id for p in a.posonlyargs + a.args + a.kwonlyargs}
         self.generic_visit(node)
-        self.first_param = saved
+        self.first_param, self.params = saved
         return node
 
     def _explicit_super(self, node):

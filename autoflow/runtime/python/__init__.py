@@ -18,7 +18,7 @@ the ``jnp`` equivalent when one of them is traced:
 """
 
 from .builtins import all, any, bit_count, bit_length, bool, count, float, index, int, max, min, sort, sorted, sum
-from .calls import bound, call, converted, truth
+from .calls import bound, call, converted, function_arg, truth
 from .comprehensions import filtered, generated, len  # noqa: A004
 from .logical import and_, compare, contains, not_, or_, python_condition, python_operand
 from .match import (match_attribute, match_class, match_is, match_mapping, match_mapping_rest, match_rest,
@@ -27,7 +27,7 @@ from .strings import ascii, bin, chr, format, fstring, hex, join, oct, ord, perc
 from .tables import get, getitem
 
 __all__ = ["all", "and_", "any", "ascii", "bin", "bit_count", "bit_length", "bool", "bound", "call", "chr",
-           "compare", "contains", "converted", "count", "filtered", "float", "format", "fstring", "generated",
+           "compare", "contains", "converted", "count", "function_arg", "filtered", "float", "format", "fstring", "generated",
            "get", "getitem", "hex", "index", "int", "join", "len", "match_attribute", "match_class", "match_is", "match_mapping",
            "match_mapping_rest", "match_rest", "match_sequence", "match_subject", "max", "min",
            "not_", "oct", "or_", "ord", "percent", "python_condition", "python_operand", "repr", "sort",

@@ -139,6 +139,15 @@ class Runtime(types.ModuleType):
                 kwargs.setdefault(name, options[name])
         return kwargs
 
+    def function_arg(self, f):
+        """``f`` converted where it is a plain function of the user's (or a partial of one),
+        handed to library code by a parameter (``optx.minimise(objective, ...)``); any
+        other value (an array, a module of the user's, which a library may take as a
+        pytree) as it is."""
+        if inspect.isfunction(f) or isinstance(f, functools.partial):
+            return self._target(f)
+        return f
+
     def converted(self, f):
         """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like).
 
@@ -249,6 +258,11 @@ def call(f, *args, **kwargs):
 def converted(f):
     """``f`` converted when it is a user function (for ``jax.vmap(f)`` and the like)."""
     return bound(())._target(f)
+
+
+def function_arg(f):
+    """``f`` converted where it is a plain function of the user's (``Runtime.function_arg``)."""
+    return bound(()).function_arg(f)
 
 def truth(fn, x, /):
     """``fn(x)``, where ``fn`` may be ``operator.truth`` (then ``bool(x)``).
