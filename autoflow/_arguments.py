@@ -338,6 +338,7 @@ def refuse_aliases(fn, args, kwargs):
     through one would not show through the other, as it does in Python."""
     import collections
 
+    _refuse_numpy(fn, args, kwargs)
     seen: dict = {}
     todo = collections.deque(list(enumerate(args)) + list(kwargs.items()))
     while todo:
@@ -355,6 +356,28 @@ def refuse_aliases(fn, args, kwargs):
             todo.extend((key, v) for v in (value.values() if type(value) is dict else value))
         elif type(value) is tuple:
             todo.extend((key, v) for v in value)
+
+
+def _refuse_numpy(fn, args, kwargs):
+    """autoflow's error where a NumPy array is passed for a parameter the function changes
+    in place (``a[j], a[j + 1] = a[j + 1], a[j]``): under ``jit`` it is an immutable copy,
+    whose changes make new arrays in the function, and the caller's array would be left
+    as it was (Python changes it)."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is None:
+        return
+    changed = changed_parameters(fn)
+    for key, value in list(enumerate(args)) + list(kwargs.items()):
+        if type(value) is np.ndarray and _label(fn, key).strip("`") in changed:
+            raise ConversionError(
+                f"{_label(fn, key)} is a NumPy array, which the function changes in place: "
+                "`autoflow.jit` (as `jax.jit`) hands the function an immutable copy, so the "
+                "caller's array would stay as it was, where Python changes it.\nPass a list "
+                "(`xs = a.tolist()`, then `f(xs)`: a list is written back), or return the "
+                "array from the function and pass a JAX array (`a = np.asarray(f(jnp.asarray("
+                "a)))`).")
 
 
 def _label(fn, key):

@@ -279,3 +279,25 @@ def test_written_back_under_disable_jit_and_through_lower_and_compile():
     assert f.trace([], {}, jnp.float32(20.0)).out_info.shape == ()
     with pytest.raises(ValueError, match="negative: -3.0"):
         compiled([], {}, jnp.float32(-3.0))
+
+
+def bubble_sorted_in_place(a):
+    n = len(a)
+    for i in range(n):
+        for j in range(n - 1 - i):
+            if a[j] > a[j + 1]:
+                a[j], a[j + 1] = a[j + 1], a[j]
+    return a
+
+
+def test_a_numpy_array_changed_in_place_is_refused_and_the_advice_works():
+    # (the caller's array was left unsorted, silently: jit hands the function a copy)
+    f = autoflow.jit(bubble_sorted_in_place)
+    with pytest.raises(ConversionError, match="`a` is a NumPy array") as info:
+        f(np.array([5, 1, 4]))
+    assert "a.tolist()" in str(info.value)
+    xs = np.array([5, 1, 4]).tolist()  # (the advice, followed: a list is written back)
+    f(xs)
+    assert xs == [1, 4, 5]
+    a = np.asarray(f(jnp.asarray(np.array([5, 1, 4]))))  # (or: return it, pass a JAX array)
+    assert a.tolist() == [1, 4, 5]
