@@ -375,7 +375,11 @@ class _Jitted:
             from ._arguments import refuse_aliases
 
             refuse_aliases(self._converted, args, kwargs)
-        return _run(self._jitted, self._writes, args, kwargs)
+        try:
+            return _run(self._jitted, self._writes, args, kwargs)
+        except Exception as e:  # (this frame's entry too: the user's frames only)
+            e.__traceback__ = without_own_frames(e.__traceback__)
+            raise
 
     # `trace`, `lower` and `eval_shape` are methods of the class, not only passed through
     # by `__getattr__`: from Python 3.12, `isinstance(f, jax.stages.Wrapped)` (which
@@ -459,7 +463,11 @@ class _Stage:
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
-        return _run(self._stage, self._writes, args, kwargs)
+        try:
+            return _run(self._stage, self._writes, args, kwargs)
+        except Exception as e:  # (this frame's entry too: the user's frames only)
+            e.__traceback__ = without_own_frames(e.__traceback__)
+            raise
 
     def __getattr__(self, name):
         if name in ("_stage", "_writes"):

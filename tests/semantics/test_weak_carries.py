@@ -230,3 +230,71 @@ def test_a_python_number_against_an_array_on_the_other_path_is_strong(fn):
     lanes = jax.vmap(autoflow.convert(fn), in_axes=(0, None))(jnp.array([0.5, 2.0]), h)
     assert lanes.dtype == jnp.float32
     np.testing.assert_allclose(lanes, [fn(jnp.float32(v), h) for v in (0.5, 2.0)], rtol=1e-6)
+
+
+def bucket_of(x, small):
+    return int(x) * small
+
+
+def scaled_float(n, h):
+    return float(n) * h
+
+
+@pytest.mark.parametrize("fn, args", [
+    (bucket_of, (jnp.float32(2.7), jnp.int8(100))),  # (Python: 2 * int8(100) wraps: -56)
+    (scaled_float, (jnp.int32(3), jnp.float16(0.1))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_int_and_float_of_a_traced_value_adapt_as_pythons_numbers_do(fn, args):
+    # (they were strong int32/float32 arrays, where Python's int and float adapt to the
+    # array they meet: -56 int8 became 200 int32, a float16 product float32)
+    want = fn(*args)
+    got = autoflow.jit(fn)(*args)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                               rtol=1e-3)
+
+
+def root_scaled(x, h):
+    import math
+
+    return math.sqrt(x) * h
+
+
+def gcd_scaled(a, b, small):
+    import math
+
+    return math.gcd(a, b) * small
+
+
+def test_math_of_a_traced_value_adapts_as_pythons_numbers_do():
+    for fn, args in [(root_scaled, (jnp.float32(2.0), jnp.float16(0.5))),
+                     (gcd_scaled, (jnp.int32(12), jnp.int32(18), jnp.int8(50)))]:
+        want, got = fn(*args), autoflow.jit(fn)(*args)
+        assert got.dtype == want.dtype, fn.__name__
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                   rtol=1e-3)
+
+
+def fib_mod_scaled(n, m, small):
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, (a + b) % m
+    return a * small
+
+
+def extended_euclid_scaled(a, b, small):
+    old_s, s = 1, 0
+    while b != 0:
+        q = a // b
+        a, b = b, a - q * b
+        old_s, s = s, old_s - q * s
+    return old_s * small
+
+
+def test_a_carry_rotated_from_a_strong_one_is_strong():
+    # (`a, b = b, f(a, b)`: after two iterations `a` is what `b` was, strong in Python; it
+    # stayed weak, and an int8 product wrapped: -91 where Python gives 165)
+    for fn, args in [(fib_mod_scaled, (jnp.int32(10), jnp.int32(1000), jnp.int8(3))),
+                     (extended_euclid_scaled, (jnp.int32(240), jnp.int32(46), jnp.int8(100)))]:
+        want, got = fn(*args), autoflow.jit(fn)(*args)
+        assert got.dtype == want.dtype and int(got) == int(want), fn.__name__

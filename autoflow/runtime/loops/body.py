@@ -280,6 +280,8 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                     f"Keep the order of `{name}`'s keys across iterations (assign to its keys "
                     "instead of deleting them and adding them again)." + sorted_hint(ka, kb)))
         out, changes, reshaped = [], {}, []
+        forwarded = {}  # carry index -> the carry whose input the body gives it as it is
+        ins = {id(v): k for k, v in enumerate(dyn)}
         j = 0
         for i, (x, m) in enumerate(zip(new_leaves, mask)):
             if not m:
@@ -311,8 +313,20 @@ def _loop_body(kind, state, names, site, step, leaves, tree, labels, mask, avals
                 strengthened.add(j)
             elif (target, still_weak) != tuple(avals[j][1:]):
                 changes[j] = (target, still_weak)
+            k = ins.get(id(x))
+            if k is not None and k != j:
+                forwarded[j] = k
             out.append(cast_to(x, avals[j][1], avals[j][2]) if j not in changes else x)
             j += 1
+        if strengthened is not None:
+            # A carry that takes another's value (`a, b = b, (a + b) % m`) is, from the
+            # second iteration on, what that one was: strong where the body makes it so
+            grew = True
+            while grew:
+                more = {j for j, k in forwarded.items() if k in strengthened
+                        and j not in strengthened and avals[j][2] and avals[j][1] == avals[k][1]}
+                strengthened.update(more)
+                grew = bool(more)
         if reshaped:
             raise CarryShapeError(site(), kind, reshaped)
         if changes:

@@ -436,8 +436,16 @@ def _cast(name, x, dtype):
             return as_pred(x)
         if name == "int" and jnp.issubdtype(x.dtype, jnp.complexfloating):
             return getattr(_b, name)(x)  # Python's TypeError
-        return x.astype(dtype)
+        return _weak(x.astype(dtype))
     return None
+
+
+def _weak(x):
+    """``x`` weakly typed, as a Python number is (``int(x) * jnp.int8(100)`` is int8 in
+    Python: the ``int`` adapts to the array, as a weak type does)."""
+    from .. import jax as jx
+
+    return jx.convert_weak(x, x.dtype)
 
 
 def int(x=0, /, *args, **kwargs):  # noqa: A001
@@ -451,7 +459,7 @@ def int(x=0, /, *args, **kwargs):  # noqa: A001
             # Python's `int` of a float is `math.trunc`'s: ValueError for NaN,
             # OverflowError for an infinity or a value the integer dtype cannot hold
             from .floats import truncated
-            return truncated(jnp.asarray(x).reshape(()))
+            return _weak(truncated(jnp.asarray(x).reshape(())))
         out = _cast("int", x, _b.int)
         if out is not None:
             return out

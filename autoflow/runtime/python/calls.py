@@ -186,21 +186,23 @@ class Runtime(types.ModuleType):
                 and getattr(f, "__name__", None) in _CHANGES_IN_PLACE:
             _mutates(f.__self__)
         target = self._target(f)
+        held = None  # (a list or dict a library call in a staged block may change)
         if staged and target is f and not getattr(f, "__autoflow_converted__", False) \
                 and not isinstance(f, type):
             held = library_state.before_call(f, args, kwargs)
-            if held is not None:  # (a list or dict the library call may change)
-                out = self._call(f, target, args, kwargs)
-                library_state.after_call(held)
-                return out
         if isinstance(f, type):  # a user class built here may be handed to library code
             through.patch(f)
+            out = self._call(f, target, args, kwargs)
         elif target is f and not getattr(f, "__autoflow_converted__", False) \
                 and through.reaches_user_objects(f, args, kwargs):
             # library code about to call the user's methods (`eqx.nn.Sequential`)
             with through.active(self):
-                return self._call(f, target, args, kwargs)
-        return self._call(f, target, args, kwargs)
+                out = self._call(f, target, args, kwargs)
+        else:
+            out = self._call(f, target, args, kwargs)
+        if held is not None:
+            library_state.after_call(held)
+        return out
 
     def _call(self, f, target, args, kwargs):
         if not in_staged_block():

@@ -6,6 +6,9 @@ The functions of floats are in ``floats``, those of integers in ``integers``;
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
+
 from ..common.values import any_traced
 
 
@@ -32,4 +35,10 @@ def math_call(f, args, kwargs):
     hit = MATH.get(id(f))
     if hit is None or hit[0] is not f or not any_traced((args, kwargs)):
         return NotImplemented
-    return hit[1](*args, **kwargs)
+    out = hit[1](*args, **kwargs)
+    # (weakly typed, as the Python number `math` gives is: it adapts to the array it meets)
+    if isinstance(out, jax.Array) and out.ndim == 0 and out.dtype != jnp.bool_:
+        from .. import jax as jx
+
+        return jx.convert_weak(out, out.dtype)
+    return out
