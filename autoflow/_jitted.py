@@ -99,7 +99,29 @@ def _may_raise(fn, _seen=None) -> bool:
                 return True
         except Exception:  # noqa: BLE001 - unreadable: keep the wrapper
             return True
+    if _reads_an_undefined_global(fn, code):
+        return True  # (Python's NameError, where the compiled code takes that path)
     return _elsewhere_may_raise(fn, code, _seen if _seen is not None else set())
+
+
+def _reads_an_undefined_global(fn, code) -> bool:
+    """Does ``code`` (or a function it defines) read a global that neither ``fn``'s
+    module nor the builtins define?"""
+    import builtins
+    import dis
+
+    space = getattr(fn, "__globals__", None)
+    if space is None:
+        return False
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval not in space \
+                    and not hasattr(builtins, ins.argval):
+                return True
+        todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return False
 
 
 def _elsewhere_may_raise(fn, code, seen) -> bool:

@@ -242,3 +242,18 @@ def test_an_except_of_another_type_lets_the_raise_stage():
         f(jnp.float32(0.0)).block_until_ready()
     except ZeroDivisionError:
         pass
+
+
+def reads_an_undefined_global(x):
+    if x > 0:
+        return x
+    return undefined_in_this_module  # noqa: F821 - Python's NameError, on this path only
+
+
+def test_an_undefined_global_on_a_path_is_pythons_name_error():
+    # (the function has no `raise`: `autoflow.jit` gave JAX's `JaxRuntimeError`, which an
+    # `except NameError` does not catch)
+    jitted = autoflow.jit(reads_an_undefined_global)
+    assert float(jitted(jnp.float32(2.0))) == 2.0
+    with pytest.raises(NameError, match="undefined_in_this_module"):
+        jitted(jnp.float32(-1.0))
