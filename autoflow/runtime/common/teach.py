@@ -273,7 +273,7 @@ def _carried_by_a_loop(frames, var) -> bool:
 
 def _advice(exc, expr, line, var, param, fn_name, static_ok=True, carried=False):
     """``(what happened, what to do)`` for the situation."""
-    v = f"`{var}`" if var else "a traced value"
+    v = f"`{var}`" if var else "this value"
     shape = _is_shape_error(exc) or (isinstance(exc, jax.errors.ConcretizationTypeError)
                                      and _mentions_shape(str(exc)))
     if param is None and carried and shape \

@@ -48,8 +48,9 @@ def branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=Non
         if t_leaf is None or f_leaf is None:
             side = "false" if (f_leaf is None) else "true"
             return ConversionError(message(
-                site, "this function returns a value on one path and falls off its end "
-                f"(returning None) when this traced condition is {side}",
+                site, "this function returns a value on one path and None (`return None`, "
+                f"a bare `return`, or it falls off its end) when this traced condition is "
+                f"{side}",
                 "Add a `return` with a value of the same shape to every path, "
                 "or make the condition static."))
         if isinstance(t_leaf, Undefined) or isinstance(f_leaf, Undefined):
