@@ -368,9 +368,11 @@ def _refuse_numpy(fn, args, kwargs):
     np = sys.modules.get("numpy")
     if np is None:
         return
-    changed = changed_parameters(fn)
-    for key, value in list(enumerate(args)) + list(kwargs.items()):
-        if type(value) is np.ndarray and _label(fn, key).strip("`") in changed:
+    arrays = [(k, v) for k, v in list(enumerate(args)) + list(kwargs.items())
+              if type(v) is np.ndarray]  # (before reading the function: most calls have none)
+    changed = changed_parameters(fn) if arrays else ()
+    for key, _ in arrays:
+        if _label(fn, key).strip("`") in changed:
             raise ConversionError(
                 f"{_label(fn, key)} is a NumPy array, which the function changes in place: "
                 "`autoflow.jit` (as `jax.jit`) hands the function an immutable copy, so the "

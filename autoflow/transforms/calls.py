@@ -33,6 +33,7 @@ import re
 
 import gast
 
+from ..analysis.activity import chain_text
 from ..core.methods import VALUE_METHODS
 from ..core.nodes import Transformer, walk
 from ..core.templates import replace, replace_expr
@@ -121,15 +122,6 @@ def _stringy(node, af=None):
     return isinstance(node, gast.JoinedStr) or (
         isinstance(node, gast.Constant) and isinstance(node.value, str))
 
-
-
-def _dotted(node) -> str:
-    """``jnp.linalg.norm`` for that attribute chain ("" for another expression)."""
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
 
 class Calls(Transformer):
     def __init__(self, ctx):
@@ -436,7 +428,7 @@ class Calls(Transformer):
             # parameter holds (`optx.minimise(objective, ...)`), where the callee is not
             # array arithmetic (`af.function_arg`: a plain function only).
             params = getattr(self, "params", frozenset()) if isinstance(func, gast.Attribute) \
-                and not _ARITHMETIC.match(_dotted(func)) else frozenset()
+                and not _ARITHMETIC.match(chain_text(func)) else frozenset()
             node.args = [self._user_function_arg(a, params) for a in node.args]
             for k in node.keywords:  # (by keyword, parameters are most often values)
                 k.value = self._user_function_arg(k.value)

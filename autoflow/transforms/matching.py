@@ -33,6 +33,7 @@ import copy
 
 import gast
 
+from ..analysis.liveness import always_returns
 from ..core.templates import replace_expr
 from .util import stamp
 
@@ -175,16 +176,6 @@ def _class(pattern, subject, af, binds):
     return _all(tests)
 
 
-
-def _leaves(body) -> bool:
-    """Does ``body`` end in a ``return`` or ``raise`` (its last statement, or an ``if``
-    each of whose paths does)?"""
-    last = body[-1] if body else None
-    if isinstance(last, (gast.Return, gast.Raise)):
-        return True
-    return isinstance(last, gast.If) and bool(last.orelse) and _leaves(last.body) \
-        and _leaves(last.orelse)
-
 class _Unstageable(Exception):
     def __init__(self, pattern):
         super().__init__()
@@ -264,7 +255,7 @@ class Matching:
                                anchor)]
             elif test is None:  # `case n if g`: n binds, then the guard runs
                 rest = bind + [_place(gast.If(test=guard, body=case.body, orelse=rest), anchor)]
-            elif _leaves(case.body):
+            elif always_returns(case.body):
                 # The case's body returns or raises: what follows runs only where it did
                 # not run, with no flag (one would leave a path that falls off the end)
                 rest = [_place(gast.If(test=_place(test, anchor), body=bind + [

@@ -367,12 +367,12 @@ def _truth_reduce(iterable, stop_on, reduce):
             return getattr(_b, reduce.__name__)(iterable)  # Python's own error
         return reduce(as_pred_vec(iterable))
     traced, it = [], iter(iterable)
+    so_far = None  # (the traced items so far, reduced as they come)
     while True:
         if traced:  # Python makes the next item only where none before decided: nor
             # may its effects and raises happen elsewhere (`pos(x - i) > 1 for i in ...`)
             from ..effects.path_condition import on_path
 
-            so_far = reduce(jnp.stack(traced))
             with on_path(jnp.logical_not(so_far) if stop_on else so_far):
                 v = next(it, _END)
         else:
@@ -383,6 +383,8 @@ def _truth_reduce(iterable, stop_on, reduce):
             if np.size(v) != 1:
                 _b.bool(v)  # Python's own error for an array without one truth value
             traced.append(as_pred(v))
+            so_far = traced[-1] if so_far is None else (
+                jnp.logical_or if stop_on else jnp.logical_and)(so_far, traced[-1])
         elif _b.bool(v) is stop_on:
             return stop_on if not traced else jnp.bool_(stop_on)
     if not traced:
