@@ -5,8 +5,11 @@ under `jit`, `vmap` and `grad`."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import pytest
+
+import autoflow
 
 from .oracle import F, I, check
 
@@ -344,3 +347,49 @@ def test_an_if_in_the_else_that_may_leave_it_unbound():
     check(bound_in_an_if_nested_in_the_else, F(2.0), F(-1.0), vmap=[(F(-1.0), F(1.0))],
           grad=True)
     check(bound_in_an_if_nested_in_the_else, F(-1.0), F(-1.0), expect_raise=UnboundLocalError)
+
+
+# A `while True:` runs its body at least once: what every path of the body binds is bound
+# after it, with no run-time check (each check was a host callback: the textbook Gamma
+# sampler's call took 262 us under `jax.jit(autoflow.convert(...))`, 13 us without them).
+
+def nested_true_loops(x, limit):
+    n = 0
+    while True:
+        n = n + 1
+        while True:
+            x = x - 1.0
+            w = x * 2.0
+            if w < limit:
+                break
+        z = w + x * n
+        if z < 0.0 or n >= 3:
+            break
+    return z + w
+
+
+def bound_after_a_break(x, limit):
+    while True:
+        if x > limit:
+            break
+        y = x * 2.0
+        x = x + 1.0
+    return y
+
+
+def _staged_checks(fn, *args):
+    """How many effects (host callbacks: prints, run-time checks) ``fn``'s program holds."""
+    return len(jax.make_jaxpr(autoflow.convert(fn))(*args).effects)
+
+
+def test_what_a_while_true_body_binds_is_bound_after_it():
+    check(nested_true_loops, F(5.0), F(3.0), vmap=[(F(9.0), F(-2.0)), (F(0.5), F(4.0))],
+          grad=True)
+    check(nested_true_loops, F(-4.0), F(1.0), vmap=[(F(2.0), F(2.5))])
+    assert _staged_checks(nested_true_loops, F(5.0), F(3.0)) == 0
+
+
+def test_a_while_true_body_that_binds_after_a_break_still_checks():
+    check(bound_after_a_break, F(1.0), F(3.0), vmap=[(F(2.5), F(3.0))], grad=True)
+    check(bound_after_a_break, F(5.0), F(3.0), expect_raise=UnboundLocalError)
+    assert _staged_checks(bound_after_a_break, F(1.0), F(3.0)) > 0

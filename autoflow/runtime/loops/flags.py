@@ -26,6 +26,9 @@ class _Bound:
         self.n, self.inputs, self.outputs, self.started = n, None, None, None
         self.entry = entry
         self.wanted = False  # (the body binds a new variable on some paths only)
+        # (per flag: every trace of the body binds it on all its paths, so a loop known
+        # to run an iteration binds it: `stage_loop`'s `runs`)
+        self.sure = None
 
 
 def _carrying_bound(body, merge, init, bound):
@@ -46,6 +49,9 @@ def _carrying_bound(body, merge, init, bound):
     def carried(k, dyn):
         bound.inputs = list(dyn[len(dyn) - n:])
         new, outs = body(k, dyn[:len(dyn) - n])
+        sure = tuple(f is None for f in bound.outputs)
+        bound.sure = sure if bound.sure is None else tuple(
+            a and b for a, b in zip(bound.sure, sure))
         flags = tuple(jnp.bool_(True) if f is None else as_pred(f) for f in bound.outputs)
         return tuple(new) + flags, outs
     return (carried, (lambda dyn: merge(dyn[:len(dyn) - n])),

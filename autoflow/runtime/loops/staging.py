@@ -492,8 +492,12 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
                 unset.key_set_if(parts[j][key], key, flag)
         if final_bound:  # bound where an iteration bound it (`_carrying_bound`)
             parts = parts_of(result, names)
-            for j, flag in zip(first_bound, final_bound):
-                unset.bound_if(parts[j], names[j], flag)
+            sure = bound.sure if runs and bound.sure is not None else ()
+            for i, (j, flag) in enumerate(zip(first_bound, final_bound)):
+                # (a loop known to run an iteration, whose body binds it on every path,
+                # binds it: no check where it is read, `unset.ld`)
+                if not (i < len(sure) and sure[i]):
+                    unset.bound_if(parts[j], names[j], flag)
         if memo is not None and deferred.specs:
             if len(_DEFERRED) >= _DEFINED_LIMIT:
                 _DEFERRED.clear()
