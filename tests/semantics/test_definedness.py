@@ -377,6 +377,32 @@ def bound_after_a_break(x, limit):
     return y
 
 
+def bound_before_a_break_in_a_for(x):
+    for i in range(5):
+        y = x * i
+        if y > 3.0:
+            break
+    return y
+
+
+def bound_in_a_static_inner_for(x):
+    while True:
+        for i in range(3):
+            z = x + i
+        x = x - z * 0.1
+        if x < 0.0:
+            break
+    return z
+
+
+def bound_iterating_an_array(xs, t):
+    for v in xs:
+        m = v * 2.0
+        if m > t:
+            break
+    return m
+
+
 def _staged_checks(fn, *args):
     """How many effects (host callbacks: prints, run-time checks) ``fn``'s program holds."""
     return len(jax.make_jaxpr(autoflow.convert(fn))(*args).effects)
@@ -393,3 +419,14 @@ def test_a_while_true_body_that_binds_after_a_break_still_checks():
     check(bound_after_a_break, F(1.0), F(3.0), vmap=[(F(2.5), F(3.0))], grad=True)
     check(bound_after_a_break, F(5.0), F(3.0), expect_raise=UnboundLocalError)
     assert _staged_checks(bound_after_a_break, F(1.0), F(3.0)) > 0
+
+
+def test_what_the_first_iteration_of_a_static_for_binds_is_bound_after_it():
+    check(bound_before_a_break_in_a_for, F(1.0), vmap=[(F(0.25),), (F(-2.0),)], grad=True)
+    check(bound_in_a_static_inner_for, F(2.0), vmap=[(F(0.5),), (F(7.0),)], grad=True)
+    xs = jnp.arange(4.0)
+    check(bound_iterating_an_array, xs, F(1.0), vmap=[(xs * 2.0, F(3.0)), (-xs, F(0.0))],
+          grad=True)
+    assert _staged_checks(bound_before_a_break_in_a_for, F(1.0)) == 0
+    assert _staged_checks(bound_in_a_static_inner_for, F(2.0)) == 0
+    assert _staged_checks(bound_iterating_an_array, xs, F(1.0)) == 0

@@ -521,19 +521,22 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         # peeled values are unused, and jit drops them), so the compiled program
         # holds the body once. If that fails, stage from the peeled state as before.
         try:
+            # (its first test was true: what the body binds is bound after it)
             out = _loop_with_state("for", unpack(before_peel), names, shared, step=step,
                               cond_fn=cond_fn, start=0, length=seq.length, unroll=unroll,
                               max_iterations=max_iterations, checkpoints=checkpoints, memo=body,
-                              lanes=lanes, debug_loops=debug_loops)
+                              lanes=lanes, debug_loops=debug_loops, runs=True)
             events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
             return out
         except _NEEDS_CONCRETE as e:
             log.debug("autoflow: loop at %s staged from its peeled state (%s)", site(), e)
     try:
+        # (with no `break`, a static trip count of at least one runs the body)
         out = _loop_with_state("for", unpack(state), names, shared, step=step, cond_fn=cond_fn,
                           start=start, length=seq.length - start, unroll=unroll,
                           max_iterations=max_iterations, checkpoints=checkpoints, memo=body,
-                          lanes=lanes, debug_loops=debug_loops)
+                          lanes=lanes, debug_loops=debug_loops,
+                          runs=test is None and seq.length > start)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:
