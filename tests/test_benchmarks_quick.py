@@ -89,5 +89,5 @@ def test_the_benchmark_programs_hold_no_host_callback():
         held[name] = (len(jax.make_jaxpr(fn)(*p["args"]).effects),
                       len(jax.make_jaxpr(jax.vmap(fn, in_axes=p["in_axes"]))(*p["batch"]).effects))
     for name, (fn, args) in nested_lanes.programs().items():
-        held[name] = (len(jax.make_jaxpr(jax.vmap(autoflow.convert(fn)))(*args).effects),)
+        held[f"nested: {name}"] = (len(jax.make_jaxpr(jax.vmap(autoflow.convert(fn)))(*args).effects),)
     assert all(n == 0 for counts in held.values() for n in counts), held
