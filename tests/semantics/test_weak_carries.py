@@ -298,3 +298,42 @@ def test_a_carry_rotated_from_a_strong_one_is_strong():
                      (extended_euclid_scaled, (jnp.int32(240), jnp.int32(46), jnp.int8(100)))]:
         want, got = fn(*args), autoflow.jit(fn)(*args)
         assert got.dtype == want.dtype and int(got) == int(want), fn.__name__
+
+
+# An array carry (not a Python number) whose dtype the body changes (`x / 2` of an int32):
+# the loop carries the body's dtype. Where it runs, that is Python's value; where it runs
+# no iteration, Python keeps the int32, which the compiled loop cannot give (its float32
+# of an int32 above 2**24 is another number): autoflow's error when the compiled code
+# runs, naming the variable and both dtypes (it returned the float32, silently).
+
+def halve_while_large(n):
+    x = n
+    while x > 1000:
+        x = x / 2
+    return x
+
+
+def halve_over_a_traced_range(n, k):
+    x = n
+    for _ in range(k):
+        x = x / 2
+    return x
+
+
+def test_a_carry_whose_dtype_the_body_changes():
+    from .oracle import I, check
+
+    check(halve_while_large, I(5000), vmap=[(I(9000),), (I(2 ** 24 + 1),)])
+    check(halve_over_a_traced_range, I(2 ** 24 + 1), I(2), vmap=[(I(7), I(1))])
+    assert halve_while_large(I(2 ** 24 + 1)).dtype == jnp.float32  # (the oracle: runs)
+    assert halve_while_large(I(7)).dtype == jnp.int32  # (the oracle: runs no iteration)
+    said = r"ran no iteration, so `x` \(int32\[\] before it, float32\[\] after an iteration\)"
+    with pytest.raises(Exception, match=said):
+        jax.block_until_ready(autoflow.jit(halve_while_large)(I(7)))
+    with pytest.raises(Exception, match=said):
+        jax.block_until_ready(jax.jit(jax.vmap(autoflow.convert(halve_while_large)))(
+            jnp.array([5000, 7], jnp.int32)))
+    with pytest.raises(Exception, match=said):
+        jax.block_until_ready(autoflow.jit(halve_over_a_traced_range)(I(2 ** 24 + 1), I(0)))
+    # (a Python number before the loop takes the loop's dtype, as in JAX arithmetic)
+    assert autoflow.jit(halve_while_large)(7) == 7

@@ -2,17 +2,23 @@
 
 Flags "bound yet" of variables its body binds on some paths only (``_carrying_bound``),
 "set yet" of dict keys (``_carrying_keys``), the checks of its body carried out of
-the loop (``_deferring_checks``), and "nothing raised yet" (``_stopped_by_raises``).
+the loop (``_deferring_checks``), and "nothing raised yet" (``_stopped_by_raises``);
+and the check that a loop which ran no iteration gives what Python gives
+(``_kept_dtypes``).
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
+from ...core.origin import message
+from ...errors import ConversionError
 from ..effects import later, path_condition, raising, unset
 from ..common.carries import Restart, parts_of
-from ..common.values import as_pred
+from ..common.values import as_pred, describe, is_array_like, is_extended, is_weak
 
 
 class _Bound:
@@ -207,3 +213,41 @@ def _stopped_by_raises(body, merge, init, raises):
     if not raises:
         return run, merge, init
     return run, (lambda dyn: merge(dyn[:-1])), tuple(init) + (jnp.bool_(True),)
+
+
+def _kept_dtypes(entry_state, result, names, ran, site):
+    """Where the loop may run no iteration (``ran``: traced, whether it ran one): a
+    carry that was an array of one dtype before it and is carried in another (``x = x /
+    2`` of an int32 ``x``, carried as the body's float32) would be Python's array only
+    where the loop runs. Where it runs none, Python's variable keeps the array it had,
+    which the compiled loop cannot give (it gives that value in the other dtype: an
+    int32 above 2**24 changes): autoflow's error when the compiled code runs, as for
+    a carry whose shape the first iteration changes. (A Python number before the
+    loop takes the loop's dtype, as it would in JAX arithmetic.)"""
+    changed, first = [], None
+    for name, a, b in zip(names, parts_of(entry_state, names), parts_of(result, names)):
+        before, tree = jax.tree_util.tree_flatten(a)
+        after, tree_after = jax.tree_util.tree_flatten(b)
+        if tree != tree_after:
+            continue
+        for x, y in zip(before, after):
+            if isinstance(x, (jax.Array, np.ndarray)) and not is_weak(x) and is_array_like(y) \
+                    and not is_extended(x.dtype) \
+                    and jax.dtypes.canonicalize_dtype(x.dtype) != jnp.result_type(y):
+                changed.append(f"`{name}` ({describe(x)} before it, {describe(y)} after an "
+                               "iteration)")
+                first = first or (name if len(before) == 1 else None, jnp.result_type(y))
+                break
+    if changed:
+        where = site()
+        later.later(_ran_no_iteration, (where, ", ".join(changed), *first), site=where,
+                    when=jnp.logical_not(ran))
+
+
+def _ran_no_iteration(site, what, name, dtype):
+    cast = f"`{name} = {name}.astype(jnp.{np.dtype(dtype).name})`" if name else \
+        f"`.astype(jnp.{np.dtype(dtype).name})`"
+    raise ConversionError(message(
+        site, f"this traced loop ran no iteration, so {what} would keep the dtype it had "
+        "before the loop, which the compiled loop cannot give",
+        f"Give it the loop's dtype before the loop ({cast}), or make sure the loop runs."))

@@ -42,7 +42,7 @@ from .while_primitive import DEFAULT_CHECKPOINTS
 from .remembered import _DEFERRED, _DEFINED, _DEFINED_LIMIT, _defer_key, _entry_types
 from .body import _Appended, _loop_body
 from .flags import (_Bound, _Deferred, _carrying_bound, _carrying_keys, _deferring_checks, _emit_deferred,
-                    _stopped_by_raises, _unset_keys)
+                    _kept_dtypes, _stopped_by_raises, _unset_keys)
 
 
 def _scan_without_effects(run_scan):
@@ -486,6 +486,7 @@ def stage_loop(kind, state, names, site, *, step, cond_fn=None, start=0, length=
             for j, before in enumerate(parts_of(entry_state, names)):
                 if isinstance(before, Undefined) and not before.exit:
                     unset.bound_if(parts[j], names[j], ran_to > start)
+            _kept_dtypes(entry_state, result, names, ran_to > start, site)
         if final_keys:  # set where an iteration set it (`_carrying_keys`)
             parts = parts_of(result, names)
             for (j, key, _), flag in zip(keyed, final_keys):
