@@ -151,11 +151,10 @@ class Batched:
             return go.reshape((size,) + (1,) * (jnp.ndim(v) - 1))
 
         def step(cc, bc, go, x, shadow):
-            first = jnp.argmax(go)  # a running lane (a step runs while one does)
             new = lanes.vmap(self._body, (bc_axes, x_axes), x_axes, size, go)(
-                held(go, first, bc, [a == 0 for a in bc_axes], per_lane),
-                held(go, first, x, [b and j not in self.free for j, b in enumerate(batched)],
-                     per_lane))  # (a free carry: its own, which the body writes per lane)
+                held(go, bc, [a == 0 for a in bc_axes]),
+                held(go, x, [b and j not in self.free for j, b in enumerate(batched)])
+            )  # (a free carry: its own, which the body writes per lane)
             # (a free carry: the body writes it only where the lane runs; see
             # _WhileLoop.free)
             x = tuple(jnp.where(per_lane(go, n), n, o) if b and j not in self.free else n
@@ -198,15 +197,31 @@ class Batched:
         return tuple(out), tuple(None if invariant[j] else 0 for j in range(len(out)))
 
 
-def held(go, first, values, batched, per_lane):
-    """``values`` (batched on axis 0 where ``batched``) as a step's body reads them: a
-    finished lane's (``go`` False) replaced by the running lane ``first``'s, with no
-    derivative. The finished lane's step is computed and dropped; on its own values,
-    where the loop's test stopped it (``sqrt`` of a negative), the body may have no
-    derivative, and the zero cotangent of the dropped step times that is NaN."""
-    return tuple(jnp.where(per_lane(go, v), v, jax.lax.stop_gradient(v[first]))
-                 if b and jnp.issubdtype(jnp.result_type(v), jnp.inexact) else v
+def held(go, values, batched):
+    """``values`` (batched on axis 0 where ``batched``) as a step's body reads them: where
+    the step is differentiated, a finished lane's (``go`` False) replaced by a running
+    lane's, with no derivative (``_held``). The finished lane's step is computed and
+    dropped; on its own values, where the loop's test stopped it (``sqrt`` of a
+    negative), the body may have no derivative, and the zero cotangent of the dropped
+    step times that is NaN. Not differentiated, the values are read as they are: no
+    search for a running lane at every step (it cost the batched bisection of
+    ``benchmarks/real_algorithms.py`` 12 -> 32 us a call)."""
+    return tuple(_held(go, v) if b and jnp.issubdtype(jnp.result_type(v), jnp.inexact) else v
                  for v, b in zip(values, batched))
+
+
+@jax.custom_jvp
+def _held(go, v):
+    return v
+
+
+@_held.defjvp
+def _held_jvp(primals, tangents):
+    go, v = primals
+    keep = go.reshape(go.shape + (1,) * (v.ndim - go.ndim))
+    first = jnp.argmax(go)  # a running lane (a step runs while one does)
+    t = tangents[1]
+    return jnp.where(keep, v, v[first]), jnp.where(keep, t, jnp.zeros_like(t))
 
 
 def _zeros(shape, aval):
