@@ -129,6 +129,19 @@ def deferred_methods(x):
     return x
 
 
+def containers_print(x, n):
+    # a dict in its own key order (keys of mixed types too); a JAX integer array shown as
+    # the array it is, a Python counter as the int it is
+    d = {"z": x, "a": x * 2, 3: n}
+    count = 0
+    while count < n:
+        count += 1
+    if x > 0:
+        print(d, (n, count), f"{d}")
+        print([{"y": count, "b": x}])
+    return x
+
+
 def vector_print(v):
     if v.sum() > 0:
         print("v =", v)
@@ -187,6 +200,7 @@ PROGRAMS = [
     (counter_repr, [(3,), (5,)]),
     (top_level_print, [(1.0,), (2.0,)]),
     (deferred_methods, [(3.0,), (41.0,)]),
+    (containers_print, [(2.0, jnp.int32(3)), (-1.0, jnp.int32(1))]),
     (vector_print, [(np.array([1.0, 2.0], np.float32),), (np.array([-1.0, 0.5], np.float32),)]),
     (policy_iteration, [(jnp.zeros(3), 0.9), (jnp.zeros(3), 0.5)]),
     (sinkhorn, [(_P, _P, _M, 1.0), (_P, _P, _M, 0.05)]),

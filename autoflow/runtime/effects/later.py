@@ -67,8 +67,9 @@ from .checks import _Check, _raise, fail
 def host_value(value, weak):
     """A run-time value as the user's code would hold it in eager Python.
 
-    An integer or boolean scalar comes back as a Python ``int``/``bool``
-    (mostly a loop counter, which Python holds as an ``int``). A weakly typed
+    A weakly typed integer scalar comes back as a Python ``int`` (a loop counter,
+    ``len(...)``, ``int(x)``, which Python holds as an ``int``); a boolean as a Python
+    ``bool`` (JAX has no weakly typed booleans). A weakly typed
     float scalar stands for a Python ``float`` (an argument passed as one): it
     comes back as the Python float that prints as its float32 does (``0.1``,
     not ``0.10000000149011612``). Anything else is the JAX array the callback
@@ -81,7 +82,7 @@ def host_value(value, weak):
     kind = v.dtype.kind
     if kind == "b":
         return builtins.bool(v)
-    if kind in "iu":
+    if kind in "iu" and weak:
         return builtins.int(v)
     if not weak:
         return value
@@ -96,6 +97,28 @@ def host_value(value, weak):
 # Strings made at run time
 # ---------------------------------------------------------------------------
 
+class _InOrder:
+    """A dict of an effect's or a ``Deferred``'s arguments, flattened in its own key order
+    (JAX flattens a dict by sorted keys, and builds it again so: ``print(d)`` showed them
+    sorted; keys of mixed types, ``{"a": x, 3: 1}``, JAX cannot sort at all)."""
+
+    def __init__(self, keys, values):
+        self.keys, self.values = tuple(keys), tuple(values)
+
+
+jax.tree_util.register_pytree_node(
+    _InOrder, lambda d: (d.values, d.keys), lambda keys, values: _InOrder(keys, values))
+
+
+def _in_order(x):
+    """``x`` with each dict in it (in lists, tuples and dicts) an ``_InOrder``."""
+    if type(x) is dict:
+        return _InOrder(x.keys(), (_in_order(v) for v in x.values()))
+    if type(x) in (list, tuple):
+        return type(x)(_in_order(v) for v in x)
+    return x
+
+
 class Deferred:
     """``fn(*args, **kwargs)``, a string made when the compiled code runs
     because some of ``args`` are traced. A pytree (its traced values are
@@ -104,7 +127,7 @@ class Deferred:
     __slots__ = ("fn", "args", "kwargs")
 
     def __init__(self, fn, args, kwargs=None):
-        self.fn, self.args, self.kwargs = fn, tuple(args), kwargs or {}
+        self.fn, self.args, self.kwargs = fn, tuple(_in_order(a) for a in args), kwargs or {}
 
     def __repr__(self):
         return f"<a string made when the compiled code runs: {self.fn!r}>"
@@ -148,6 +171,8 @@ def resolve(tree):
         return {k: resolve(v) for k, v in tree.items()}
     if type(tree) is _Holder:
         return tree.obj
+    if type(tree) is _InOrder:
+        return {k: resolve(v) for k, v in zip(tree.keys, tree.values)}
     if type(tree) is Thunk and _holds_deferred(tree):
         fn = tree.fn
         cells = tuple(_cell_value(c) for c in fn.__closure__)
@@ -326,7 +351,7 @@ def later(fn, args=(), kwargs=None, site=None, when=None, check=False, raises=Fa
         return None
     if raises and when is None and (checks._fast_checks_here() or _held_here()):
         when = True
-    args = tuple(_held(a) for a in args)
+    args = tuple(_in_order(_held(a)) for a in args)
     leaves, tree = jax.tree_util.tree_flatten((args, kwargs or {}),
                                               is_leaf=lambda x: x is None)
     where = [i for i, x in builtins.enumerate(leaves) if isinstance(x, Tracer)]

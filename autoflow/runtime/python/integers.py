@@ -66,6 +66,9 @@ _NOTE = ("Enable 64-bit integers (`jax.config.update('jax_enable_x64', True)`) i
 
 
 def _too_large(name, args, dtype, site, note=_NOTE):
+    # (the integers the message shows as Python's: `math.factorial(13)`)
+    args = tuple(builtins.int(a) if np.ndim(a) == 0 and np.asarray(a).dtype.kind in "iu" else a
+                 for a in args)
     try:
         value = getattr(math, name)(*args)
     except (ValueError, TypeError):  # (reported by its own check first)

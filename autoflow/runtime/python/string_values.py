@@ -33,6 +33,11 @@ def _traced(x):
 
 
 def _any_traced(tree):
+    # (dicts walked here: JAX cannot sort keys of mixed types, `{"a": x, 3: 1}`)
+    if type(tree) is dict:
+        return builtins.any(_any_traced(v) for v in tree.values())
+    if type(tree) in (list, tuple):
+        return builtins.any(_any_traced(v) for v in tree)
     return builtins.any(_traced(x) for x in jax.tree_util.tree_leaves(tree))
 
 
