@@ -7,6 +7,8 @@ differentiated (``jax.hessian`` traces through ``vmap``), finite differences
 of the eager gradient are the oracle.
 """
 
+import math
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -439,3 +441,33 @@ def test_grad_of_vmap_where_a_finished_lane_would_leave_the_body_s_domain(lanes)
     shared = jax.jit(jax.grad(lambda c: jnp.sum(jax.vmap(f, (0, None))(xs, c))))(1.0)
     want = sum(float(jax.grad(_shrink, argnums=1)(float(x), 1.0)) for x in xs)
     np.testing.assert_allclose(shared, want, rtol=1e-5)
+
+
+def _shows_its_value(x):
+    print(f"x={x:.2f}", x, (x,), f"{x}")
+    assert x > 0, f"x must be positive, got {x}"
+    return x * 2 + math.floor(x) + float(x) + math.sqrt(x)
+
+
+def test_grad_without_jit_formats_and_converts_as_jit_does(capsys):
+    # JAX refuses a format spec, `float()` and `math.sqrt` of the value `jax.grad`
+    # differentiates without `jit` (it knows the value: a concrete tracer); autoflow gives
+    # what it gives under `jit(grad)`: the value printed, a traced cast
+    x = jnp.float32(2.5)
+    capsys.readouterr()
+    _shows_its_value(x)
+    eager = capsys.readouterr().out
+    f = autoflow.convert(_shows_its_value)
+    staged = jax.jit(jax.grad(f))(x)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == eager
+    got = jax.grad(f)(x)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == eager
+    np.testing.assert_allclose(got, staged, rtol=1e-6)
+    _, tangent = jax.jvp(f, (x,), (jnp.float32(1.0),))
+    jax.effects_barrier()
+    assert capsys.readouterr().out == eager
+    np.testing.assert_allclose(tangent, staged, rtol=1e-6)
+    with pytest.raises(AssertionError, match="x must be positive, got -1.0"):
+        jax.grad(f)(jnp.float32(-1.0))

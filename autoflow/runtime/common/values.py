@@ -236,6 +236,13 @@ def any_traced(tree) -> bool:
     return any(is_traced(x) for x in jax.tree_util.tree_leaves(tree))
 
 
+def any_tracer(tree) -> bool:
+    """Does the pytree ``tree`` hold a tracer, concrete ones included (``jax.grad``
+    without ``jit``, where JAX refuses ``float()``, ``math.sqrt`` and format specs of
+    the value it differentiates, as it does under ``jit``)?"""
+    return any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
 def is_leaf(x):
     return x is None or isinstance(x, Undefined)
 

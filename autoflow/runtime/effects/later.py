@@ -202,7 +202,11 @@ def sketch(deferred):
     """The string ``deferred`` will be, with each traced value shown as its type
     (``"bad <traced float32[]>"``): what a message raised while tracing can say."""
     def leaf(x):
-        return _Sketched(x) if isinstance(x, Tracer) else x
+        if not isinstance(x, Tracer):
+            return x
+        # (a concrete tracer, `jax.grad` without `jit`: its value, as the string will show)
+        value = jx.concrete_value(x)
+        return _Sketched(x) if value is None else host_value(value, is_weak(x))
     return resolve(jax.tree_util.tree_map(leaf, deferred))
 
 

@@ -64,7 +64,7 @@ from .jit import is_jit_wrapper, jit_options
 from .paths import CHECKED, FULL_RANGE, MIN_JAX, NEWEST_TESTED, PATHS, Path, lost, path, primitives, recheck, version
 from .texts import JAX_TEXTS, jax_error_argument, jax_error_wants_shape, jax_text, matches_jax_error, shows_tracer
 from .traces import (Tracer, check_custom_rules, check_reverse_mode, check_trace_thunk, current_trace, hide_frames_of,
-                     encloses, is_concrete, is_constant, is_linearize_tracer, is_linearizing, is_symbolic_dim, of_current_trace,
+                     encloses, concrete_value, is_concrete, is_constant, is_linearize_tracer, is_linearizing, is_symbolic_dim, of_current_trace,
                      of_traces_around,
                      partially_evaluated,
                      parent_trace, source_here, trace_thunk_problem, tracing, use_public_trace_thunk)
@@ -110,7 +110,7 @@ __all__ = [
     "closed", "consts_as_inputs", "convert_weak", "current_trace", "dce_for_display", "encloses", "default_partial_eval",
     "dot_contracting_dims", "eval_inlined", "eval_jaxpr", "eval_without", "has_effects", "hide_frames_of", "hijax",
     "hijax_prim_of", "install_low_staging", "install_remat_rule", "internal_error", "interrupted_in_callback",
-    "is_batched", "is_concrete", "is_constant", "is_drop_var", "is_high", "is_jit_wrapper", "is_linearize_tracer",
+    "concrete_value", "is_batched", "is_concrete", "is_constant", "is_drop_var", "is_high", "is_jit_wrapper", "is_linearize_tracer",
     "is_linearizing", "is_runtime_error", "is_symbolic_dim", "jax_error_argument", "jax_error_wants_shape",
     "jax_text", "jaxprs", "jit", "jit_options", "linear_values", "live_equations", "is_probe_axis", "lost", "matches_jax_error", "name_primitives", "new_eqn",
     "of_current_trace", "of_traces_around", "output_sources", "parent_trace", "partially_evaluated", "path", "paths", "primitive_of", "primitives", "probe_axis", "raised_in_callback",

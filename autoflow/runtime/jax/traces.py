@@ -55,6 +55,16 @@ def is_concrete(x) -> bool:
     return _core.is_concrete(x)
 
 
+def concrete_value(x):
+    """The value of the concrete tracer ``x`` (``jax.grad`` without ``jit``), or None where
+    it has none or this JAX does not say (what shows it falls back to its type)."""
+    get = getattr(_core, "to_concrete_value", None)
+    try:
+        return None if get is None or not _core.is_concrete(x) else get(x)
+    except Exception:  # noqa: BLE001 - (no value to show: its type instead)
+        return None
+
+
 def tracing() -> bool:
     """Is a JAX transformation (jit, vmap, grad...) tracing right now?"""
     return not _core.trace_ctx.is_top_level()

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from ...core.origin import user_site
 from ..loops.ranges import TracedRange
 from .string_values import String
-from ..common.values import any_traced, as_pred_vec, as_pred, is_array_like, is_traced, concrete_truth as _truth
+from ..common.values import Tracer, any_traced, as_pred_vec, as_pred, is_array_like, is_traced, concrete_truth as _truth
 from .comprehensions import Filtered, RangeItems, _filtered_extreme, _range_fold
 
 
@@ -432,7 +432,8 @@ def _item_preds(items):
 
 
 def _cast(name, x, dtype):
-    if is_traced(x) and np.size(x) == 1:
+    # (`float()` of a concrete tracer too: JAX refuses it under `jax.grad` without `jit`)
+    if (is_traced(x) or name == "float" and isinstance(x, Tracer)) and np.size(x) == 1:
         x = jnp.asarray(x).reshape(())
         if name == "bool":
             return as_pred(x)

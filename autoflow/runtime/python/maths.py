@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..common.values import any_traced
+from ..common.values import any_tracer
 
 
 def _math_table():
@@ -33,7 +33,7 @@ def math_call(f, args, kwargs):
     ``math.gcd``, ``comb``... of integers: ``runtime.python.integers``); ``NotImplemented``
     for any other call (the caller calls ``f``)."""
     hit = MATH.get(id(f))
-    if hit is None or hit[0] is not f or not any_traced((args, kwargs)):
+    if hit is None or hit[0] is not f or not any_tracer((args, kwargs)):
         return NotImplemented
     out = hit[1](*args, **kwargs)
     # (weakly typed, as the Python number `math` gives is: it adapts to the array it meets)

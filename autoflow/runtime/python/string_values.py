@@ -17,7 +17,7 @@ import numpy as np
 from ...core.origin import message, user_site
 from ...errors import ConversionError
 from ..effects.later import Deferred, sketch
-from ..common.values import Tracer, is_traced
+from ..common.values import Tracer
 
 
 # A String's characters as a ``Text`` (``text.Text``, a subclass of ``String``) and what
@@ -29,7 +29,9 @@ _I32 = jnp.int32
 
 
 def _traced(x):
-    return isinstance(x, Tracer) and is_traced(x)
+    # (a concrete tracer too, `jax.grad` without `jit`: its text is the tracer's, and JAX
+    # refuses its format specs; its string is made when the value is known, as under `jit`)
+    return isinstance(x, Tracer)
 
 
 def _any_traced(tree):
