@@ -403,6 +403,14 @@ def bound_iterating_an_array(xs, t):
     return m
 
 
+def loop_variable_after_a_break(x):
+    for k in range(200):
+        x = x * 0.5
+        if x < 1.0:
+            break
+    return x, k
+
+
 def _staged_checks(fn, *args):
     """How many effects (host callbacks: prints, run-time checks) ``fn``'s program holds."""
     return len(jax.make_jaxpr(autoflow.convert(fn))(*args).effects)
@@ -430,3 +438,6 @@ def test_what_the_first_iteration_of_a_static_for_binds_is_bound_after_it():
     assert _staged_checks(bound_before_a_break_in_a_for, F(1.0)) == 0
     assert _staged_checks(bound_in_a_static_inner_for, F(2.0)) == 0
     assert _staged_checks(bound_iterating_an_array, xs, F(1.0)) == 0
+    # (the loop variable, with a traced carry from the start: no iteration run as Python)
+    check(loop_variable_after_a_break, F(1000.0), vmap=[(F(0.5),), (F(3.0),)])
+    assert _staged_checks(loop_variable_after_a_break, F(1000.0)) == 0

@@ -531,12 +531,14 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         except _NEEDS_CONCRETE as e:
             log.debug("autoflow: loop at %s staged from its peeled state (%s)", site(), e)
     try:
-        # (with no `break`, a static trip count of at least one runs the body)
+        # (a static trip count of at least one whose first test, the `break` and `return`
+        # flags the rewriter made, holds as Python runs the body)
+        runs = seq.length > start and (test is None or concrete_truth(
+            test(*state), caller_site, what="loop condition") is True)
         out = _loop_with_state("for", unpack(state), names, shared, step=step, cond_fn=cond_fn,
                           start=start, length=seq.length - start, unroll=unroll,
                           max_iterations=max_iterations, checkpoints=checkpoints, memo=body,
-                          lanes=lanes, debug_loops=debug_loops,
-                          runs=test is None and seq.length > start)
+                          lanes=lanes, debug_loops=debug_loops, runs=runs)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:
