@@ -188,7 +188,7 @@ def _reaches_a_raise(code, lines) -> bool:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if _zero_trip_read(n) or _table_read(n) or _loop_dict_key(n):
+        if _zero_trip_read(n) or _table_read(n) or _loop_dict_key(n) or _divided_carry(n):
             return True
         stringy = _makes_strings(n)
         for sub in ast.walk(n):
@@ -244,6 +244,36 @@ def _zero_trip_read(fn) -> bool:
             # earlier iteration's value) or on its line (`m = m + 1`)
             if any(n.id == name and (n.lineno > end or loop.lineno < n.lineno <= first)
                    for n in loads):
+                return True
+    return False
+
+
+def _divided_carry(fn) -> bool:
+    """Does a ``while`` loop, or a ``for`` over ``range(...)``, in ``fn`` divide a variable
+    bound before it and assign it the result (``x = x / 2``, ``x /= 2``, ``x = 1 / x``,
+    ``x = x ** 0.5``)? Of an integer array that is a float carried from the first
+    iteration on, and where the loop runs no iteration autoflow's error when the compiled
+    code runs (``runtime.loops.flags._kept_dtypes``). (Not a division of other values:
+    ``p = r + (a / b) * p``, common in numeric loops, keeps ``p``'s dtype.)"""
+    args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    for loop in ast.walk(fn):
+        if not (isinstance(loop, ast.While) or isinstance(loop, ast.For) and isinstance(
+                loop.iter, ast.Call) and getattr(loop.iter.func, "id", None) == "range"):
+            continue
+        before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                         and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
+        for s in (n for b in loop.body for n in ast.walk(b)):
+            if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Div, ast.Pow)):
+                targets, value = [s.target], None
+            elif isinstance(s, ast.Assign):
+                targets, value = s.targets, s.value
+            else:
+                continue
+            names = {t.id for t in targets if isinstance(t, ast.Name) and t.id in before}
+            if names and (value is None or any(
+                    isinstance(o, ast.BinOp) and isinstance(o.op, (ast.Div, ast.Pow))
+                    and any(isinstance(v, ast.Name) and v.id in names for v in (o.left, o.right))
+                    for o in ast.walk(value))):
                 return True
     return False
 

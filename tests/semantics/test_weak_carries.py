@@ -328,12 +328,14 @@ def test_a_carry_whose_dtype_the_body_changes():
     assert halve_while_large(I(2 ** 24 + 1)).dtype == jnp.float32  # (the oracle: runs)
     assert halve_while_large(I(7)).dtype == jnp.int32  # (the oracle: runs no iteration)
     said = r"ran no iteration, so `x` \(int32\[\] before it, float32\[\] after an iteration\)"
-    with pytest.raises(Exception, match=said):
+    with pytest.raises(autoflow.ConversionError, match=said):
         jax.block_until_ready(autoflow.jit(halve_while_large)(I(7)))
     with pytest.raises(Exception, match=said):
         jax.block_until_ready(jax.jit(jax.vmap(autoflow.convert(halve_while_large)))(
             jnp.array([5000, 7], jnp.int32)))
-    with pytest.raises(Exception, match=said):
+    with pytest.raises(autoflow.ConversionError, match=said):
         jax.block_until_ready(autoflow.jit(halve_over_a_traced_range)(I(2 ** 24 + 1), I(0)))
+    with pytest.raises(Exception, match=said):  # (JAX's JaxRuntimeError, the message in it)
+        jax.block_until_ready(jax.jit(autoflow.convert(halve_while_large))(I(7)))
     # (a Python number before the loop takes the loop's dtype, as in JAX arithmetic)
     assert autoflow.jit(halve_while_large)(7) == 7
