@@ -263,6 +263,7 @@ def _divided_carry(fn) -> bool:
         before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
                          and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
         for s in (n for b in loop.body for n in ast.walk(b)):
+            targets: list[ast.expr]
             if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Div, ast.Pow)):
                 targets, value = [s.target], None
             elif isinstance(s, ast.Assign):
