@@ -218,9 +218,6 @@ def _zero_trip_read(fn) -> bool:
         return False
     if any(names(loop, ast.Del) for loop in loops):
         return True
-    args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
-    # (`y: float` alone binds nothing)
-    declared = {id(n.target) for n in ast.walk(fn) if isinstance(n, ast.AnnAssign) and n.value is None}
     for loop in loops:
         body = [s for case in loop.cases for s in case.body] if isinstance(loop, ast.Match) \
             else loop.body
@@ -231,9 +228,7 @@ def _zero_trip_read(fn) -> bool:
             inside |= set().union(set(), *(names(s, ast.Store) for s in loop.orelse))
             always = _always([loop])
             inside = set() if always is None else inside - always
-        before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
-                         and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno
-                         and id(n) not in declared}
+        before = _bound_before(fn, loop.lineno)
         end = loop.end_lineno or loop.lineno
         loads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
         for name in inside - before:
@@ -248,6 +243,15 @@ def _zero_trip_read(fn) -> bool:
     return False
 
 
+def _bound_before(fn, line) -> set:
+    """The names ``fn``'s text binds above ``line``: its parameters and what it assigns
+    (``y: float`` alone binds nothing)."""
+    declared = {id(n.target) for n in ast.walk(fn) if isinstance(n, ast.AnnAssign) and n.value is None}
+    return {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        and n.lineno < line and id(n) not in declared}
+
+
 def _divided_carry(fn) -> bool:
     """Does a ``while`` loop, or a ``for`` over ``range(...)``, in ``fn`` divide a variable
     bound before it and assign it the result (``x = x / 2``, ``x /= 2``, ``x = 1 / x``,
@@ -255,13 +259,11 @@ def _divided_carry(fn) -> bool:
     iteration on, and where the loop runs no iteration autoflow's error when the compiled
     code runs (``runtime.loops.flags._kept_dtypes``). (Not a division of other values:
     ``p = r + (a / b) * p``, common in numeric loops, keeps ``p``'s dtype.)"""
-    args = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
     for loop in ast.walk(fn):
         if not (isinstance(loop, ast.While) or isinstance(loop, ast.For) and isinstance(
                 loop.iter, ast.Call) and getattr(loop.iter.func, "id", None) == "range"):
             continue
-        before = args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
-                         and isinstance(n.ctx, ast.Store) and n.lineno < loop.lineno}
+        before = _bound_before(fn, loop.lineno)
         for s in (n for b in loop.body for n in ast.walk(b)):
             targets: list[ast.expr]
             if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Div, ast.Pow)):

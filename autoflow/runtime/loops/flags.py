@@ -239,15 +239,20 @@ def _kept_dtypes(entry_state, result, names, ran, site):
                 first = first or (name if len(before) == 1 else None, jnp.result_type(y))
                 break
     if changed:
+        name, dtype = first
+        cast = f"`{name} = {name}.astype(jnp.{np.dtype(dtype).name})`" if name else \
+            f"`.astype(jnp.{np.dtype(dtype).name})`"
         where = site()
-        later.later(_ran_no_iteration, (where, ", ".join(changed), *first), site=where,
-                    when=jnp.logical_not(ran))
+        later.later(_ran_no_iteration, (where, ", ".join(changed), "dtype",
+                                        f"Give it the loop's dtype before the loop ({cast})"),
+                    site=where, when=jnp.logical_not(ran))
 
 
-def _ran_no_iteration(site, what, name, dtype):
-    cast = f"`{name} = {name}.astype(jnp.{np.dtype(dtype).name})`" if name else \
-        f"`.astype(jnp.{np.dtype(dtype).name})`"
+def _ran_no_iteration(site, what, kept, fix):
+    """A traced loop that ran no iteration, whose carries ``what`` would keep the
+    ``kept`` ("shape", "dtype") they had before it: autoflow's error (``fix``: what to
+    write instead), when the compiled code runs."""
     raise ConversionError(message(
-        site, f"this traced loop ran no iteration, so {what} would keep the dtype it had "
+        site, f"this traced loop ran no iteration, so {what} would keep the {kept} it had "
         "before the loop, which the compiled loop cannot give",
-        f"Give it the loop's dtype before the loop ({cast}), or make sure the loop runs."))
+        f"{fix}, or make sure the loop runs."))

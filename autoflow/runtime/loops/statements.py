@@ -41,6 +41,7 @@ from ..effects import later, path_condition, unset
 from ..common.carries import caller_site, free_names, pack, unpack, with_state
 from ..cond.statements import traced_if
 from .body import CarryShapeError
+from .flags import _ran_no_iteration
 from . import packed
 from .staging import stage_loop
 from .ranges import TracedRange, range  # noqa: A004, F401 - (runtime.range)
@@ -252,17 +253,11 @@ def _peel(e, state, n, names, shared, step, cond_fn, kwargs):
     out = traced_if(pred, ran, skipped, pack(state, n), names, shared)
     what = ", ".join(f"`{label}` ({describe(before)} before it, {describe(after)} after an "
                      "iteration)" for _, label, before, after in e.reshaped)
-    later.later(_ran_no_iteration, (e.site, what), site=e.site,
-                when=jnp.logical_not(pred))
+    later.later(_ran_no_iteration, (e.site, what, "shape",
+                                    "Give the variable the shape the loop gives it before the "
+                                    "loop (e.g. `jnp.zeros(shape)`)"),
+                site=e.site, when=jnp.logical_not(pred))
     return unpack(pack(out, n))
-
-
-def _ran_no_iteration(site, what):
-    raise ConversionError(message(
-        site, f"this traced loop ran no iteration, so {what} would keep the shape it had "
-        "before the loop, which the compiled loop cannot give",
-        "Give the variable the shape the loop gives it before the loop "
-        "(e.g. `jnp.zeros(shape)`), or make sure the loop runs."))
 
 
 def while_stmt(test, body, init, names, *, max_iterations=None, state=None, checkpoints=None,
@@ -509,8 +504,10 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
     if start >= seq.length:
         events.note("for", "python")
         return unpack(state)
-    if start and test is not None and concrete_truth(test(*state), caller_site,
-                                            what="loop condition") is False:
+    # (the first test staged: the `break` and `return` flags the rewriter made, as Python)
+    going = True if test is None else concrete_truth(test(*state), caller_site,
+                                                     what="loop condition")
+    if start and going is False:
         # the peeled iteration left the loop (a `break` or `return` taken as Python)
         events.note("for", "python")
         return unpack(state)
@@ -531,14 +528,12 @@ def for_stmt(iterable, body, init, names, test=None, *, max_iterations=None, sta
         except _NEEDS_CONCRETE as e:
             log.debug("autoflow: loop at %s staged from its peeled state (%s)", site(), e)
     try:
-        # (a static trip count of at least one whose first test, the `break` and `return`
-        # flags the rewriter made, holds as Python runs the body)
-        runs = seq.length > start and (test is None or concrete_truth(
-            test(*state), caller_site, what="loop condition") is True)
+        # (a static trip count of at least one whose first test holds runs the body)
         out = _loop_with_state("for", unpack(state), names, shared, step=step, cond_fn=cond_fn,
                           start=start, length=seq.length - start, unroll=unroll,
                           max_iterations=max_iterations, checkpoints=checkpoints, memo=body,
-                          lanes=lanes, debug_loops=debug_loops, runs=runs)
+                          lanes=lanes, debug_loops=debug_loops,
+                          runs=seq.length > start and going is True)
         events.note("for", "lax.fori_loop" if cond_fn is None else "lax.while_loop")
         return out
     except _NEEDS_CONCRETE as e:
