@@ -50,6 +50,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -491,6 +492,18 @@ def run(items, workers=1, timeout=TIMEOUT, log=None):
         if log is not None:
             log(o)
 
+    try:
+        _run_workers(workers, todo, procs, lines, start, record, timeout, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for o in results:
+        o.source = generate(o.seed)
+    return results
+
+
+def _run_workers(workers, todo, procs, lines, start, record, timeout, tmp):
+    import queue
+
     for k in range(workers):
         start(k)
     while procs:
@@ -522,9 +535,6 @@ def run(items, workers=1, timeout=TIMEOUT, log=None):
                 record(k, Outcome(int(seed), kind, "hang",
                                   f"no result within {timeout:.0f} s{where}"))
                 start(k)
-    for o in results:
-        o.source = generate(o.seed)
-    return results
 
 
 def _stack_file(tmp, pid):

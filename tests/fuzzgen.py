@@ -52,10 +52,12 @@ inputs and classifies the outcome (see ``Outcome``). From the command line::
 from __future__ import annotations
 
 import ast
+import atexit
 import importlib.util
 import os
 import random
 import re
+import shutil
 import sys
 import tempfile
 import traceback
@@ -967,6 +969,7 @@ def load(source, name):
     global _TMP
     if _TMP is None:
         _TMP = tempfile.mkdtemp(prefix="autoflow_fuzz_")
+        atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
     path = os.path.join(_TMP, f"{name}.py")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(source)

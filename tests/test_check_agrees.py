@@ -281,9 +281,14 @@ def reference_rows():
     blocks = [b for b in ALL if b.page == "docs/error-reference.md" and b.lang == "python"
               and b.skip is None and b.source_of is None]
     namespace: dict = {"__name__": "agree_reference"}
-    rows = []
+    rows: list = []
+    with tempfile.TemporaryDirectory(prefix="agree-reference-") as where:
+        _reference_rows(Path(where), page, blocks, namespace, rows)
+    return rows
+
+
+def _reference_rows(folder, page, blocks, namespace, rows):
     real_jit = autoflow.jit
-    folder = Path(tempfile.mkdtemp(prefix="agree-reference-"))
     for block in blocks:
         made = []
 
@@ -320,7 +325,6 @@ def reference_rows():
                 continue
             failed, raised = first_call(fn, args, kwargs, kw)
             rows.append(Row(f"{block.where}:{name}", predicted, failed, said, raised))
-    return rows
 
 
 def agreement():
