@@ -471,3 +471,67 @@ def test_grad_without_jit_formats_and_converts_as_jit_does(capsys):
     np.testing.assert_allclose(tangent, staged, rtol=1e-6)
     with pytest.raises(AssertionError, match="x must be positive, got -1.0"):
         jax.grad(f)(jnp.float32(-1.0))
+
+
+# A value only the loop's test reads, whose derivative is infinite where the loop ends:
+# Python never differentiates it; a backward pass that passed it a zero cotangent
+# multiplied that by the infinite derivative (NaN).
+
+
+def newton_norm(a):
+    x = a
+    err = jnp.float32(1.0)
+    while err > 1e-6:
+        x_new = 0.5 * (x + a / x)
+        err = jnp.linalg.norm(x_new - x)  # exactly 0 at the last step
+        x = x_new
+    return x
+
+
+def newton_sqrt_select(a):
+    x, best = a, a
+    err = jnp.float32(1.0)
+    while err > 1e-6:
+        x_new = 0.5 * (x + a / x)
+        err = jnp.sqrt((x_new - x) ** 2)
+        if err < 1e-3:  # (err reaches x's value through the select's predicate only)
+            best = x_new
+        x = x_new
+    return x + best
+
+
+def newton_past_the_stored_steps(a):
+    x = a
+    err, k = jnp.float32(1.0), 0
+    while err > 1e-6 or k < 150:  # (more steps than the stored ones: checkpointed)
+        x_new = 0.5 * (x + a / x)
+        err = jnp.linalg.norm(x_new - x)
+        x = x_new
+        k += 1
+    return x
+
+
+def newton_returns_err(a):  # (here Python differentiates err too: NaN both ways)
+    x = a
+    err = jnp.float32(1.0)
+    while err > 1e-6:
+        x_new = 0.5 * (x + a / x)
+        err = jnp.linalg.norm(x_new - x)
+        x = x_new
+    return x + err
+
+
+@pytest.mark.parametrize("fn", [newton_norm, newton_sqrt_select, newton_past_the_stored_steps,
+                                newton_returns_err], ids=lambda f: f.__name__)
+def test_a_value_only_the_test_reads_is_not_differentiated(fn):
+    a = jnp.float32(2.0)
+    want = jax.grad(fn)(a)
+    g = autoflow.convert(fn)
+    for how, got in (("jit(grad)", jax.jit(jax.grad(g))(a)),
+                     ("grad(autoflow.jit)", jax.grad(autoflow.jit(fn))(a))):
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=how)
+    lanes = jnp.asarray([2.0, 3.0, 0.5], jnp.float32)
+    want = np.stack([jax.grad(fn)(v) for v in lanes])
+    for how, f in (("jit(vmap(grad))", jax.jit(jax.vmap(jax.grad(g)))),
+                   ("grad(sum(vmap))", jax.jit(jax.grad(lambda v: jax.vmap(g)(v).sum())))):
+        np.testing.assert_allclose(f(lanes), want, rtol=1e-5, err_msg=how)

@@ -343,6 +343,9 @@ FAULTS = {
     "weak types": Fault(_weak_converter_changed, _run_weak,
                         "lax._convert_element_type takes no weak_type"),
     "body inputs": Fault(_new_arg_changed, _run_bound, "DynamicJaxprTrace.new_arg changed"),
+    "symbolic zeros": Fault(lambda m: m.setattr(jx.jaxprs, "_symbolic_zero",
+                                                lambda aval: ("not", "a cotangent")),
+                            _run_grad, "a pullback refuses JAX's symbolic zeros"),
     "remat": Fault(lambda m: m.delattr(_module("jax._src.interpreters.partial_eval"), "ensure_enum"),
                    _run_grad, "partial_eval.ensure_enum deleted"),
     "custom rules": Fault(lambda m: m.setattr(jx.traces, "_CUSTOM_DERIVATIVES",
@@ -494,3 +497,29 @@ def test_private_jax_knowledge_is_in_the_boundary_only():
     named = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
                    if re.search(r"jax\._src|[\"']_src[\"']", path.read_text(encoding="utf-8")))
     assert named == [str(Path("runtime/jax/private.py"))], named
+
+
+def test_a_pullback_that_refuses_symbolic_zeros_is_lost_at_use(boundary):
+    """``symbolic zeros`` is found out where a backward pass first passes one: the path
+    is lost then, said once, and the zeros go as arrays (the gradient as before it)."""
+    monkeypatch, rows = boundary
+    if "symbolic zeros" in jx.lost or not jx.primitives():
+        pytest.skip("this JAX has no symbolic zeros path to lose")
+    rows.append("symbolic zeros")
+    FAULTS["symbolic zeros"].inject(monkeypatch)
+    jax.clear_caches()
+
+    def halve(x):  # (`err` only the test reads: its cotangent is a symbolic zero)
+        err = x
+        while err > 1.0:
+            x = x * 0.5
+            err = jnp.abs(x)
+        return x
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = jax.jit(jax.grad(autoflow.convert(halve)))(jnp.float32(37.0))
+    assert "symbolic zeros" in jx.lost
+    assert _close(got, 1 / 64)
+    ours = [str(w.message) for w in seen if "lacks private APIs" in str(w.message)]
+    assert len(ours) == 1 and "(symbolic zeros: " in ours[0], ours

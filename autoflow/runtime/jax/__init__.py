@@ -57,7 +57,7 @@ from .hijax import (bind, default_partial_eval, eval_without, hijax_prim_of, ins
                     internal_error, is_high, name_primitives, new_eqn, primitive_of, residuals, unname_primitives,
                     use_direct_lowering)
 from .jaxprs import (Missing, closed, consts_as_inputs, convert_weak, dce_for_display, dot_contracting_dims,
-                     eval_inlined, eval_jaxpr, has_effects, is_batched, is_drop_var, linear_values, live_equations, output_sources, probe_axis, is_probe_axis,
+                     eval_inlined, eval_jaxpr, has_effects, is_batched, is_drop_var, linear_values, live_equations, output_sources, probe_axis, pull_sparse, is_probe_axis,
                      subjaxprs, trace_fn,
                      while_cond_jaxpr, with_inputs)
 from .jit import is_jit_wrapper, jit_options
@@ -113,7 +113,7 @@ __all__ = [
     "concrete_value", "is_batched", "is_concrete", "is_constant", "is_drop_var", "is_high", "is_jit_wrapper", "is_linearize_tracer",
     "is_linearizing", "is_runtime_error", "is_symbolic_dim", "jax_error_argument", "jax_error_wants_shape",
     "jax_text", "jaxprs", "jit", "jit_options", "linear_values", "live_equations", "is_probe_axis", "lost", "matches_jax_error", "name_primitives", "new_eqn",
-    "of_current_trace", "of_traces_around", "output_sources", "parent_trace", "partially_evaluated", "path", "paths", "primitive_of", "primitives", "probe_axis", "raised_in_callback",
+    "of_current_trace", "of_traces_around", "output_sources", "parent_trace", "partially_evaluated", "path", "paths", "primitive_of", "primitives", "probe_axis", "pull_sparse", "raised_in_callback",
     "recheck", "residuals", "shows_tracer", "source_here", "subjaxprs", "texts", "trace_fn", "trace_thunk_problem",
     "traces", "tracing", "unname_primitives", "use_direct_lowering", "use_public_trace_thunk", "version",
     "while_cond_jaxpr", "with_inputs", *_LIVE,

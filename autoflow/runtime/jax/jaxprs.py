@@ -178,20 +178,27 @@ def with_inputs(jaxpr, invars):
         return None
 
 
-def output_sources(jaxpr, varying):
+def output_sources(jaxpr, varying, inexact=False):
     """For each output of ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``): ``(k, depends)``, ``k``
     the position of the input it is (None: it is computed, or a literal) and ``depends``
     whether it reads, directly or not, an input at a position in ``varying`` (an equation
-    with jaxprs in it is taken to make each of its outputs read all its inputs)."""
+    with jaxprs in it is taken to make each of its outputs read all its inputs).
+    ``inexact``: read through values of inexact dtypes only (what a cotangent flows
+    through: not a comparison's booleans, a select's predicate, an integer)."""
     if isinstance(jaxpr, ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
     position = {v: k for k, v in enumerate(jaxpr.invars)}
     seen = {v for k, v in enumerate(jaxpr.invars) if k in set(varying)}
     for e in jaxpr.eqns:
         if any(isinstance(v, Var) and v in seen for v in e.invars):
-            seen.update(e.outvars)
+            seen.update(v for v in e.outvars if not inexact or _is_inexact(v))
     return tuple((position.get(v) if isinstance(v, Var) else None,
                   isinstance(v, Var) and v in seen) for v in jaxpr.outvars)
+
+
+def _is_inexact(v) -> bool:
+    dtype = getattr(getattr(v, "aval", None), "dtype", None)
+    return dtype is not None and jax.numpy.issubdtype(dtype, jax.numpy.inexact)
 
 
 def is_drop_var(v) -> bool:
@@ -302,6 +309,43 @@ def convert_weak(x, dtype):
     if _convert_weak is None:
         return jax.lax.convert_element_type(x, dtype)
     return _convert_weak(x, dtype, weak_type=True)
+
+
+# -- symbolic zero cotangents --------------------------------------------------------
+
+
+def _symbolic_zero(aval):
+    """JAX's symbolic zero cotangent of ``aval``'s values (``symbolic zeros``)."""
+    return Zero(aval.to_ct_aval())
+
+
+@_check("symbolic zeros")
+def _check_symbolic_zeros():
+    def pulled(x):
+        _, pull = jax.vjp(lambda v: (v, jax.numpy.sqrt(v)), x)
+        return pull((x, _symbolic_zero(typeof(x))))
+    try:
+        jax.make_jaxpr(pulled)(np.float32(0.0))
+    except Exception as e:  # noqa: BLE001
+        return _lose("symbolic zeros", _why(e))
+    return None
+
+
+def pull_sparse(pullback, cts, zero):
+    """``pullback(cts)`` (``pullback`` a function ``jax.vjp`` returned, ``cts`` a tuple),
+    the cotangents where ``zero`` holds passed as JAX's symbolic zeros: the pullback
+    leaves out what it would have multiplied them by, as JAX's reverse mode does for a
+    value nothing differentiates (a zero times an infinite derivative, a norm's at
+    zero, is NaN). Where this JAX's pullbacks refuse them (0.4.38: "unexpected tree
+    structure"), the path is lost (said then) and the zeros are passed as arrays."""
+    if not any(zero) or "symbolic zeros" in lost or Zero is Missing:
+        return pullback(cts)
+    try:
+        sparse = tuple(_symbolic_zero(typeof(c)) if z else c for c, z in zip(cts, zero))
+        return pullback(sparse)
+    except (TypeError, ValueError, AttributeError) as e:
+        _lose_late("symbolic zeros", _why(e))
+    return pullback(cts)
 
 
 # -- JAX's own loop and conditional primitives, bound with jaxprs already traced ------

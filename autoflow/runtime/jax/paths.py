@@ -147,6 +147,15 @@ PATHS = (
          "0.6.2-0.12", "a second trace of the body",
          "a loop whose body binds a variable on some paths only is traced twice",
          "import"),
+    Path("symbolic zeros",
+         "`ad_util.Zero` passed to a pullback `jax.vjp` returned (JAX's symbolic zero "
+         "cotangent)",
+         "0.10.2 (0.4.38 refuses it)", "the zeros passed as arrays",
+         "jax.grad through a loop that carries a value only its test reads (`err = "
+         "jnp.linalg.norm(x_new - x)` in `while err > tol:`) is NaN where that value's "
+         "derivative is infinite at the last step (a norm or sqrt of zero), where Python's "
+         "is finite",
+         "doctor, at use", primitives_only=True),
     Path("remat",
          "`partial_eval.partial_eval_jaxpr_custom_rules`, `new_jaxpr_eqn`, `ensure_enum`, "
          "`RecomputeType`",

@@ -176,7 +176,7 @@ def after_round(buf, pos, split, free, q, start, t, xq, checkpoints):
     return buf, pos, jnp.where(split, t, jnp.minimum(q, t) - 1)
 
 
-def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
+def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop, zero=()):
     """Reverse steps ``n-1 .. 0``, from the last to the first.
 
     Each round looks at the gap between the step ``t`` to reverse next and the
@@ -208,7 +208,7 @@ def backward(body, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
             return tuple(out[i] for i in fi)
 
         _, pull = jax.vjp(f, tuple(bc[i] for i in fb), tuple(x[i] for i in fi))
-        g_bc, g_x = pull(ct)
+        g_bc, g_x = jx.pull_sparse(pull, ct, zero)
         return g_x, tuple(a + b for a, b in zip(ct_bc, g_bc))
 
     def sweep(args):

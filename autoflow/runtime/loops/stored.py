@@ -260,7 +260,7 @@ def _pullback(plan, rows, consts, bc):
     return jax.tree_util.tree_unflatten(plan.tree, leaves)
 
 
-def _summed(plan, bufs, consts, bc, cts, ct_avals, fb):
+def _summed(plan, bufs, consts, bc, cts, ct_avals, fb, zero=()):
     """``sum over t`` of the constants' part of step ``t``'s pullback at ``cts[t]`` (the
     cotangents fed to it), as one transposition of the steps' linear maps batched
     over ``t`` (a cotangent that is a sum of outer products becomes one product of
@@ -273,7 +273,7 @@ def _summed(plan, bufs, consts, bc, cts, ct_avals, fb):
     def tangents_of_steps(dbc):
         def one(rows):
             def of_step(ct):
-                return _pullback(plan, rows, consts, bc)(ct)[0]
+                return jx.pull_sparse(_pullback(plan, rows, consts, bc), ct, zero)[0]
             ct, = jax.linear_transpose(of_step, ct_specs)(dbc)
             return _pack(ct_groups, ct)
         return jax.vmap(one)(bufs)
@@ -300,7 +300,8 @@ def _pruned(fn, *specs):
     return run
 
 
-def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop):
+def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, loop,
+             zero=()):
     """The cotangents of ``(bc, carry)`` from those of the final carry (``body``: the
     body as the checkpointed backward pass recomputes it, without callbacks).
 
@@ -311,7 +312,7 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
     steps' pullbacks; then the stored steps, by their pullbacks over the stored rows."""
     if not plan.slots:
         return checkpointing.backward(body, bc, saved[0], out_ct, bc_avals, carry_avals,
-                                      checkpoints, loop)
+                                      checkpoints, loop, zero)
     (buf, pos, after), n, bufs, consts = saved
     rows = plan.slots
     fb = [i for i, a in enumerate(bc_avals) if inexact(a)]
@@ -322,7 +323,8 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
     # (summed after each part where a constant is a matrix: its per-step cotangents are
     # outer products; vectors and scalars are summed step by step, as cheaply)
     summed = any(len(bc_avals[i].shape) >= 2 for i in fb) and plan.summed(
-        lambda *a: _summed(plan, *a, ct_avals, fb), tuple(b[:plan.slots] for b in bufs), consts,
+        lambda *a: _summed(plan, *a, ct_avals, fb, zero), tuple(b[:plan.slots] for b in bufs),
+        consts,
         bc, ct_avals)
 
     def fill(x, p, k, lo, bufs):
@@ -343,7 +345,7 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
             row = t - start - j
             pull = _pullback(plan, [lax.dynamic_index_in_dim(b, row, 0, keepdims=False)
                                     for b in bufs], consts, bc)
-            g_bc, g_x = pull(ct)
+            g_bc, g_x = jx.pull_sparse(pull, ct, zero)
             if summed:  # (the constants' part, for all steps of the round: _summed)
                 row = jnp.where(row >= 0, row, rows)  # (a finished lane: the scratch row)
                 return tuple(g_x), tuple(lax.dynamic_update_index_in_dim(b, v, row, 0) for b, v
@@ -378,7 +380,7 @@ def backward(body, plan, bc, saved, out_ct, bc_avals, carry_avals, checkpoints, 
         ct, acc = reverse(t, start, ct, ct_rows() if summed else ct_bc, bufs)
         if summed:  # (the scratch rows left out: a finished lane's writes, under vmap)
             dbc = _summed(plan, tuple(b[:rows] for b in bufs), consts, bc,
-                          tuple(a[:rows] for a in acc), ct_avals, fb)
+                          tuple(a[:rows] for a in acc), ct_avals, fb, zero)
             return ct, tuple(a + g for a, g in zip(ct_bc, dbc))
         return ct, acc
 

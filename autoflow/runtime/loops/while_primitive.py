@@ -251,6 +251,44 @@ class _WhileLoop(Batched, RunsForItsEffects, jx.HiPrimitive):
                 self._body, self.in_avals[1], self.in_avals[2], self.checkpoints)
         return plan
 
+    def zero_cotangents(self, out_zero):
+        """For each inexact carry, in order: is its cotangent zero at every step of the
+        backward pass? ``out_zero``: for each carry, whether the cotangent of the loop's
+        result is JAX's symbolic zero (nothing after the loop differentiates it). Such a
+        carry's cotangent stays zero through the steps where no carry that is
+        differentiated reads it (``err`` in ``while err > tol: ...; err =
+        jnp.linalg.norm(x_new - x)``: only the test reads it). The steps' pullbacks take
+        these as symbolic zeros (``jx.pull_sparse``), and do not multiply them by the
+        body's derivatives: a norm's at zero is infinite, and the product NaN, where
+        Python, which never differentiates ``err``, gives a finite gradient."""
+        fi = _floats(self.in_avals[2])
+        zero = {i for i in fi if out_zero[i]}
+        if zero:
+            reads = self._carries_read()
+            changed = True
+            while changed:
+                changed = False
+                for j in fi:
+                    if j not in zero and reads[j] & zero:
+                        zero -= reads[j]
+                        changed = True
+        return tuple(i in zero for i in fi)
+
+    def _carries_read(self):
+        """For each carry: the inexact carries its next value reads through inexact
+        values (the way a cotangent flows back), directly or not."""
+        reads = self.__dict__.get("_reads")
+        if reads is None:
+            jaxpr = jx.closed(self.body_jaxpr).jaxpr
+            nbc, nx = len(self.in_avals[1]), len(self.in_avals[2])
+            got = [set() for _ in range(nx)]
+            for k in _floats(self.in_avals[2]):
+                for j, (_, depends) in enumerate(jx.output_sources(jaxpr, (nbc + k,), inexact=True)):
+                    if depends:
+                        got[j].add(k)
+            reads = self.__dict__["_reads"] = tuple(frozenset(r) for r in got)
+        return reads
+
     def vjp_fwd(self, nzs_in, cc, bc, carry):
         out, saved = stored.forward(self._cond, self._body, self.stored_plan, cc, bc,
                                     tuple(carry), self.checkpoints, self.loops())
@@ -259,10 +297,11 @@ class _WhileLoop(Batched, RunsForItsEffects, jx.HiPrimitive):
     def vjp_bwd_retval(self, res, out_ct):
         cc, bc, saved = res
         carry_avals = self.in_avals[2]
+        zero = self.zero_cotangents(tuple(isinstance(t, jx.Zero) for t in out_ct))
         out_ct = instantiate(out_ct, carry_avals)
         ct_bc, ct_carry = stored.backward(self._recompute, self.stored_plan, bc, saved, out_ct,
                                           self.in_avals[1], carry_avals, self.checkpoints,
-                                          self.reverse_loops())
+                                          self.reverse_loops(), zero)
         def zero(a):
             return jx.Zero(a.to_ct_aval())
         return (tuple(zero(a) for a in self.in_avals[0]), ct_bc, ct_carry)
@@ -366,13 +405,15 @@ class _LoopTangent(jx.HiPrimitive):
         loop = self.loop.quiet()
         _, bc_av, x_av = self.loop.in_avals
         ct = [jnp.zeros(a.shape, a.to_tangent_aval().dtype) for a in x_av]
+        out_zero = [True for _ in x_av]
         for i, t, a in zip(self.fi, out_ct, self.out_aval):
             ct[i] = jnp.zeros(a.shape, a.dtype) if isinstance(t, jx.Zero) else t
+            out_zero[i] = isinstance(t, jx.Zero)
         _, saved = stored.forward(loop._cond, loop._body, loop.stored_plan, tuple(cc), tuple(bc),
                                   tuple(x), loop.checkpoints, loop.loops())
         ct_bc, ct_x = stored.backward(loop._recompute, loop.stored_plan, tuple(bc), saved,
                                       tuple(ct), bc_av, x_av, loop.checkpoints,
-                                      loop.reverse_loops())
+                                      loop.reverse_loops(), loop.zero_cotangents(out_zero))
         for accs, grads, at in ((tb_acc, ct_bc, self.fb), (tx_acc, ct_x, self.fi)):
             for acc, i in zip(accs, at):  # (an operand that is not linear: no accumulator)
                 if hasattr(acc, "accum") and not isinstance(grads[i], jx.Zero):
