@@ -150,7 +150,7 @@ PATHS = (
     Path("symbolic zeros",
          "`ad_util.Zero` passed to a pullback `jax.vjp` returned (JAX's symbolic zero "
          "cotangent)",
-         "0.10.2 (0.4.38 refuses it)", "the zeros passed as arrays",
+         "0.10.2 and 0.12.0.1 (0.4.38 refuses it)", "the zeros passed as arrays",
          "jax.grad through a loop that carries a value only its test reads (`err = "
          "jnp.linalg.norm(x_new - x)` in `while err > tol:`) is NaN where that value's "
          "derivative is infinite at the last step (a norm or sqrt of zero), where Python's "
