@@ -112,3 +112,49 @@ def test_what_would_catch_a_traced_raise_is_autoflows_error_not_an_internal_one(
     with pytest.raises(ConversionError, match="would catch it"):
         jax.vmap(autoflow.convert(fn))(jnp.array([1.0, -1.0]))
     assert autoflow.convert(fn)(-1.0) == fn(jnp.float32(-1.0))  # concrete: Python
+
+
+# An iteration run as Python that stages a check (a list item written at a traced index
+# may be out of range: Python's IndexError) and then `break`s on a traced condition: the
+# rest of the loop starts from its test on the state that iteration left (it began from
+# the test before the iteration, and ran a second one).
+
+
+def write_then_break(x, i):
+    out = [0.0, 0.0, 0.0, 0.0]
+    j = 0
+    while j < 2:
+        print("body", j)
+        if x > j:
+            out[i] = out[i] + 1.0
+            break
+        j += 1
+    return out
+
+
+def indexed_by_outer_for(x):
+    out = [0.0, 0.0, 0.0, 0.0]
+    for i in range(2):
+        j = 0
+        while j < 2:
+            if x > j:
+                out[2 * i + j] = 1.0
+                return out
+            j += 1
+    return out
+
+
+def test_the_loop_goes_on_from_its_test_after_an_iteration_that_staged_a_check(capsys):
+    for x in (1.5, 0.5, -1.0):
+        want = write_then_break(jnp.float32(x), 0)
+        printed = capsys.readouterr().out
+        got = autoflow.jit(write_then_break)(jnp.float32(x), jnp.int32(0))
+        jax.effects_barrier()
+        assert [float(v) for v in got] == [float(v) for v in want], x
+        assert capsys.readouterr().out == printed, x
+        assert [float(v) for v in autoflow.jit(indexed_by_outer_for)(jnp.float32(x))] == \
+            [float(v) for v in indexed_by_outer_for(jnp.float32(x))], x
+    xs = jnp.array([1.5, 0.5, -1.0])
+    lanes = jax.vmap(autoflow.convert(indexed_by_outer_for))(xs)
+    for k, x in enumerate(xs):
+        assert [float(v[k]) for v in lanes] == [float(v) for v in indexed_by_outer_for(x)]

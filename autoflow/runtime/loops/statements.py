@@ -306,7 +306,14 @@ def while_stmt(test, body, init, names, *, max_iterations=None, state=None, chec
             if last.effects and path_condition.raises_staged() != gates:
                 # The iteration staged a `raise` on a traced condition: whether the loop
                 # goes on is known when the compiled code runs (Python would stop
-                # there). Stage the rest of it (it stops where the `raise` fires).
+                # there). Stage the rest of it (it stops where the `raise` fires), from
+                # its test on the state that iteration left (Python's next step).
+                tested = later.count.staged
+                with watch() as in_test:
+                    t = test(*state)
+                if concrete_truth(t, caller_site, what="loop condition") is False:
+                    events.note("while", "python")
+                    return unpack(state)
                 break
     events.note("while", "lax.while_loop" if max_iterations is None else "lax.scan (bounded)")
     kwargs = dict(step=lambda k, s: unpack(pack(body(*pack(s, n)), n)),
