@@ -240,7 +240,7 @@ def _python_state(fn, reader) -> list[traced.Problem]:
     traced); a list appended to on one path of a traced ``if`` only."""
     out = []
     found = list(_calls_on(fn.body, _STATE_METHODS))
-    if not found:
+    if not found and not any(_numpy_made(n) for n in traced._local_walk(fn.body)):
         return out
 
     def calls(stmts, methods):  # (those of `found` inside `stmts`: one walk in all)
@@ -258,7 +258,8 @@ def _python_state(fn, reader) -> list[traced.Problem]:
         kind, what = traced._stmt_kind(s), "loop" if loop else "`if`"
         said = None
         counted = not loop or reader.traced_count(s)  # (else it may run as Python, unrolled)
-        for call, name in calls(s.body, _SHRINK) + calls(s.orelse, _SHRINK):
+        test = [s.test] if isinstance(s, ast.While) else []  # (evaluated per iteration too)
+        for call, name in calls(test, _SHRINK) + calls(s.body, _SHRINK) + calls(s.orelse, _SHRINK):
             if not counted or not _bound_before(fn, name, s):
                 continue
             if isinstance(call.func, ast.Name):
@@ -276,12 +277,22 @@ def _python_state(fn, reader) -> list[traced.Problem]:
             if isinstance(s, ast.For) else set()  # (the items of a staged loop: traced)
         for call, name in calls(s.body, ("add",)) + calls(s.orelse, ("add",)) \
                 if said is None else ():
-            if call.args and traced.mentions(call.args[0], reader.traced | items) \
-                    and _set_before(fn, name, s):
+            if not _set_before(fn, name, s):
+                continue
+            if call.args and traced.mentions(call.args[0], reader.traced | items):
                 said = (f"`{name}.add({ast.unparse(call.args[0])})` puts a traced value in a "
                         "set, but a traced value has no hash: use an array of flags "
                         f"(`{name} = {name}.at[i].set(True)`) instead of the set")
-                break
+            else:
+                said = (f"`{name}` (a set) is changed in place inside this traced {what}, "
+                        "whose paths (or body) are traced once each: keep flags in an array "
+                        f"(`{name} = {name}.at[i].set(True)`) instead of the set")
+            break
+        for name in (_numpy_written(s, fn) if said is None else ()):
+            said = (f"`{name}`, a NumPy array made before this traced {what}, is written "
+                    "inside it, whose paths (or body) are traced once each: make it a JAX "
+                    f"array and write `{name} = {name}.at[i].set(v)`")
+            break
         if said is None and not loop:
             grown = {name for _, name in calls(s.body, _GROW)}
             other = {name for _, name in calls(s.orelse, _GROW)}
@@ -294,6 +305,30 @@ def _python_state(fn, reader) -> list[traced.Problem]:
         if said:
             out.append(traced.Problem(s.lineno, s.col_offset, kind, said))
     return out
+
+
+_NUMPY_MAKERS = frozenset("zeros ones empty full array asarray arange zeros_like ones_like "
+                          "empty_like full_like copy".split())
+
+
+def _numpy_written(stmt, fn):
+    """Names written by item (``buf[i] = v``) inside ``stmt`` that are bound, before it,
+    to a NumPy array made there (``np.zeros(...)``, ``numpy.array(...)``)."""
+    written = {t.value.id for n in traced._local_walk(stmt.body + stmt.orelse)
+               if isinstance(n, (ast.Assign, ast.AugAssign))
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+               if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+    return [n.targets[0].id for n in traced._local_walk(fn.body)
+            if isinstance(n, ast.Assign) and n.lineno < stmt.lineno and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and n.targets[0].id in written
+            and _numpy_made(n.value)]
+
+
+def _numpy_made(node) -> bool:
+    """Is ``node`` a call that makes a NumPy array (``np.zeros(3)``)?"""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr in _NUMPY_MAKERS and isinstance(node.func.value, ast.Name) \
+        and node.func.value.id in ("np", "numpy", "onp")
 
 
 def _set_before(fn, name, stmt) -> bool:

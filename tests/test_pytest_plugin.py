@@ -129,3 +129,14 @@ def test_golden_sources_are_read_as_python_reads_them(tmp_path):
     broken.write_text("def h(x)\n    return x\n")
     with pytest.raises(AssertionError, match=r"broken\.py:1:9: SyntaxError"):
         check_conversion(broken, regenerate=True)
+
+
+def test_check_behaviour_takes_a_subclass_of_the_eager_exception(tmp_path):
+    """A variable bound on one path only: Python raises UnboundLocalError, converted
+    code autoflow's UnboundVariableError, a subclass (an `except UnboundLocalError:`
+    catches it): the same behaviour."""
+    from autoflow.testing import check_behaviour
+
+    before = tmp_path / "unit.py"
+    before.write_text("def unit(x):\n    if x > 0:\n        u = x\n    return u\n")
+    check_behaviour(before, {"unit": [(-1.0,), (2.0,)]})

@@ -355,7 +355,8 @@ def nested_free_names(fn) -> set[str]:
 # Methods that change a list, dict or set in place.
 MUTATING_METHODS = frozenset(
     "append extend insert pop remove clear update setdefault popitem sort reverse add "
-    "discard difference_update intersection_update symmetric_difference_update".split())
+    "discard difference_update intersection_update symmetric_difference_update "
+    "appendleft extendleft popleft rotate".split())
 
 
 def _chain(node):
@@ -384,7 +385,10 @@ def shared_state(stmts):
     (``s.x = v``, ``self.n += 1``, ``a.b.c = v``) as attribute nodes;
     ``objects`` the expressions (a name or an attribute chain) whose list,
     dict or set contents are changed in place (``out.append(v)``,
-    ``del d[k]``, ``cfg['a']['b'] = v``). Nested scopes are not entered.
+    ``del d[k]``, ``cfg['a']['b'] = v``). Nested scopes are not entered, but for a
+    lambda of no parameters (a thunk: ``af.and_(a, lambda: stack.pop() > x)``, which
+    the ``logical`` pass makes of ``a and stack.pop() > x``), whose names are the
+    statement's.
     (``x[k] = v`` on a local ``x`` reaches here as ``x = af.setitem(x, k, v)``:
     ``x`` is a carried variable, and ``af.setitem`` copies a list or dict
     inside a staged branch unless the statement manages it.)
@@ -394,7 +398,7 @@ def shared_state(stmts):
         todo = [stmt]
         while todo:
             n = todo.pop()
-            if isinstance(n, SCOPES):
+            if isinstance(n, SCOPES) and not _thunk(n):
                 continue
             a, o = shared_state_node(n)
             for kind, node in a + o:
@@ -404,6 +408,12 @@ def shared_state(stmts):
                     (attrs if kind == "attr" else objects).append(node)
             todo.extend(reversed(list(children(n))))
     return attrs, objects
+
+
+def _thunk(n) -> bool:
+    a = n.args if isinstance(n, gast.Lambda) else None
+    return a is not None and not (a.posonlyargs or a.args or a.vararg or a.kwonlyargs
+                                  or a.kwarg)
 
 
 def _state_target(attrs, objects, t):

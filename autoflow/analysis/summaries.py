@@ -282,7 +282,7 @@ class Summaries:
         todo = [s]
         while todo:
             n = todo.pop()
-            if isinstance(n, SCOPES):
+            if isinstance(n, SCOPES) and not activity._thunk(n):
                 continue
             if n is not s and isinstance(n, gast.stmt):
                 for ev in self._get("state", n, self._state):

@@ -24,3 +24,12 @@ VALUE_METHODS = frozenset("""
     sum swapaxes swapcase symmetric_difference symmetric_difference_update take title
     to_bytes to_device tobytes tofile tolist trace translate transpose union update upper
     values var view zfill""".split())
+
+# Of those, the methods that change the value in place (a list's, dict's, set's, or a
+# NumPy array's: `stack.pop()`, `a.fill(0)`): a call of one is not a pure computation.
+IN_PLACE_METHODS = frozenset("""
+    add append clear difference_update discard extend fill insert intersection_update pop
+    popitem put remove resize reverse setdefault setfield setflags sort
+    symmetric_difference_update update""".split())
+# Python's builtins that change state or advance an iterator.
+STATEFUL_BUILTINS = frozenset("next setattr delattr exec eval input open".split())

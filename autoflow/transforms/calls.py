@@ -40,6 +40,13 @@ from ..core.templates import replace, replace_expr
 from .util import stamp
 
 _SELF_NAMES = ("self", "cls")
+# Library functions that change their arguments or Python's own random state
+# (`heapq.heappush(h, v)`, `operator.setitem(l, i, v)`, `random.random()`,
+# `np.random.rand()`): through `af.call`, so that in a staged branch or loop body the
+# runtime sees what they change (`runtime.python.library_state`).
+# (not a generator's constructor: `np.random.default_rng(seed)`, `random.Random(seed)`)
+_CHANGERS = re.compile(r"(heapq|operator|random|bisect|(np|numpy|onp)\.random)\."
+                       r"(?!default_rng$|[A-Z])\w+$")
 # Library calls of array arithmetic, whose arguments are values, not functions to convert
 _ARITHMETIC = re.compile(r"(jnp|np|numpy|onp|math|lax|jax\.(numpy|lax|random|nn|scipy))\.")
 # JAX functions that take user functions as arguments (matched by the called
@@ -75,6 +82,15 @@ STAGED_BUILTINS = frozenset({"max", "min", "sum", "sorted", "any", "all", "int",
 _VALUE_VOCABULARY = frozenset({"index", "count", "bit_length", "bit_count"})
 
 _CONVERSIONS = {-1: "", 115: "!s", 114: "!r", 97: "!a"}
+
+
+def _dotted(func) -> str:
+    """``a.b.c`` for a chain of attributes on a name; "" for another expression."""
+    parts = []
+    while isinstance(func, gast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    return ".".join([func.id, *reversed(parts)]) if isinstance(func, gast.Name) else ""
 
 
 def _template(joined, values):
@@ -421,6 +437,13 @@ class Calls(Transformer):
         if (self.recursive and isinstance(func, gast.Attribute) and func.attr in _HIGHER_ORDER
                 and isinstance(func.value, (gast.Name, gast.Attribute))):
             node.args = [self._function_arg(a) for a in node.args]
+            return node
+        if self.recursive and isinstance(func, gast.Attribute) \
+                and self._root(func) in self.ctx.library_names \
+                and self.ctx.is_module_name(self._root(func)) \
+                and _CHANGERS.match(_dotted(func)):
+            node.args = [func] + node.args
+            node.func = self._runtime_attr("call", func)
             return node
         if self.recursive and self._library_callee(func):
             # A user function handed to library code (`diffrax.ODETerm(field)`,

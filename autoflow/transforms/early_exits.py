@@ -41,6 +41,7 @@ from ..core.nodes import clone as nodes_clone
 from ..core.templates import replace, replace_expr
 from ..analysis.activity import TRY_TYPES as _TRY
 from ..analysis.activity import bound_falling, bound_names, target_names
+from ..core.methods import IN_PLACE_METHODS, STATEFUL_BUILTINS
 from ..analysis.liveness import always_returns
 from .caught_raises import caught_raises
 from .util import (_LOOPS, _SCOPES, append_blocks, contains_return, holds_blocks, pure_test, stamp,
@@ -377,8 +378,7 @@ class EarlyExits:
             if isinstance(s, _SCOPES):
                 out.append(s)
                 continue
-            if (isinstance(s, gast.While)
-                    and any(isinstance(n, gast.NamedExpr) for n in walk(s.test))):
+            if isinstance(s, gast.While) and _test_binds(s.test, self.scope):
                 out += self.lower_jumps(_test_in_body(s, self.ctx.namer))
                 continue
             for owner, field in _blocks(s):
@@ -529,6 +529,29 @@ class EarlyExits:
         if kind is gast.Break:
             out[0].af_loop_guard = flag
         return out
+
+
+def _test_binds(test, scope):
+    """Does a ``while`` test bind or change what the loop carries, so that it must run
+    where the body can see what it did (``_test_in_body``)? A walrus; a call of a
+    function nested in ``scope`` that rebinds its variables (``nonlocal``); a call that
+    changes a list or dict in place (``stack.pop()``) or advances an iterator
+    (``next(it)``): a staged loop's test changes nothing it carries."""
+    rebinding = set()
+    for node in walk(scope) if scope is not None else ():
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node is not scope \
+                and any(isinstance(n, gast.Nonlocal) for n in walk(node)):
+            rebinding.add(node.name)
+    for n in walk(test):
+        if isinstance(n, gast.NamedExpr):
+            return True
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and n.func.attr in IN_PLACE_METHODS:
+            return True
+        # (called, or handed to the runtime's call: `af.call(dec)`)
+        if isinstance(n, gast.Name) and (n.id in STATEFUL_BUILTINS or n.id in rebinding):
+            return True
+    return False
 
 
 def _test_in_body(loop, namer):

@@ -6,7 +6,7 @@ import builtins
 
 import gast
 
-from ..core.methods import VALUE_METHODS
+from ..core.methods import IN_PLACE_METHODS, STATEFUL_BUILTINS, VALUE_METHODS
 from ..core.nodes import append_children, children, walk
 from ..core.templates import place
 from ..analysis.activity import BLOCK_FIELDS, SCOPES as _SCOPES, holds_blocks  # noqa: F401 - (transforms use them from here)
@@ -121,6 +121,8 @@ def pure_test(test, ctx, lambdas=False):
                 if f.attr in ("call", "converted", "print", "fstring"):
                     return False
                 continue
+            if isinstance(f, gast.Attribute) and f.attr in IN_PLACE_METHODS:
+                return False  # `stack.pop()`
             if isinstance(f, gast.Attribute) and f.attr in VALUE_METHODS:
                 continue  # `x.sum()`, `jnp.abs(d).max()`
             root = f
@@ -128,7 +130,8 @@ def pure_test(test, ctx, lambdas=False):
                 root = root.value
             if not isinstance(root, gast.Name):
                 return False
-            if root is f and not (hasattr(builtins, f.id) and ctx.builtin_available(f.id)):
+            if root is f and (f.id in STATEFUL_BUILTINS or not (
+                    hasattr(builtins, f.id) and ctx.builtin_available(f.id))):
                 return False
             if root is not f and root.id not in ctx.library_names:
                 return False

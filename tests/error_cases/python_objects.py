@@ -28,8 +28,8 @@ def generator_in_if(x):
 def distinct_positives(xs):
     seen = set()
     for x in xs:
-        if x > 0:
-            seen.add(x)  # ERROR
+        if x > 0:  # ERROR
+            seen.add(x)
     return len(seen)
 
 
@@ -38,6 +38,22 @@ def popped_in_while(x):
     while x < 5:  # ERROR
         x = x + stack.pop()
     return x
+
+
+def popped_in_test(x):
+    stack = [1.0, 2.0, 3.0, 4.0]
+    n = 0
+    while len(stack) > 0 and stack.pop() > x:  # ERROR
+        n += 1
+    return n
+
+
+def iterator_in_test(x):
+    it = iter([1.0, 2.0, 3.0, 4.0, 5.0])
+    n = 0
+    while next(it) < x:  # ERROR
+        n += 1
+    return n
 
 
 def appended_on_one_path(xs):

@@ -6,6 +6,9 @@ iteration; a staged statement traces each path and body once."""
 from __future__ import annotations
 
 import heapq
+import operator
+import random
+import re
 import warnings
 
 import jax.numpy as jnp
@@ -81,3 +84,53 @@ def test_a_draw_from_numpys_generator_in_a_traced_if_is_refused():
     with pytest.raises(ConversionError, match="draws from NumPy's random generator") as info:
         autoflow.jit(draws_in_a_traced_if)(jnp.float32(1.0))
     assert "jax.random" in str(info.value) and "test_library_state.py" in str(info.value)
+
+
+# Library functions called by their module's name (not through the user's objects):
+# `heapq.heappush(h, v)`, `operator.setitem(l, i, v)` on a local list, a draw from
+# `random` or `np.random`. They ran as written, on both paths of a traced `if`.
+
+
+def pushes_on_both_paths(x):
+    h = [3.0, 5.0]
+    if x > 0:
+        heapq.heappush(h, 1.0)
+    else:
+        heapq.heappush(h, 9.0)
+    return h[0] * x
+
+
+def sets_an_item_by_operator(x):
+    items = [1.0, 2.0]
+    if x > 0:
+        operator.setitem(items, 0, 5.0)
+    return items[0] * x
+
+
+def draws_from_the_module(x):
+    if x > 0:
+        x = x + np.random.rand()
+    return x
+
+
+def draws_from_pythons_random(x):
+    if x > 0:
+        x = x + random.random()
+    return x
+
+
+@pytest.mark.parametrize("fn", [pushes_on_both_paths, sets_an_item_by_operator],
+                         ids=lambda f: f.__name__)
+def test_a_list_a_library_function_by_module_name_changes_is_carried(fn):
+    for x in (-1.0, 0.5):
+        check(fn, F(x))
+
+
+@pytest.mark.parametrize("fn, whose", [(draws_from_the_module, "NumPy's random generator"),
+                                       (draws_from_pythons_random, "Python's `random`")],
+                         ids=lambda v: getattr(v, "__name__", "whose"))
+def test_a_draw_by_module_name_in_a_traced_if_is_refused(fn, whose):
+    with pytest.raises(ConversionError, match=f"draws from {re.escape(whose)}") as info:
+        autoflow.jit(fn)(jnp.float32(1.0))
+    assert "jax.random" in str(info.value) and "test_library_state.py" in str(info.value)
+    assert autoflow.convert(fn)(-1.0) == -1.0  # concrete: Python's statement

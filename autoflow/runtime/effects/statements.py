@@ -8,6 +8,7 @@ on the path taken, at every call (``later``).
 
 from __future__ import annotations
 
+import array
 import builtins
 import functools
 import io
@@ -27,7 +28,7 @@ from .later import Thunk, later
 from .raising import exception, refuse_if_caught
 from .checks import fail
 from ..state.aliasing import derived, is_original
-from ..state.writes import mutates
+from ..state.writes import mutates, refuse_buffer_write
 from ..common.teach import is_generated
 from ..common.values import Tracer, as_pred, in_staged_block, is_traced, staging as under_trace, concrete_truth
 
@@ -86,6 +87,8 @@ def setitem(x, index, value, op=None):
     if isinstance(x, np.ndarray):  # a traced value cannot go in: autoflow's error, not NumPy's
         from ..python.tables import check_numpy_write
         check_numpy_write(x, index, value, op)
+    if isinstance(x, (np.ndarray, bytearray, array.array)) and in_staged_block():
+        refuse_buffer_write(x)  # (made before the staged statement: it cannot carry it)
     if isinstance(x, (list, dict)):
         # Changed in place, as Python does; the innermost enclosing staged
         # statement is told (and then restores it for each branch and carries

@@ -11,6 +11,9 @@ carrying that too (the driver of ``cond.statements.traced_if`` and
 
 from __future__ import annotations
 
+import array
+import collections
+
 from ...core.origin import message
 from ...errors import ConversionError
 from ..effects.raising import Signal
@@ -59,6 +62,11 @@ class Shared:
         # iterators the statement advances with `next()` (refused when staged: `settle`)
         self.iterators = tuple(lb or "an iterator" for o, lb in zip(objects, labels[k:])
                                if not is_container(o) and _is_iterator(o))
+        # Python's own containers a staged statement cannot carry (a set, a deque...):
+        # refused when staged (`settle`), as Python would change them on one path only
+        self.uncarried = tuple((lb or type(o).__name__, type(o).__name__)
+                               for o, lb in zip(objects, labels[k:])
+                               if not is_container(o) and isinstance(o, _UNCARRIED))
         kept = [(o, lb, k + i in self.escapes)
                 for i, (o, lb) in enumerate(zip(objects, labels[k:])) if is_container(o)]
         self.escapes = tuple(i for i in self.escapes if i < k) + tuple(
@@ -197,12 +205,29 @@ def _is_iterator(obj) -> bool:
         return False
 
 
+_UNCARRIED = (set, collections.deque, bytearray, array.array)
+
+
 def _refuse_iterators(shared, what, site):
     """An iterator advanced by ``next()`` in a staged statement: its body is traced
     once (a loop's), or both of its paths are (an ``if``'s), so ``next`` would not run
-    as often as Python runs it, and nothing would say so."""
+    as often as Python runs it, and nothing would say so. The same for a set (or a
+    deque, a bytearray) the statement changes in place: a staged statement carries
+    lists and dicts only."""
     if not shared._ready:
         shared._setup()
+    if shared.uncarried and not shared.iterators:
+        label, kind = shared.uncarried[0]
+        why = ("the loop's body is traced once, so it would change once, not once per "
+               "iteration" if what == "loop" else "both paths of a traced `if` are traced, "
+               "so the path not taken would change it too")
+        raise ConversionError(message(
+            site(), f"`{label}` (a {kind}) is changed in place inside this traced {what}: {why}",
+            ("Keep flags in an array instead (`seen = jnp.zeros(n, bool)` before it, "
+             "`seen = seen.at[i].set(True)` here, `seen.sum()` for how many)"
+             if kind == "set" else "Hold the items in a `jnp` array instead, changed with "
+             "`q = q.at[i].set(v)` (or `q = jnp.roll(q, 1)` for a rotation)")
+            + f", or make the condition static so that the {what} runs as Python."))
     if not shared.iterators:
         return
     label = shared.iterators[0]

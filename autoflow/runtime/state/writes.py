@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from ...core.origin import _is_internal, message, user_site
 from ...errors import ConversionError
 from ..common.values import in_staged_block
@@ -98,6 +100,29 @@ def rebinds_nonlocal(name, reader):
         if id(cell) in scope.cells() or id(cell) in scope.module():
             _refuse(name, None, "closure variable", rebinding=True, scope=scope)
         return  # a cell made inside the statement
+
+
+def refuse_buffer_write(obj):
+    """A write in place into ``obj``, a Python buffer a staged statement cannot carry (a
+    NumPy array, a ``bytearray``, an ``array.array``), inside a staged branch or loop
+    body: an error where the buffer existed before the innermost staged statement. Its
+    code runs once, at trace time, for every path and iteration, so the path not taken
+    would write it too (a buffer made inside is new at every run: fine)."""
+    scopes = _scopes()
+    if not scopes:
+        return
+    scope = scopes[-1]
+    if id(obj) not in scope.reach() and id(obj) not in scope.module():
+        return
+    site, _ = _writer()
+    kind = "a NumPy array" if isinstance(obj, np.ndarray) else f"a `{type(obj).__name__}`"
+    raise ConversionError(message(
+        site, f"this line writes into {kind} made before this traced `if` or loop, inside "
+        "it: its code runs once, at trace time, for every path and iteration, so the path "
+        "not taken would write it too, and the compiled code would not write it at all",
+        "Make it a JAX array (`jnp.zeros(...)` instead of `np.zeros(...)`) and write with "
+        "`buf = buf.at[i].set(v)` (autoflow carries JAX arrays through loops and branches), "
+        "or make the condition static so that the statement runs as Python."))
 
 
 def _judge(obj, name, label, module):
