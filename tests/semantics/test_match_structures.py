@@ -229,3 +229,21 @@ def test_cases_that_return_leave_no_path_that_falls_off(x, y):
     check(guarded_then_wildcard, jnp.int32(x), jnp.int32(y),
           vmap=[(jnp.int32(0), jnp.int32(5)), (jnp.int32(3), jnp.int32(3))] if (x, y) != (1, -2)
           else None, expect_raise=ValueError if (x, y) == (1, -2) else None)
+
+
+def test_a_traced_subject_in_another_module_is_reported_in_that_module(tmp_path):
+    """The error names the file of the `match`, not the file that calls its function
+    (it named the caller's line 3, column 14, with the caller's source)."""
+    import importlib.util
+
+    path = tmp_path / "shapes_elsewhere.py"
+    path.write_text("def match_seq(x):\n    match x:\n        case [a, b]:\n"
+                    "            return a + b\n        case _:\n            return x\n")
+    spec = importlib.util.spec_from_file_location("shapes_elsewhere", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ConversionError) as info:
+        autoflow.jit(module.match_seq)(jnp.float32(1.0))
+    first = str(info.value).splitlines()
+    assert first[0].startswith(f"{path}:3:14: "), first[0]
+    assert first[1].strip() == "case [a, b]:"

@@ -39,11 +39,11 @@ def match_is(subject, value):
 def match_subject(subject, line, col):
     """The subject of a ``match`` that autoflow left as Python (a pattern it does
     not know): it must be concrete."""
-    _concrete(subject, line, col, "this case's pattern cannot be staged", 3)
+    _concrete(subject, line, col, "this case's pattern cannot be staged")
     return subject
 
 
-def _concrete(subject, line, col, what=None, depth=4):
+def _concrete(subject, line, col, what=None, depth=3):
     if is_traced(subject):
         here = user_site(depth)
         site = Site(here.filename, line, col) if here is not None else None
