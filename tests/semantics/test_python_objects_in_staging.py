@@ -261,3 +261,39 @@ def test_a_numpy_array_made_inside_the_branch_is_written_as_python():
     for x in (-1.0, 2.5):
         assert float(autoflow.jit(numpy_scratch_made_inside)(jnp.float32(x))) == \
             numpy_scratch_made_inside(x)
+
+
+HISTORY: list = []
+
+
+def recorded_halvings(x):
+    while x > 1:
+        x = x / 2
+        HISTORY.append(x)
+    return x
+
+
+def recorded_halvings_advised(x):  # (the advice applied as written, capacity 16)
+    history = jnp.zeros((16,), jnp.float32)
+    count = 0
+    while x > 1:
+        x = x / 2
+        history = history.at[count].set(x)
+        count = count + 1
+    return x, history, count
+
+
+def test_a_module_level_list_grown_in_a_traced_loop_gets_advice_that_works():
+    """The advice for a list grown in a traced loop rebound the list where it is made: a
+    module global rebound in the function is a local (UnboundLocalError); a static bound
+    appends while tracing only."""
+    with pytest.raises(ConversionError) as info:
+        autoflow.jit(recorded_halvings)(jnp.float32(20.0))
+    msg = str(info.value)
+    assert "`HISTORY` is a module global" in msg and "static_argnames" not in msg, msg
+    assert "history = history.at[count].set(item)" in msg, msg
+    HISTORY.clear()
+    want = recorded_halvings(20.0)
+    x, history, count = autoflow.jit(recorded_halvings_advised)(jnp.float32(20.0))
+    assert float(x) == want and [float(v) for v in history[:int(count)]] == HISTORY
+    HISTORY.clear()

@@ -177,8 +177,22 @@ def growing_list(label, before, after, site):
     first = static_bound(site, "so that the loop runs as Python and the list is built as "
                                "written")
     item = after[-1] if isinstance(after, list) and after else None
-    second = ("Or keep a buffer of fixed size and a count: " + _buffer(label, item)
-              + f" instead of `append`; the first `count` rows of `{label}` are the items.")
+    frame = _loop_function(site)
+    if frame is not None and label.isidentifier() and label not in frame.f_locals \
+            and label in frame.f_globals:
+        # (a module global: a buffer rebound in the function would be a local, read
+        # before it is bound; it is built in the function and returned instead)
+        # (and a loop run as Python would append to it while tracing only: no static bound)
+        local = label.lower() if label.lower() != label else f"{label}_items"
+        return what, (f"`{label}` is a module global: build the items in the function and "
+                      "return them, in a buffer of fixed size and a count local to it: "
+                      + _buffer(local, item).replace("where the list is made",
+                                                     "before the loop")
+                      + f" instead of `{label}.append`; return `{local}` and `count`, and "
+                      f"extend `{label}` with the first `count` rows outside the jitted call.")
+    else:
+        second = ("Or keep a buffer of fixed size and a count: " + _buffer(label, item)
+                  + f" instead of `append`; the first `count` rows of `{label}` are the items.")
     return what, first + " " + second
 
 
