@@ -56,6 +56,12 @@ def read_source_encoding(path: str, bom=False):
         raise InputError(f"{name}: cannot read: {e.strerror or e}") from None
     if b"\0" in data:
         raise InputError(f"{name}: binary file (it contains NUL bytes), not Python source")
+    if path.endswith(".ipynb") or data.lstrip()[:1] == b"{" and b'"cells"' in data[:4096] \
+            and b'"nbformat"' in data:
+        # (a notebook's JSON parses as a Python dict: it would read as no code at all)
+        raise InputError(f"{name}: a Jupyter notebook, not Python source: export its code "
+                         f"first (`jupyter nbconvert --to script {name}`), or use "
+                         "`autoflow.jit` in the notebook itself")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as e:

@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "converts traces. The files are read and parsed only, never imported or "
                     "run. `-` reads standard input.",
         epilog=_EXIT_HELP % (" or a statement cannot convert or fails when traced, or a "
-                             "warning says the program fails (AF102, AF103, AF108-AF111), or "
+                             "warning says the program fails (AF102, AF103, AF108-AF113), or "
                              "--strict and any warning"))
     chk.add_argument("files", nargs="+", metavar="FILE", help="a Python file, or - for stdin")
     chk.add_argument("--function", metavar="NAME", help="check only this function")
@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "value is taken as traced, unless a `jit` in the file marks it static")
     chk.add_argument("--strict", action="store_true",
                      help="exit with status 1 when there are warnings (classic jit pitfalls: "
-                          "AF101..AF111; silence one on its line with "
+                          "AF101..AF113; silence one on its line with "
                           "`# autoflow: ignore[AF104]`)")
     chk.set_defaults(handler=cmd_check)
 

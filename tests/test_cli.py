@@ -76,9 +76,37 @@ def test_help_says_what_reads_and_what_imports():
     assert "Import FILE (this RUNS its top-level code" in help_text
 
 
+def test_check_help_names_the_codes_check_has():
+    from autoflow import pitfalls
+
+    text = " ".join(run("check", "--help").out.split())
+    first, last = min(pitfalls.CODES), max(pitfalls.CODES)
+    assert f"{first}..{last}" in text, text
+    failing = sorted(pitfalls.FAILING)
+    assert failing[-1] in text and failing[0] in text, text
+
+
 # ---------------------------------------------------------------------------
 # bad inputs: one compiler-style line each, exit 1, nothing on stdout
 # ---------------------------------------------------------------------------
+
+def test_a_notebook_is_refused_not_read_as_no_code(tmp_path):
+    """A notebook's JSON parses as one Python dict: `check` said "no control flow to
+    convert" and `convert` printed the JSON back, both with exit status 0."""
+    import json
+
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ["def f(x):\n", "    while x > 1:\n", "        x = x / 2\n",
+                       "    return x\n"]}
+    nb = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    for name in ("nb.ipynb", "exported.json"):
+        (tmp_path / name).write_text(json.dumps(nb, indent=1))
+        for cmd in ("convert", "check"):
+            proc = run(cmd, tmp_path / name)
+            assert proc.returncode == 1 and proc.out == "", (cmd, proc.out)
+            assert "a Jupyter notebook, not Python source" in proc.err
+            assert "nbconvert --to script" in proc.err and "Traceback" not in proc.err
+
 
 def test_syntax_error(tmp_path):
     src = "def f(x):\n    return x +\n"
