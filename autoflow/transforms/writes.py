@@ -46,16 +46,26 @@ from ..core.templates import replace
 from .util import param_names, walk_local
 
 
-def _root_chain(node):
-    while isinstance(node, gast.Subscript):
-        node = node.value
+def _getitem_of(node, af):
+    """``x`` of ``af.getitem(x, k)`` (a subscript the rewriter made a call), or None."""
+    if af is not None and isinstance(node, gast.Call) and len(node.args) == 2 \
+            and not node.keywords and isinstance(node.func, gast.Attribute) \
+            and node.func.attr == "getitem" and isinstance(node.func.value, gast.Name) \
+            and node.func.value.id == af:
+        return node.args[0]
+    return None
+
+
+def _root_chain(node, af=None):
+    while isinstance(node, gast.Subscript) or _getitem_of(node, af) is not None:
+        node = node.value if isinstance(node, gast.Subscript) else _getitem_of(node, af)
     parts = []
     while isinstance(node, gast.Attribute):
         parts.append(node)
         node = node.value
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
             and node.func.id == "type" and len(node.args) == 1:
-        return _root_chain(node.args[0])  # (`type(self).total`: reached from `self`)
+        return _root_chain(node.args[0], af)  # (`type(self).total`: reached from `self`)
     return node if isinstance(node, gast.Name) else None
 
 
@@ -179,14 +189,14 @@ class Writes:
                 out += self._mark(obj, root, s)
         targets = [t for t in targets if isinstance(t, gast.Attribute)]
         for t in targets:
-            root = _root_chain(t.value)
+            root = _root_chain(t.value, self.ctx.af)
             if root is None or root.id == self.ctx.af:
                 continue
             if isinstance(t.value, (gast.Name, gast.Attribute)):
                 if not (self.outside(root.id) or root.id in self.loop_names):
                     continue  # (the statement's own state names it: `runtime.state`)
                 key = chain_text(t)
-            elif _pure(t.value):  # `items[0].v = x`: an object reached by index
+            elif _pure(t.value, self.ctx.af):  # `items[0].v = x`: an object reached by index
                 key = gast.dump(t)
             else:
                 continue
@@ -230,19 +240,25 @@ def _unpacked(targets):
     return out
 
 
-def _pure(node) -> bool:
+def _pure(node, af=None) -> bool:
     """Is ``node`` names, attributes, constants and subscripts of them only (evaluated
-    twice, before a write and in it, with no effect)?"""
+    twice, before a write and in it, with no effect)? (``af``: the runtime's name, whose
+    ``getitem`` is a subscript.)"""
     todo = [node]
     while todo:
         n = todo.pop()
+        inner = _getitem_of(n, af)
+        if inner is not None:
+            todo += n.args
+            continue
         if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "type" \
                 and len(n.args) == 1 and not n.keywords:
             todo.append(n.args[0])  # (`type(self).total = v`: the class's attribute)
             continue
         if not isinstance(n, (gast.Name, gast.Attribute, gast.Subscript, gast.Constant,
                               gast.Tuple, gast.Slice, gast.expr_context, gast.UnaryOp,
-                              gast.USub)):
+                              gast.USub, gast.BinOp, gast.Add, gast.Sub, gast.Mult,
+                              gast.Mod, gast.FloorDiv)):  # (`boxes[i % 2].v = x`)
             return False
         append_children(n, todo)
     return True

@@ -64,8 +64,16 @@ def named_in_a_variable(x):
     return b.v
 
 
+def by_computed_index_in_static_loop(x):  # (JAX's UnexpectedTracerError before)
+    boxes = [Box(0.0), Box(0.0)]
+    for i in range(4):
+        if x > i:
+            boxes[i % 2].v = boxes[i % 2].v + x
+    return boxes[0].v + 10 * boxes[1].v
+
+
 PROGRAMS = [by_index_in_if, by_key_in_static_loop, by_index_in_while, through_loop_variable,
-            named_in_a_variable]
+            named_in_a_variable, by_computed_index_in_static_loop]
 XS = jnp.array([3.0, 20.0, 0.5])
 
 
@@ -83,8 +91,8 @@ def test_an_attribute_reached_by_index_is_carried(fn):
     assert _close(lanes, jax.tree_util.tree_map(lambda *v: jnp.stack(v), *want))
 
 
-@pytest.mark.parametrize("fn", [by_index_in_if, through_loop_variable, named_in_a_variable],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [by_index_in_if, through_loop_variable, named_in_a_variable,
+                                by_computed_index_in_static_loop], ids=lambda f: f.__name__)
 def test_and_differentiated(fn):
     for x in (0.5, 3.0):
         assert np.allclose(jax.grad(autoflow.convert(fn))(x), jax.grad(fn)(x))
