@@ -44,12 +44,67 @@ def plain_classes(tree) -> set[str]:
     return plain
 
 
-def problems(fn, static, plain) -> list[traced.Problem]:
-    """Both kinds of the module's docstring in ``fn`` (``plain``: ``plain_classes``)."""
+_CONTAINER_MAKERS = frozenset("list dict set defaultdict deque Counter OrderedDict".split())
+
+
+def module_containers(tree) -> set[str]:
+    """The names the module binds at its top level to a list, dict or set (a literal, a
+    comprehension, ``list()``, ``collections.defaultdict(...)``...)."""
+    out = set()
+    for n in tree.body:
+        targets = n.targets if isinstance(n, ast.Assign) else \
+            [n.target] if isinstance(n, ast.AnnAssign) and n.value is not None else []
+        value = getattr(n, "value", None)
+        made = isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                                  ast.SetComp)) or isinstance(value, ast.Call) and \
+            traced.dotted(value.func).rpartition(".")[2] in _CONTAINER_MAKERS
+        if made:
+            out |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return out
+
+
+def problems(fn, static, plain, module=frozenset()) -> list[traced.Problem]:
+    """Both kinds of the module's docstring in ``fn`` (``plain``: ``plain_classes``;
+    ``module``: ``module_containers``)."""
     reader = traced._Reader(fn, frozenset(static))  # (what is traced, read once)
     return (_plain_objects(fn, reader, plain) + _exits_then_appends(fn, reader)
-            + _python_state(fn, reader) + _structural_cases(fn, reader)
+            + _python_state(fn, reader) + _module_state(fn, reader, module)
+            + _structural_cases(fn, reader)
             + _traced_recursion(fn, reader, static) + _carried_shapes(fn, reader))
+
+
+def _module_state(fn, reader, module) -> list[traced.Problem]:
+    """A module-level list, dict or set that a staged statement changes in place
+    (``HISTORY.append(x)``, ``CONFIG["calls"] += 1``): it outlives every call, and the
+    compiled code cannot change it at each call, path and iteration as Python does."""
+    from .analysis.activity import MUTATING_METHODS
+
+    local = {n.id for n in traced._local_walk(fn.body)
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | set(traced.params(fn))
+    names = set(module) - local
+    if not names:
+        return []
+    out = []
+    for s in traced._local_walk(fn.body):
+        loop = isinstance(s, (ast.For, ast.While))
+        if not (reader.staged(s) if loop else isinstance(s, ast.If) and reader.traced_test(s)):
+            continue
+        parts = s.body + s.orelse + ([ast.Expr(s.test)] if isinstance(s, ast.While) else [])
+        for n in traced._local_walk(parts):
+            target = n.value if isinstance(n, ast.Subscript) and not isinstance(
+                n.ctx, ast.Load) else n.func.value if isinstance(n, ast.Call) and isinstance(
+                n.func, ast.Attribute) and n.func.attr in MUTATING_METHODS else None
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Name) and target.id in names:
+                what = "loop" if loop else "`if`"
+                out.append(traced.Problem(s.lineno, s.col_offset, traced._stmt_kind(s), (
+                    f"`{target.id}` is module state (a module-level list, dict or set), and "
+                    f"this traced {what} changes it: it outlives every call, and the compiled "
+                    "code cannot change it at each call as Python does: return the values "
+                    "instead, or make the condition static")))
+                break
+    return out
 
 
 def _traced_exit(reader, s, exits=(ast.Break, ast.Continue, ast.Return)) -> bool:

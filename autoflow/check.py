@@ -106,7 +106,7 @@ class _TracedFacts:
         import ast
 
         from ._pitfall_reading import _Module, implicit_entries
-        from ._check_more import plain_classes
+        from ._check_more import module_containers, plain_classes
 
         try:
             with warnings.catch_warnings():
@@ -115,6 +115,7 @@ class _TracedFacts:
             module = _Module(tree)
         except (SyntaxError, ValueError, RecursionError):
             self.nodes, self.static, self.traced, self.plain = {}, {}, set(), set()
+            self.module = set()
             return
         self.nodes = {(n.lineno, n.name): n for n in ast.walk(tree)
                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -125,6 +126,7 @@ class _TracedFacts:
         self.traced = {id(fn) for fn in module.jitted} | {
             id(fn) for fn in implicit_entries(module, static)}
         self.plain = plain_classes(tree)
+        self.module = module_containers(tree)
 
     def apply(self, node, found, filename, qual):
         """``found`` (the findings of gast function ``node``) with the statements that
@@ -143,7 +145,8 @@ class _TracedFacts:
             problems = _do_not_convert_problems(fn, static)
             becomes = "python"
         else:
-            problems = traced.problems(fn, static) + more_problems(fn, static, self.plain)
+            problems = traced.problems(fn, static) + more_problems(fn, static, self.plain,
+                                                                   self.module)
             becomes = None
         if not problems:
             return found

@@ -56,6 +56,23 @@ def iterator_in_test(x):
     return n
 
 
+HISTORY: list = []
+CONFIG = {"calls": 0}
+
+
+def recorded_in_module_list(x):
+    while x > 1:  # ERROR
+        x = x / 2
+        HISTORY.append(x)
+    return x
+
+
+def counted_in_module_dict(x):
+    if x > 0:  # ERROR
+        CONFIG["calls"] += 1
+    return x
+
+
 def appended_on_one_path(xs):
     out = []
     for i in range(xs.shape[0]):
