@@ -295,7 +295,9 @@ def _python_state(fn, reader) -> list[traced.Problem]:
     traced); a list appended to on one path of a traced ``if`` only."""
     out = []
     found = list(_calls_on(fn.body, _STATE_METHODS))
-    if not found and not any(_numpy_made(n) for n in traced._local_walk(fn.body)):
+    if not found and not any(_numpy_made(n) or isinstance(n, ast.Dict) or isinstance(
+            n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "dict"
+            for n in traced._local_walk(fn.body)):
         return out
 
     def calls(stmts, methods):  # (those of `found` inside `stmts`: one walk in all)
@@ -348,6 +350,16 @@ def _python_state(fn, reader) -> list[traced.Problem]:
                     "inside it, whose paths (or body) are traced once each: make it a JAX "
                     f"array and write `{name} = {name}.at[i].set(v)`")
             break
+        for name, key in (_dict_items_written(s) if said is None else ()):
+            # (in a staged loop, what its body rebinds and was bound before it is carried:
+            # traced, as `i` of `d[i] = x; i += 1`)
+            carried = {n for n in _stored(s.body) if _bound_before(fn, n, s)} \
+                if loop and counted else set()
+            if _dict_before(fn, name, s) and traced.mentions(key, reader.traced | items | carried):
+                said = (f"`{name}[{ast.unparse(key)}] = ...` sets a dict item whose key is "
+                        f"traced in this {what}: a dict key must be a concrete Python value; "
+                        "keep the values in an array indexed by it, or make the key static")
+                break
         if said is None and not loop:
             grown = {name for _, name in calls(s.body, _GROW)}
             other = {name for _, name in calls(s.orelse, _GROW)}
@@ -384,6 +396,28 @@ def _numpy_made(node) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
         and node.func.attr in _NUMPY_MAKERS and isinstance(node.func.value, ast.Name) \
         and node.func.value.id in ("np", "numpy", "onp")
+
+
+def _dict_items_written(stmt):
+    """``(name, key)`` of each ``name[key] = ...`` (or ``+=``) in ``stmt``'s blocks."""
+    return [(t.value.id, t.slice) for n in traced._local_walk(stmt.body + stmt.orelse)
+            if isinstance(n, (ast.Assign, ast.AugAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)]
+
+
+def _stored(stmts) -> set:
+    return {n.id for n in traced._local_walk(stmts)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _dict_before(fn, name, stmt) -> bool:
+    """Is ``name`` bound to a dict (``{}``, ``dict()``) before ``stmt``?"""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                 for t in n.targets)
+               and (isinstance(n.value, ast.Dict) or isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "dict")
+               and n.lineno < stmt.lineno for n in traced._local_walk(fn.body))
 
 
 def _set_before(fn, name, stmt) -> bool:

@@ -74,6 +74,7 @@ ERROR_CASES = {
         "iterator_in_while": (0.0,), "generator_in_if": (1.0,), "popped_in_while": (0.0,),
         "popped_in_test": (2.5,), "iterator_in_test": (3.5,),
         "recorded_in_module_list": (20.0,), "counted_in_module_dict": (1.0,),
+        "keyed_by_a_counter": (20.0,),
         "appended_on_one_path": (jnp.array([1.0, -2.0, 3.0]),),
         "numpy_sine_in_branch": (1.0,), "first_best": (jnp.array([3.0, 7.0, 2.0]),),
         "distinct_positives": (jnp.array([1.0, 2.0, 1.0, -1.0]),), "labelled": (1.0,),

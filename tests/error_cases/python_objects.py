@@ -60,6 +60,16 @@ HISTORY: list = []
 CONFIG = {"calls": 0}
 
 
+def keyed_by_a_counter(x):
+    d = {}
+    i = 0
+    while x > 1:
+        x = x / 2
+        d[i] = x  # ERROR
+        i += 1
+    return x
+
+
 def recorded_in_module_list(x):
     while x > 1:  # ERROR
         x = x / 2
