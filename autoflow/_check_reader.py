@@ -11,6 +11,7 @@ statements the user wrote (``_user_statements``).
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import gast
 
@@ -111,6 +112,17 @@ def _is_call_to(node, alias, attr):
     return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
             and node.func.attr == attr and isinstance(node.func.value, gast.Name)
             and node.func.value.id == alias)
+
+
+def _static_range(node, alias) -> bool:
+    """Is ``node`` ``range(...)`` (or the runtime's ``af.range``) of integer constants
+    only (``range(2)``, ``range(1, 5)``)?"""
+    f = getattr(node, "func", None)
+    named = isinstance(f, gast.Name) and f.id == "range" or isinstance(f, gast.Attribute) \
+        and f.attr == "range" and isinstance(f.value, gast.Name) and f.value.id == alias
+    return isinstance(node, gast.Call) and named and not node.keywords \
+        and 1 <= len(node.args) <= 3 \
+        and all(isinstance(a, gast.Constant) and type(a.value) is int for a in node.args)
 
 
 def _children_stmt_lists(stmt):
@@ -276,7 +288,13 @@ class _Reader:
         if kind is not None:
             key = (s.lineno, s.col_offset, kind)
             generated = kind == "if" and self._is_generated_if(s.test)
-            if key in self.user and not generated:
+            if key in self.user and not generated and kind == "for" \
+                    and _static_range(s.iter, self.alias):
+                # (a `range` of constants: it runs as Python, as written, and cannot fail
+                # for a traced condition: there is none)
+                self._add(key, status=PYTHON, becomes="python",
+                          note="a static range: iterated as Python, unrolled under jit")
+            elif key in self.user and not generated:
                 self._add(key, status=FALLBACK, reason=self._fallback_reason(s, kind, in_try))
         nested_try = in_try or bool(_TRY and isinstance(s, _TRY)) \
             or isinstance(s, (gast.With, gast.AsyncWith))
@@ -310,7 +328,11 @@ class _Reader:
         elif kind == "while":
             names = _str_tuple(call.args[3]) if len(call.args) > 3 else ()
             test_fn = self._def_before(block, k, call.args[0])
-            has_break = test_fn is not None and bool(_names_in(test_fn) & self.generated_names)
+            # (the flags the rewriter made of a `break`, a `return` or a test moved into the
+            # body; not its other names, as those of variables declared `nonlocal`)
+            has_break = test_fn is not None and any(
+                re.sub(r"_\d+$", "", n) in ("broke", "returned", "ended")
+                for n in _names_in(test_fn) & self.generated_names)
             self._add(key, status=CONVERTS, becomes="lax.while_loop", carries=names or (),
                       note="with `break`" if has_break else "")
         else:

@@ -259,3 +259,28 @@ def test_check_tells_a_method_named_next_from_an_iterator_and_sees_appends_befor
     assert found[("drawn", 18)] != "fails"
     assert found[("fit", 29)] == "fails"
     assert "fails" not in {v for (fn, _), v in found.items() if fn == "skipped"}
+
+
+def test_a_static_range_left_as_python_is_no_failure_and_flags_are_breaks_only(tmp_path):
+    """A `for _ in range(2)` the rewriter leaves as Python (it rebinds a `nonlocal`)
+    runs as written: check said "cannot convert" (exit status 1) where `autoflow.jit`
+    runs it; and a loop whose test reads a variable the rewriter renamed (a `nonlocal`'s
+    copy) was said to have a `break`."""
+    import autoflow
+    from autoflow.check import FALLBACK, check_source
+
+    source = ("def nested_nonlocal(x):\n    c = 0\n    def bump():\n        nonlocal c\n"
+              "        for _ in range(2):\n            c += 1\n    while x > 1:\n"
+              "        x = x / 2\n        bump()\n    return c\n")
+    found = {f.kind: f for f in check_source(source, "nl.py")}
+    assert found["for"].status != FALLBACK and "static range" in found["for"].note
+    assert "break" not in found["while"].note
+    import importlib.util
+
+    path = tmp_path / "nl_static.py"  # (autoflow reads the source of what it converts)
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("nl_static", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = module.nested_nonlocal
+    assert int(autoflow.jit(fn)(10.0)) == fn(10.0) == 8
