@@ -297,3 +297,28 @@ def test_a_module_level_list_grown_in_a_traced_loop_gets_advice_that_works():
     x, history, count = autoflow.jit(recorded_halvings_advised)(jnp.float32(20.0))
     assert float(x) == want and [float(v) for v in history[:int(count)]] == HISTORY
     HISTORY.clear()
+
+
+def early_stopped(x):
+    history = []
+    bad = 0
+    for epoch in range(20):
+        x = x * 0.9
+        history.append(x)
+        if x < 1.0:
+            bad = 1
+        if bad >= 1:
+            break
+    return x, len(history)
+
+
+def test_a_list_appended_before_a_traced_break_is_said_so():
+    """The append is unconditional; what skips it is the traced `break`. The message said
+    "two branches of this traced `if`" under the `for` and advised keeping the append
+    unconditional."""
+    with pytest.raises(ConversionError) as info:
+        autoflow.jit(early_stopped)(jnp.float32(5.0))
+    msg = str(info.value)
+    first = msg.splitlines()[0]
+    assert "traced `break`" in first and "this traced `if`" not in first, first
+    assert "history = history.at[count].set(item)" in msg and "unconditional" not in msg

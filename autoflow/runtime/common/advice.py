@@ -212,14 +212,17 @@ def _buffer(label, item):
             "`count = count + 1` where it appends")
 
 
-def appended_in_branch(label, item):
+def appended_in_branch(label, item, guard=False):
     """What to do about list ``label`` appended to on one path of a traced ``if`` only
-    (``item``: what was appended)."""
-    return ("Use a buffer of fixed size and a count instead of the list (a list appended to "
-            "under a traced condition would have a data-dependent length): "
+    (``item``: what was appended; ``guard``: the path is the rest of a loop that a traced
+    ``break`` or ``return`` leaves, where the append cannot be made unconditional)."""
+    why = ("the iterations a traced `break` or `return` skips do not append, so its length "
+           "would depend on the data" if guard else "a list appended to under a traced "
+           "condition would have a data-dependent length")
+    return (f"Use a buffer of fixed size and a count instead of the list ({why}): "
             + _buffer(label, item) + f"; the first `count` rows of `{label}` are "
-            "the items (take them outside the jitted function). Or keep the append "
-            "unconditional.")
+            "the items (take them outside the jitted function)."
+            + ("" if guard else " Or keep the append unconditional."))
 
 
 def shrinking_list(label, before, after):

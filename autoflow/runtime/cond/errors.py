@@ -73,10 +73,12 @@ def branch_error(site, label, returning, t_leaf, f_leaf, t_tree=None, f_tree=Non
         # `return` under a traced condition, true where that code runs)
         sides = ("where the code after the `break`/`continue`/`return` runs",
                  "where it stopped before") if guard else ("when true", "when false")
+        where = ("on the two paths a traced `break`, `continue` or `return` makes here"
+                 if guard else "in the two branches of this traced `if`")
         return ConversionError(message(
-            site, f"`{label}` has a different structure in the two branches of this traced `if`: "
+            site, f"`{label}` has a different structure {where}: "
             f"{structure(t_leaf)} {sides[0]}, {structure(f_leaf)} {sides[1]}",
-            (appended_in_branch(label, last_item(t_leaf, f_leaf))
+            (appended_in_branch(label, last_item(t_leaf, f_leaf), guard)
              if isinstance(t_leaf, list)
              and isinstance(f_leaf, list) else
              f"Give `{label}` the same structure (tuple/list/dict layout) in both branches.")))

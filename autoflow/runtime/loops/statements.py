@@ -386,10 +386,11 @@ def _python_for(items, body, test, state, n, names, shared=None):
     for item in items:
         if test is not None and concrete_truth(t, caller_site, what="loop condition") is None:
             if n:
+                # (the rest of the loop, skipped where a traced `break` left it: a guard)
                 state = pack(traced_if(t, lambda *s: body(item, *s), lambda *s: unpack(s),
-                                    state, names, shared), n)
+                                    state, names, shared, guard=True), n)
             else:
-                traced_if(t, lambda: body(item), lambda: None, (), (), shared)
+                traced_if(t, lambda: body(item), lambda: None, (), (), shared, guard=True)
         else:
             state = pack(body(item, *state), n)
         if test is not None:
