@@ -501,3 +501,45 @@ def test_logging_location_and_levels_at_run_time():
                                                ("ERROR", "not positive: -1.0")]
     assert {r[3:] for r in handler.seen} >= {("test_python_effects.py", logs.__code__.co_firstlineno + 1,
                                              "logs")}
+
+
+# Files and in-memory streams a function makes itself, written in a traced `if`: the
+# write can happen only when the compiled code runs, after the function returned (its
+# `with` closed the file: JAX's runtime error "I/O operation on closed file"; a
+# `StringIO` was read back without it, or written on both paths while tracing).
+
+
+def _writes_file_in_branch(path):
+    def f(x):
+        with open(path, "w") as fh:
+            if x > 0:
+                fh.write("positive\n")
+                x = x * 2
+        return x
+    return f
+
+
+def writes_buffer_in_branch(x):
+    s = io.StringIO()
+    if x > 0:
+        s.write("pos")
+    return x + len(s.getvalue())
+
+
+def writes_buffer_straight(x):
+    s = io.StringIO()
+    s.write("abc")
+    return x + len(s.getvalue())
+
+
+def test_a_stream_of_the_function_written_in_a_traced_if_is_refused(tmp_path):
+    for fn, name in ((_writes_file_in_branch(tmp_path / "log.txt"), "fh"),
+                     (writes_buffer_in_branch, "s")):
+        with pytest.raises(autoflow.ConversionError) as info:
+            autoflow.jit(fn)(jnp.float32(1.0))
+        first = str(info.value).splitlines()[0]
+        assert f"`{name}.write`" in first and "test_python_effects.py" in first, first
+        assert "Return the values" in str(info.value)
+    # written where the function's other Python code runs: as before
+    assert float(autoflow.jit(writes_buffer_straight)(jnp.float32(1.0))) == 4.0
+    assert float(autoflow.convert(writes_buffer_in_branch)(1.0)) == 4.0

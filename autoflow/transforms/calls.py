@@ -333,8 +333,12 @@ class Calls(Transformer):
             if value.id == "logging":
                 return attr in _LOG_METHODS
         if attr in ("write", "writelines", "flush"):  # `sys.stdout.write(s)`
+            # (and `fh.write(s)` on a variable: the runtime's effect call writes a file
+            # or stream then, and calls anything else as it is)
             return (isinstance(value, gast.Attribute) and value.attr in _STREAMS
-                    and isinstance(value.value, gast.Name) and value.value.id == "sys")
+                    and isinstance(value.value, gast.Name) and value.value.id == "sys") or (
+                isinstance(value, gast.Name) and value.id != self.ctx.af
+                and not self.ctx.is_module_name(value.id) and value.id not in self.local_modules)
         if attr not in _LOG_METHODS:
             return False
         # `logger.info(...)`, `self.log.warning(...)`, `logging.getLogger().info(...)`,

@@ -330,6 +330,8 @@ def effect_call(f, args, kwargs):
         std = _std_name(self)
         if std is not None:  # `sys.stdout.write(s)`: the stream `sys.stdout` is then
             later(_std_method, (std, name) + tuple(args), kwargs, site=user_site(2))
+        elif _local_stream(self, name):
+            return NotImplemented  # (outside a staged block: written now, as before)
         else:
             later(f, args, kwargs, site=user_site(2))
         return _written(args) if name == "write" else None
@@ -338,6 +340,37 @@ def effect_call(f, args, kwargs):
 
 _STREAM_METHODS = frozenset({"write", "writelines", "flush", "debug", "info", "warning",
                              "error", "critical", "exception", "log"})
+
+
+def _local_stream(stream, name) -> bool:
+    """Is ``stream`` a file or in-memory stream that a variable of the user's function
+    writing it holds (`with open(path, "w") as fh:`, `buf = io.StringIO()`)? Written
+    where the function's code runs: outside a staged block, now, as the function's
+    other Python code (True); inside one, autoflow's error: a write deferred to when the
+    compiled code runs would happen after the function returned (its `with` closed the
+    file; what it read back of the buffer was read without it)."""
+    if not isinstance(stream, io.IOBase):
+        return False
+    frame = sys._getframe(2)
+    while frame is not None and (_is_internal_file(frame.f_code.co_filename)):
+        frame = frame.f_back
+    held = [k for k, v in (frame.f_locals.items() if frame is not None else ()) if v is stream]
+    if not held:
+        return False
+    if not in_staged_block():
+        return True
+    raise ConversionError(message(
+        user_site(3), f"this line calls `{held[0]}.{name}` inside a traced `if` or loop, and "
+        f"`{held[0]}` is a file or stream of this function: the write can happen only when "
+        "the compiled code runs, on the path taken, and by then the function has returned "
+        "(a `with` around it has closed the file; what it read back did not have the write)",
+        "Return the values and write them after the jitted call, or make the condition "
+        "static so that the statement runs as Python."))
+
+
+def _is_internal_file(filename):
+    from ...core.origin import _is_internal
+    return _is_internal(filename)
 
 
 def _written(args):
