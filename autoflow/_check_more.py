@@ -131,8 +131,7 @@ def _carried_shapes(fn, reader) -> list[traced.Problem]:
         if not isinstance(loop, (ast.For, ast.While)) or not (
                 reader.traced_count(loop) or _exits_on_traced(reader, loop.body)):
             continue
-        carried = {n.id for n in traced._local_walk(loop.body) if isinstance(n, ast.Name)
-                   and isinstance(n.ctx, ast.Store) and _bound_before(fn, n.id, loop)}
+        carried = _carried(fn, loop)
         for n in traced._local_walk(loop.body):
             sized = _sized_args(n) if isinstance(n, ast.Call) else None
             hit = next((a.id for arg in (sized[1] if sized else ()) for a in ast.walk(arg)
@@ -353,8 +352,7 @@ def _python_state(fn, reader) -> list[traced.Problem]:
         for name, key in (_dict_items_written(s) if said is None else ()):
             # (in a staged loop, what its body rebinds and was bound before it is carried:
             # traced, as `i` of `d[i] = x; i += 1`)
-            carried = {n for n in _stored(s.body) if _bound_before(fn, n, s)} \
-                if loop and counted else set()
+            carried = _carried(fn, s) if loop and counted else set()
             if _dict_before(fn, name, s) and traced.mentions(key, reader.traced | items | carried):
                 said = (f"`{name}[{ast.unparse(key)}] = ...` sets a dict item whose key is "
                         f"traced in this {what}: a dict key must be a concrete Python value; "
@@ -406,27 +404,31 @@ def _dict_items_written(stmt):
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)]
 
 
-def _stored(stmts) -> set:
-    return {n.id for n in traced._local_walk(stmts)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+def _carried(fn, loop) -> set:
+    """The names ``loop``'s body rebinds that are bound before it: what a staged loop
+    carries (traced values)."""
+    return {n.id for n in traced._local_walk(loop.body) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store) and _bound_before(fn, n.id, loop)}
+
+
+def _made_before(fn, name, stmt, literal, maker) -> bool:
+    """Is ``name`` bound before ``stmt`` to a ``literal`` (an ``ast`` class) or a call of
+    the builtin ``maker``?"""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                 for t in n.targets)
+               and (isinstance(n.value, literal) or isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Name) and n.value.func.id == maker)
+               and n.lineno < stmt.lineno for n in traced._local_walk(fn.body))
 
 
 def _dict_before(fn, name, stmt) -> bool:
     """Is ``name`` bound to a dict (``{}``, ``dict()``) before ``stmt``?"""
-    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                 for t in n.targets)
-               and (isinstance(n.value, ast.Dict) or isinstance(n.value, ast.Call)
-                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "dict")
-               and n.lineno < stmt.lineno for n in traced._local_walk(fn.body))
+    return _made_before(fn, name, stmt, ast.Dict, "dict")
 
 
 def _set_before(fn, name, stmt) -> bool:
     """Is ``name`` bound to a set (``set()``, ``{a, b}``) before ``stmt``?"""
-    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                 for t in n.targets)
-               and (isinstance(n.value, ast.Set) or isinstance(n.value, ast.Call)
-                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "set")
-               and n.lineno < stmt.lineno for n in traced._local_walk(fn.body))
+    return _made_before(fn, name, stmt, ast.Set, "set")
 
 
 def _bound_before(fn, name, stmt) -> bool:
