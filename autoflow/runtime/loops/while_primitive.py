@@ -297,11 +297,11 @@ class _WhileLoop(Batched, RunsForItsEffects, jx.HiPrimitive):
     def vjp_bwd_retval(self, res, out_ct):
         cc, bc, saved = res
         carry_avals = self.in_avals[2]
-        zero = self.zero_cotangents(tuple(isinstance(t, jx.Zero) for t in out_ct))
+        zeros = self.zero_cotangents(tuple(isinstance(t, jx.Zero) for t in out_ct))
         out_ct = instantiate(out_ct, carry_avals)
         ct_bc, ct_carry = stored.backward(self._recompute, self.stored_plan, bc, saved, out_ct,
                                           self.in_avals[1], carry_avals, self.checkpoints,
-                                          self.reverse_loops(), zero)
+                                          self.reverse_loops(), zeros)
         def zero(a):
             return jx.Zero(a.to_ct_aval())
         return (tuple(zero(a) for a in self.in_avals[0]), ct_bc, ct_carry)
