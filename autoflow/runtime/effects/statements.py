@@ -351,26 +351,20 @@ def _local_stream(stream, name) -> bool:
     file; what it read back of the buffer was read without it)."""
     if not isinstance(stream, io.IOBase):
         return False
-    frame = sys._getframe(2)
-    while frame is not None and (_is_internal_file(frame.f_code.co_filename)):
-        frame = frame.f_back
+    frame = next(user_frames(1), None)
     held = [k for k, v in (frame.f_locals.items() if frame is not None else ()) if v is stream]
     if not held:
         return False
     if not in_staged_block():
         return True
     raise ConversionError(message(
-        user_site(3), f"this line calls `{held[0]}.{name}` inside a traced `if` or loop, and "
-        f"`{held[0]}` is a file or stream of this function: the write can happen only when "
-        "the compiled code runs, on the path taken, and by then the function has returned "
+        user_site(frame=frame), f"this line calls `{held[0]}.{name}` inside a traced `if` or "
+        f"loop, and `{held[0]}` is a file or stream of this function: the write can happen "
+        "only when the compiled code runs, on the path taken, and by then the function has "
+        "returned "
         "(a `with` around it has closed the file; what it read back did not have the write)",
         "Return the values and write them after the jitted call, or make the condition "
         "static so that the statement runs as Python."))
-
-
-def _is_internal_file(filename):
-    from ...core.origin import _is_internal
-    return _is_internal(filename)
 
 
 def _written(args):
