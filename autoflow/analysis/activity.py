@@ -13,6 +13,7 @@ import functools
 
 import gast
 
+from ..core.methods import MUTATING_METHODS
 from ..core.nodes import append_children, children, walk
 # Nodes that open a scope of their own, and try statements (TryStar from 3.11).
 SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
@@ -352,11 +353,6 @@ def nested_free_names(fn) -> set[str]:
     return set().union(*(set(_scope_reads(s)) | _nonlocals(s) for s in _nested_scopes(fn)))
 
 
-# Methods that change a list, dict or set in place.
-MUTATING_METHODS = frozenset(
-    "append extend insert pop remove clear update setdefault popitem sort reverse add "
-    "discard difference_update intersection_update symmetric_difference_update "
-    "appendleft extendleft popleft rotate".split())
 
 
 def _chain(node):

@@ -25,11 +25,13 @@ VALUE_METHODS = frozenset("""
     to_bytes to_device tobytes tofile tolist trace translate transpose union update upper
     values var view zfill""".split())
 
-# Of those, the methods that change the value in place (a list's, dict's, set's, or a
-# NumPy array's: `stack.pop()`, `a.fill(0)`): a call of one is not a pure computation.
-IN_PLACE_METHODS = frozenset("""
-    add append clear difference_update discard extend fill insert intersection_update pop
-    popitem put remove resize reverse setdefault setfield setflags sort
-    symmetric_difference_update update""".split())
+# Methods that change a list, dict, set or deque in place (the state a converted
+# statement carries: `analysis.activity.shared_state`).
+MUTATING_METHODS = frozenset(
+    "append extend insert pop remove clear update setdefault popitem sort reverse add "
+    "discard difference_update intersection_update symmetric_difference_update "
+    "appendleft extendleft popleft rotate".split())
+# Those and a NumPy array's (`a.fill(0)`): a call of one is not a pure computation.
+IN_PLACE_METHODS = MUTATING_METHODS | frozenset("fill put resize setfield setflags".split())
 # Python's builtins that change state or advance an iterator.
 STATEFUL_BUILTINS = frozenset("next setattr delattr exec eval input open".split())
