@@ -85,10 +85,7 @@ def _module_state(fn, reader, module) -> list[traced.Problem]:
     if not names:
         return []
     out = []
-    for s in traced._local_walk(fn.body):
-        loop = isinstance(s, (ast.For, ast.While))
-        if not (reader.staged(s) if loop else isinstance(s, ast.If) and reader.traced_test(s)):
-            continue
+    for s, loop in _staged_statements(fn, reader):
         parts = s.body + s.orelse + ([ast.Expr(s.test)] if isinstance(s, ast.While) else [])
         for n in traced._local_walk(parts):
             target = n.value if isinstance(n, ast.Subscript) and not isinstance(
@@ -105,6 +102,15 @@ def _module_state(fn, reader, module) -> list[traced.Problem]:
                     "instead, or make the condition static")))
                 break
     return out
+
+
+def _staged_statements(fn, reader):
+    """``(statement, is a loop)`` for each loop ``fn`` stages and each ``if`` on a traced
+    condition in it."""
+    for s in traced._local_walk(fn.body):
+        loop = isinstance(s, (ast.For, ast.While))
+        if reader.staged(s) if loop else isinstance(s, ast.If) and reader.traced_test(s):
+            yield s, loop
 
 
 def _traced_exit(reader, s, exits=(ast.Break, ast.Continue, ast.Return)) -> bool:
@@ -307,10 +313,7 @@ def _python_state(fn, reader) -> list[traced.Problem]:
         return [(c, name) for c, name in found if lo <= (c.lineno, c.col_offset) <= hi
                 and (c.func.attr if isinstance(c.func, ast.Attribute) else "next") in methods]
 
-    for s in traced._local_walk(fn.body):
-        loop = isinstance(s, (ast.For, ast.While))
-        if not (reader.staged(s) if loop else isinstance(s, ast.If) and reader.traced_test(s)):
-            continue
+    for s, loop in _staged_statements(fn, reader):
         kind, what = traced._stmt_kind(s), "loop" if loop else "`if`"
         said = None
         counted = not loop or reader.traced_count(s)  # (else it may run as Python, unrolled)
@@ -349,7 +352,7 @@ def _python_state(fn, reader) -> list[traced.Problem]:
                     "inside it, whose paths (or body) are traced once each: make it a JAX "
                     f"array and write `{name} = {name}.at[i].set(v)`")
             break
-        for name, key in (_dict_items_written(s) if said is None else ()):
+        for name, key in (_items_written(s) if said is None else ()):
             # (in a staged loop, what its body rebinds and was bound before it is carried:
             # traced, as `i` of `d[i] = x; i += 1`)
             carried = _carried(fn, s) if loop and counted else set()
@@ -379,10 +382,7 @@ _NUMPY_MAKERS = frozenset("zeros ones empty full array asarray arange zeros_like
 def _numpy_written(stmt, fn):
     """Names written by item (``buf[i] = v``) inside ``stmt`` that are bound, before it,
     to a NumPy array made there (``np.zeros(...)``, ``numpy.array(...)``)."""
-    written = {t.value.id for n in traced._local_walk(stmt.body + stmt.orelse)
-               if isinstance(n, (ast.Assign, ast.AugAssign))
-               for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-               if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+    written = {name for name, _ in _items_written(stmt)}
     return [n.targets[0].id for n in traced._local_walk(fn.body)
             if isinstance(n, ast.Assign) and n.lineno < stmt.lineno and len(n.targets) == 1
             and isinstance(n.targets[0], ast.Name) and n.targets[0].id in written
@@ -396,7 +396,7 @@ def _numpy_made(node) -> bool:
         and node.func.value.id in ("np", "numpy", "onp")
 
 
-def _dict_items_written(stmt):
+def _items_written(stmt):
     """``(name, key)`` of each ``name[key] = ...`` (or ``+=``) in ``stmt``'s blocks."""
     return [(t.value.id, t.slice) for n in traced._local_walk(stmt.body + stmt.orelse)
             if isinstance(n, (ast.Assign, ast.AugAssign))
