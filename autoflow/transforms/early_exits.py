@@ -138,6 +138,7 @@ class EarlyExits:
         self.ctx = ctx
         self.scope = scope  # the function being lowered (see `_read_elsewhere`)
         self._returned = self._retval = None  # the flags of lowered returns, once made
+        self._rebinders = None  # (see _rebinding)
 
     # ---- return inside loops -------------------------------------------
     def lower_loop_returns(self, body):
@@ -378,7 +379,7 @@ class EarlyExits:
             if isinstance(s, _SCOPES):
                 out.append(s)
                 continue
-            if isinstance(s, gast.While) and _test_binds(s.test, self.scope):
+            if isinstance(s, gast.While) and _test_binds(s.test, self._rebinding()):
                 out += self.lower_jumps(_test_in_body(s, self.ctx.namer))
                 continue
             for owner, field in _blocks(s):
@@ -388,6 +389,17 @@ class EarlyExits:
             else:
                 out.append(s)
         return out
+
+    def _rebinding(self):
+        """The functions nested in the one being lowered that declare ``nonlocal``
+        (found once per function)."""
+        if self._rebinders is None:
+            self._rebinders = {n.name for n in (walk(self.scope) if self.scope is not None
+                                                 else ())
+                               if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef))
+                               and n is not self.scope
+                               and any(isinstance(m, gast.Nonlocal) for m in walk(n))}
+        return self._rebinders
 
     def _lower_loop(self, loop):
         before, after = [], []
@@ -531,17 +543,12 @@ class EarlyExits:
         return out
 
 
-def _test_binds(test, scope):
+def _test_binds(test, rebinding):
     """Does a ``while`` test bind or change what the loop carries, so that it must run
-    where the body can see what it did (``_test_in_body``)? A walrus; a call of a
-    function nested in ``scope`` that rebinds its variables (``nonlocal``); a call that
-    changes a list or dict in place (``stack.pop()``) or advances an iterator
+    where the body can see what it did (``_test_in_body``)? A walrus; a call of a nested
+    function in ``rebinding`` (it rebinds the variables of the one lowered: ``nonlocal``);
+    a call that changes a list or dict in place (``stack.pop()``) or advances an iterator
     (``next(it)``): a staged loop's test changes nothing it carries."""
-    rebinding = set()
-    for node in walk(scope) if scope is not None else ():
-        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node is not scope \
-                and any(isinstance(n, gast.Nonlocal) for n in walk(node)):
-            rebinding.add(node.name)
     for n in walk(test):
         if isinstance(n, gast.NamedExpr):
             return True
